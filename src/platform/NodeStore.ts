@@ -1,0 +1,31 @@
+/**
+ * The store on the real disk: Node's file system and path, a crypto-backed
+ * `Random` for tokens, and `/proc` owner evidence for commit locks.
+ *
+ * @since 0.1.0
+ */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import { Layer, Path } from "effect"
+import { RarebitStore } from "../store/RarebitStore.js"
+import type { StoreConfig } from "../store/StoreConfig.js"
+import * as CryptoRandom from "./CryptoRandom.js"
+import * as ProcessOwner from "./ProcessOwner.js"
+
+/**
+ * Everything the store needs on Node, without the store itself.
+ *
+ * @category layers
+ * @since 0.1.0
+ */
+export const platformLayer = Layer.mergeAll(NodeFileSystem.layer, Path.layer, CryptoRandom.layer, ProcessOwner.layer)
+
+/**
+ * The live store: provide it and call `RarebitStore` operations.
+ *
+ * @category layers
+ * @since 0.1.0
+ */
+export const layer = (config: Partial<StoreConfig> = {}) =>
+  Layer.mergeAll(RarebitStore.layer(config), CryptoRandom.layer, ProcessOwner.layer).pipe(
+    Layer.provide(Layer.mergeAll(NodeFileSystem.layer, Path.layer))
+  )

@@ -1,0 +1,221 @@
+/**
+ * The commit lock of a sidecar, as a scoped resource.
+ *
+ * On disk the lock is `<sidecar>.commit-lock`, created exclusively and
+ * holding `{token, claimedAt}` (plus our owner evidence); it is removed only
+ * by the holder of its token. Acquisition retries every `intervalMs` for
+ * `attempts` tries, then fails with `LockHeld`.
+ *
+ * Guarantees:
+ * - The lock file appears with its full content or not at all: it is written
+ *   to a private temp file, fsynced, then hard-linked into place (a link
+ *   fails if the name exists, like `wx`). A crash can therefore never leave
+ *   an empty lock that nobody could attribute.
+ * - Fibers of one process queue on an in-process semaphore per sidecar, so
+ *   only one of them polls the file; the file still excludes other
+ *   processes, unchanged on disk.
+ * - Release runs on success, failure and interruption, and removes the file
+ *   only if it still holds our token.
+ * - A lock whose owner evidence proves its process dead (same host and boot,
+ *   pid gone or reused) is broken, under a per-token break file so two
+ *   waiters never both break and a fresh lock is never removed. Locks
+ *   without evidence (the reference's) are never broken by age.
+ *
+ * @since 0.1.0
+ */
+import { Clock, Effect, Random, Scope, Semaphore } from "effect"
+import type { FileSystem } from "effect/FileSystem"
+import type { PlatformError } from "effect/PlatformError"
+import { LockHeld, StoreIo, storeIo } from "./Errors.js"
+import { LockOwner, ownerEvidenceOf } from "./LockOwner.js"
+import type { LockRetry } from "./StoreConfig.js"
+import { parseJsonOrNull } from "./SidecarReader.js"
+
+const encoder = new TextEncoder()
+
+/** A random hex token of `bytes` bytes drawn from the `Random` service. @category constructors @since 0.1.0 */
+export const randomToken = (bytes: number): Effect.Effect<string> =>
+  Effect.gen(function*() {
+    let token = ""
+    while (token.length < bytes * 2) {
+      const chunk = yield* Random.nextIntBetween(0, 0xffffff)
+      token += chunk.toString(16).padStart(6, "0")
+    }
+    return token.slice(0, bytes * 2)
+  })
+
+/** A lock this process holds. @category models @since 0.1.0 */
+export interface HeldLock {
+  readonly lockPath: string
+  readonly token: string
+}
+
+const isAlreadyExists = (error: PlatformError) => error.reason._tag === "AlreadyExists"
+const isNotFound = (error: PlatformError) => error.reason._tag === "NotFound"
+
+/** Reads and parses a small JSON file; `undefined` when absent, `null` when unparsable. @internal */
+export const readJsonFile = (fs: FileSystem, path: string): Effect.Effect<unknown, PlatformError> =>
+  fs.readFileString(path).pipe(
+    Effect.map(parseJsonOrNull),
+    Effect.catchIf(isNotFound, () => Effect.succeed(undefined))
+  )
+
+/**
+ * Writes `content` to a fresh private file and fsyncs it, so it can be
+ * linked or renamed into place whole.
+ *
+ * @internal
+ */
+export const writeDurableTemp = Effect.fnUntraced(function*(fs: FileSystem, tempPath: string, content: string) {
+  yield* Effect.scoped(Effect.gen(function*() {
+    const file = yield* fs.open(tempPath, { flag: "wx", mode: 0o600 })
+    yield* file.writeAll(encoder.encode(content))
+    yield* file.sync
+  }))
+})
+
+const removeIgnoringMissing = (fs: FileSystem, path: string) =>
+  fs.remove(path).pipe(Effect.catchIf(isNotFound, () => Effect.void))
+
+/**
+ * Removes `lockPath` only if it still holds `token`.
+ *
+ * @internal
+ */
+export const releaseFileLock = (fs: FileSystem, lockPath: string, token: string): Effect.Effect<void, StoreIo> =>
+  Effect.gen(function*() {
+    const current = yield* readJsonFile(fs, lockPath)
+    if ((current as { token?: unknown } | null | undefined)?.token === token) yield* removeIgnoringMissing(fs, lockPath)
+  }).pipe(Effect.mapError(storeIo("release commit lock", lockPath)))
+
+/**
+ * Breaks a lock whose owner is provably dead.
+ *
+ * **Details**
+ *
+ * The break file `<lock>.break-<deadToken>` is created exclusively, so of
+ * all waiters that judged the same lock dead exactly one proceeds. It then
+ * re-reads the lock and removes it only if it still holds the dead token: a
+ * fresh lock can be created only after the dead one is gone, so a token
+ * match means the file is still the dead owner's. A crash inside this step
+ * leaves the break file, and that lock then needs `rarebit-store unlock`.
+ */
+const breakDeadLock = (fs: FileSystem, lockPath: string, deadToken: string): Effect.Effect<boolean, PlatformError> =>
+  Effect.gen(function*() {
+    const breakPath = `${lockPath}.break-${deadToken}`
+    const created = yield* fs.writeFile(breakPath, encoder.encode(`${JSON.stringify({ deadToken })}\n`), {
+      flag: "wx",
+      mode: 0o600
+    }).pipe(Effect.as(true), Effect.catchIf(isAlreadyExists, () => Effect.succeed(false)))
+    if (!created) return false
+    const current = yield* readJsonFile(fs, lockPath)
+    const broken = (current as { token?: unknown } | null | undefined)?.token === deadToken
+    if (broken) yield* removeIgnoringMissing(fs, lockPath)
+    yield* removeIgnoringMissing(fs, breakPath)
+    return broken
+  })
+
+/**
+ * Creates the lock file for the current scope, waiting for other processes
+ * as configured.
+ *
+ * **Details**
+ *
+ * Everything runs uninterruptibly except the waits between attempts, so an
+ * interruption lands either before the link (nothing to undo) or after the
+ * release finalizer is registered (the lock is removed).
+ */
+const acquireFileLock = (fs: FileSystem, lockPath: string, retry: LockRetry, breakDeadLocks: boolean) =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.gen(function*() {
+      const probe = yield* LockOwner
+      const token = yield* randomToken(24)
+      const claimedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
+      const content = `${JSON.stringify({ token, claimedAt, ...(probe.current ? { owner: probe.current } : {}) })}\n`
+      const tempPath = `${lockPath}.${token}.tmp`
+      yield* writeDurableTemp(fs, tempPath, content)
+      return yield* Effect.gen(function*() {
+        for (let attempt = 0; attempt < retry.attempts; attempt++) {
+          const linked = yield* fs.link(tempPath, lockPath).pipe(
+            Effect.as(true),
+            Effect.catchIf(isAlreadyExists, () => Effect.succeed(false))
+          )
+          if (linked) {
+            yield* Effect.addFinalizer(() =>
+              releaseFileLock(fs, lockPath, token).pipe(
+                Effect.catch((error) => Effect.logWarning("commit lock release failed", error))
+              )
+            )
+            return { lockPath, token } satisfies HeldLock
+          }
+          if (breakDeadLocks) {
+            const holder = yield* readJsonFile(fs, lockPath)
+            const owner = ownerEvidenceOf(holder)
+            const holderToken = (holder as { token?: unknown } | null | undefined)?.token
+            if (owner && typeof holderToken === "string" && (yield* probe.isProvablyDead(owner))) {
+              if (yield* breakDeadLock(fs, lockPath, holderToken)) continue
+            }
+          }
+          if (attempt + 1 < retry.attempts) yield* restore(Effect.sleep(retry.intervalMs))
+        }
+        return yield* new LockHeld({ lockPath, attempts: retry.attempts })
+      }).pipe(Effect.ensuring(Effect.ignore(removeIgnoringMissing(fs, tempPath))))
+    })
+  ).pipe(Effect.catchTag("PlatformError", (error) => Effect.fail(storeIo("acquire commit lock", lockPath)(error))))
+
+/**
+ * In-process queues, one per lock path, so that fibers of this process wait
+ * for each other without polling the file every few milliseconds.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const makeLockQueues = () => {
+  const queues = new Map<string, { readonly semaphore: Semaphore.Semaphore; users: number }>()
+  const enter = (lockPath: string) =>
+    Effect.sync(() => {
+      let entry = queues.get(lockPath)
+      if (entry === undefined) {
+        entry = { semaphore: Semaphore.makeUnsafe(1), users: 0 }
+        queues.set(lockPath, entry)
+      }
+      entry.users++
+      return entry
+    })
+  const leave = (lockPath: string) =>
+    Effect.sync(() => {
+      const entry = queues.get(lockPath)
+      if (entry !== undefined && --entry.users === 0) queues.delete(lockPath)
+    })
+  /** Holds the in-process queue of `lockPath` for the current scope. */
+  const hold = (lockPath: string): Effect.Effect<void, never, Scope.Scope> =>
+    Effect.acquireRelease(enter(lockPath), () => leave(lockPath)).pipe(
+      Effect.flatMap((entry) => entry.semaphore.takeScoped(1))
+    )
+  return { hold, size: () => queues.size }
+}
+
+/** The in-process queues of one store. @category models @since 0.1.0 */
+export type LockQueues = ReturnType<typeof makeLockQueues>
+
+/**
+ * Acquires a sidecar's commit lock for the current scope.
+ *
+ * **Details**
+ *
+ * The release step runs whatever ends the scope (success, failure,
+ * interruption) and removes the file only if it still holds our token; a
+ * failed release is logged, since the protocol can recover from a leftover
+ * lock only by repair.
+ *
+ * @category resources
+ * @since 0.1.0
+ */
+export const acquireCommitLock = (
+  fs: FileSystem,
+  queues: LockQueues,
+  lockPath: string,
+  retry: LockRetry,
+  breakDeadLocks: boolean
+): Effect.Effect<HeldLock, LockHeld | StoreIo, Scope.Scope> =>
+  Effect.andThen(queues.hold(lockPath), acquireFileLock(fs, lockPath, retry, breakDeadLocks))

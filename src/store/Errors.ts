@@ -1,0 +1,245 @@
+/**
+ * The failures of the sidecar store, one tagged class per condition.
+ *
+ * Readers never fail for data they find on disk: a damaged sidecar is a
+ * result (`availability` / `diagnostics.reason`). These errors are for caller
+ * mistakes and for write paths that must stop. Each class names the error
+ * class the reference package throws for the same condition (`plainClass`),
+ * so the Promise facade maps them in one place; messages keep the phrases
+ * plain callers match on.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+import type { PlatformError } from "effect/PlatformError"
+
+/** The JavaScript error class the reference throws for a condition. @category models @since 0.1.0 */
+export type PlainErrorClass = "Error" | "TypeError" | "RangeError"
+
+/** The Session file argument is missing or blank. @category errors @since 0.1.0 */
+export class SessionFileRequired extends Schema.TaggedError<SessionFileRequired>()("SessionFileRequired", {}) {
+  readonly plainClass: PlainErrorClass = "Error"
+  override get message() {
+    return "A persisted Pi Session file is required"
+  }
+}
+
+/** The Session file lies outside `sessionRoot` and external Sessions are not allowed. @category errors @since 0.1.0 */
+export class SessionOutsideRoot extends Schema.TaggedError<SessionOutsideRoot>()("SessionOutsideRoot", {
+  sessionFile: Schema.String,
+  sessionRoot: Schema.String
+}) {
+  readonly plainClass: PlainErrorClass = "Error"
+  override get message() {
+    return "Pi Session file is outside the configured Session root"
+  }
+}
+
+/** A sidecar path is a symlink, a directory or another non-regular file. @category errors @since 0.1.0 */
+export class NotRegularFile extends Schema.TaggedError<NotRegularFile>()("NotRegularFile", {
+  path: Schema.String
+}) {
+  readonly plainClass: PlainErrorClass = "Error"
+  override get message() {
+    return "Rarebit materialization path must be a regular file"
+  }
+}
+
+/** A job id is not 64 lower-case hex digits. @category errors @since 0.1.0 */
+export class InvalidJobId extends Schema.TaggedError<InvalidJobId>()("InvalidJobId", {
+  jobId: Schema.Unknown
+}) {
+  readonly plainClass: PlainErrorClass = "TypeError"
+  override get message() {
+    return "Rarebit jobId must be a SHA-256 hex string"
+  }
+}
+
+/** A lease is not a positive finite number of milliseconds. @category errors @since 0.1.0 */
+export class InvalidLease extends Schema.TaggedError<InvalidLease>()("InvalidLease", {
+  leaseMs: Schema.Unknown
+}) {
+  readonly plainClass: PlainErrorClass = "TypeError"
+  override get message() {
+    return "Rarebit leaseMs must be a positive finite number"
+  }
+}
+
+/** A history page was asked for outside the protocol's offset and limit bounds. @category errors @since 0.1.0 */
+export class HistoryBoundsInvalid extends Schema.TaggedError<HistoryBoundsInvalid>()("HistoryBoundsInvalid", {
+  fromOffset: Schema.Unknown,
+  limit: Schema.Unknown
+}) {
+  readonly plainClass: PlainErrorClass = "TypeError"
+  override get message() {
+    return "History offset and limit are outside protocol bounds"
+  }
+}
+
+/** Settle was called with something other than an acquired reservation. @category errors @since 0.1.0 */
+export class ReservationNotAcquired extends Schema.TaggedError<ReservationNotAcquired>()("ReservationNotAcquired", {}) {
+  readonly plainClass: PlainErrorClass = "Error"
+  override get message() {
+    return "An acquired Rarebit reservation is required"
+  }
+}
+
+/** A receipt's `type` is neither `rarebit_summary` nor `rarebit_title`. @category errors @since 0.1.0 */
+export class ReceiptTypeUnsupported extends Schema.TaggedError<ReceiptTypeUnsupported>()("ReceiptTypeUnsupported", {
+  type: Schema.Unknown
+}) {
+  readonly plainClass: PlainErrorClass = "TypeError"
+  override get message() {
+    return "Rarebit derivation receipt type is unsupported"
+  }
+}
+
+/**
+ * A receipt does not validate against its v4 schema.
+ *
+ * **Details**
+ *
+ * `message` keeps the reference's wording (status and sorted keys);
+ * `reason` carries the schema decoder's explanation for people.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class ReceiptInvalid extends Schema.TaggedError<ReceiptInvalid>()("ReceiptInvalid", {
+  kind: Schema.Literals(["Summary", "Title"]),
+  status: Schema.Unknown,
+  keys: Schema.Array(Schema.String),
+  reason: Schema.String
+}) {
+  readonly plainClass: PlainErrorClass = "TypeError"
+  override get message() {
+    return `Rarebit ${this.kind} receipt does not match protocol v4 (${String(this.status)}; keys: ${this.keys.join(",")})`
+  }
+}
+
+/** A receipt line would exceed 48 KiB. @category errors @since 0.1.0 */
+export class ReceiptTooLarge extends Schema.TaggedError<ReceiptTooLarge>()("ReceiptTooLarge", {
+  bytes: Schema.Number
+}) {
+  readonly plainClass: PlainErrorClass = "RangeError"
+  override get message() {
+    return "Rarebit receipt exceeds protocol byte limit"
+  }
+}
+
+/** A head line would exceed 8 KiB. @category errors @since 0.1.0 */
+export class HeadTooLarge extends Schema.TaggedError<HeadTooLarge>()("HeadTooLarge", {
+  bytes: Schema.Number
+}) {
+  readonly plainClass: PlainErrorClass = "RangeError"
+  override get message() {
+    return "Rarebit head exceeds protocol byte limit"
+  }
+}
+
+/** The reservation's lease token no longer owns the job claim: a newer worker took it over. @category errors @since 0.1.0 */
+export class LeaseFenced extends Schema.TaggedError<LeaseFenced>()("LeaseFenced", {
+  jobId: Schema.String,
+  claimPath: Schema.String
+}) {
+  readonly plainClass: PlainErrorClass = "Error"
+  override get message() {
+    return "Rarebit reservation lease was fenced by a newer worker"
+  }
+}
+
+/**
+ * The commit lock stayed held through every retry.
+ *
+ * **Details**
+ *
+ * A lock left by a crashed process is never broken by age alone. Locks with
+ * owner evidence whose owner is provably dead are broken automatically; any
+ * other stale lock needs `rarebit-store unlock`.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class LockHeld extends Schema.TaggedError<LockHeld>()("LockHeld", {
+  lockPath: Schema.String,
+  attempts: Schema.Number
+}) {
+  readonly plainClass: PlainErrorClass = "Error"
+  override get message() {
+    return "Rarebit Session commit lock is held; explicit repair is required if its owner crashed"
+  }
+}
+
+/** A settled claim's receipt pointer does not verify against the sidecar. @category errors @since 0.1.0 */
+export class HeadInvalid extends Schema.TaggedError<HeadInvalid>()("HeadInvalid", {
+  claimPath: Schema.String,
+  materializationPath: Schema.String
+}) {
+  readonly plainClass: PlainErrorClass = "Error"
+  override get message() {
+    return "Rarebit settled job receipt pointer is invalid"
+  }
+}
+
+/** The caller's settle hook failed; `cause` is what it failed with. @category errors @since 0.1.0 */
+export class SettleHookFailed extends Schema.TaggedError<SettleHookFailed>()("SettleHookFailed", {
+  cause: Schema.Defect()
+}) {
+  readonly plainClass: PlainErrorClass = "Error"
+  override get message() {
+    return "Rarebit settle hook failed"
+  }
+}
+
+/**
+ * A file-system operation of a write path failed.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class StoreIo extends Schema.TaggedError<StoreIo>()("StoreIo", {
+  operation: Schema.String,
+  path: Schema.String,
+  cause: Schema.Defect()
+}) {
+  readonly plainClass: PlainErrorClass = "Error"
+  override get message() {
+    const cause = this.cause as { message?: unknown } | undefined
+    return `Rarebit store ${this.operation} failed for ${this.path}: ${String(cause?.message ?? cause)}`
+  }
+}
+
+/** Wraps a platform error with the operation and path it came from. @category constructors @since 0.1.0 */
+export const storeIo = (operation: string, path: string) => (cause: PlatformError): StoreIo =>
+  new StoreIo({ operation, path, cause })
+
+/** Every failure a store operation can report. @category errors @since 0.1.0 */
+export type StoreError =
+  | SessionFileRequired
+  | SessionOutsideRoot
+  | NotRegularFile
+  | InvalidJobId
+  | InvalidLease
+  | HistoryBoundsInvalid
+  | ReservationNotAcquired
+  | ReceiptTypeUnsupported
+  | ReceiptInvalid
+  | ReceiptTooLarge
+  | HeadTooLarge
+  | LeaseFenced
+  | LockHeld
+  | HeadInvalid
+  | SettleHookFailed
+  | StoreIo
+  | HistoryUnreadable
+
+/** The history stream met a sidecar it cannot read. @category errors @since 0.1.0 */
+export class HistoryUnreadable extends Schema.TaggedError<HistoryUnreadable>()("HistoryUnreadable", {
+  path: Schema.String,
+  offset: Schema.Number
+}) {
+  readonly plainClass: PlainErrorClass = "Error"
+  override get message() {
+    return `Rarebit sidecar history is unreadable at offset ${this.offset}: ${this.path}`
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * Job claim files: `<rarebitRoot>/jobs-v4/<jobId>.json`, one JSON line.
+ *
+ * Guarantees:
+ * - A claim appears whole or not at all: it is written to a private temp
+ *   file, fsynced, then hard-linked into place for an exclusive create, or
+ *   renamed over the old claim (and the directory fsynced) for a
+ *   replacement. Readers, ours or the reference's, never see a partial claim
+ *   written by us.
+ * - Reading is lenient like the reference (any JSON value is returned), and
+ *   an empty or unparsable claim — which the reference can leave, since it
+ *   rewrites claims in place — is reported as `Torn` with its modification
+ *   time instead of failing.
+ *
+ * @since 0.1.0
+ */
+import { Effect, Option } from "effect"
+import type { FileSystem } from "effect/FileSystem"
+import type { Path } from "effect/Path"
+import type { PlatformError } from "effect/PlatformError"
+import { randomToken, writeDurableTemp } from "./CommitLock.js"
+
+/** What a claim path holds. @category models @since 0.1.0 */
+export type ClaimRead =
+  | { readonly _tag: "Absent" }
+  | { readonly _tag: "Parsed"; readonly claim: unknown }
+  | { readonly _tag: "Torn"; readonly modifiedAtMs: number }
+
+const isNotFound = (error: PlatformError) => error.reason._tag === "NotFound"
+
+/**
+ * Reads a claim.
+ *
+ * @category readers
+ * @since 0.1.0
+ */
+export const readClaim = (fs: FileSystem, claimPath: string): Effect.Effect<ClaimRead, PlatformError> =>
+  Effect.gen(function*() {
+    const text = yield* fs.readFileString(claimPath)
+    const parsed = parseClaimText(text)
+    if (parsed.ok) return { _tag: "Parsed", claim: parsed.value } satisfies ClaimRead
+    const info = yield* fs.stat(claimPath)
+    const modifiedAtMs = Option.match(info.mtime, { onNone: () => 0, onSome: (date) => date.getTime() })
+    return { _tag: "Torn", modifiedAtMs } satisfies ClaimRead
+  }).pipe(Effect.catchIf(isNotFound, () => Effect.succeed<ClaimRead>({ _tag: "Absent" })))
+
+const parseClaimText = (text: string): { readonly ok: true; readonly value: unknown } | { readonly ok: false } => {
+  try {
+    return { ok: true, value: JSON.parse(text) }
+  } catch {
+    return { ok: false }
+  }
+}
+
+/** The claim value of a read, `null` when absent or torn (as the reference's lenient checks see it). @internal */
+export const claimValue = (read: ClaimRead): unknown => (read._tag === "Parsed" ? read.claim : null)
+
+/** Serializes a claim as the one JSON line the protocol stores. @category encoding @since 0.1.0 */
+export const claimLine = (claim: unknown): string => `${JSON.stringify(claim)}\n`
+
+/**
+ * Creates a claim only if none exists. Succeeds with `false` when one does.
+ *
+ * @category writers
+ * @since 0.1.0
+ */
+export const createClaimExclusive = (
+  fs: FileSystem,
+  claimPath: string,
+  claim: unknown
+): Effect.Effect<boolean, PlatformError> =>
+  Effect.gen(function*() {
+    const tempPath = `${claimPath}.${yield* randomToken(12)}.tmp`
+    yield* writeDurableTemp(fs, tempPath, claimLine(claim))
+    return yield* fs.link(tempPath, claimPath).pipe(
+      Effect.as(true),
+      Effect.catchIf((error) => error.reason._tag === "AlreadyExists", () => Effect.succeed(false)),
+      Effect.ensuring(Effect.ignore(fs.remove(tempPath)))
+    )
+  }).pipe(Effect.uninterruptible)
+
+/**
+ * Replaces a claim atomically and durably.
+ *
+ * @category writers
+ * @since 0.1.0
+ */
+export const replaceClaim = (
+  fs: FileSystem,
+  path: Path,
+  claimPath: string,
+  claim: unknown
+): Effect.Effect<void, PlatformError> =>
+  Effect.gen(function*() {
+    const tempPath = `${claimPath}.${yield* randomToken(12)}.tmp`
+    yield* writeDurableTemp(fs, tempPath, claimLine(claim))
+    yield* fs.rename(tempPath, claimPath).pipe(Effect.onError(() => Effect.ignore(fs.remove(tempPath))))
+    yield* syncDirectory(fs, path.dirname(claimPath))
+  }).pipe(Effect.uninterruptible)
+
+/** Fsyncs a directory so a rename or unlink in it is durable. @internal */
+export const syncDirectory = (fs: FileSystem, directory: string): Effect.Effect<void, PlatformError> =>
+  Effect.scoped(Effect.flatMap(fs.open(directory, { flag: "r" }), (handle) => handle.sync))
+
+/**
+ * Removes a claim; a claim already gone is not an error.
+ *
+ * @category writers
+ * @since 0.1.0
+ */
+export const removeClaim = (fs: FileSystem, claimPath: string): Effect.Effect<void, PlatformError> =>
+  fs.remove(claimPath).pipe(Effect.catchIf(isNotFound, () => Effect.void))

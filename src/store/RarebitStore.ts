@@ -1,0 +1,630 @@
+/**
+ * The Rarebit sidecar store as an Effect service.
+ *
+ * A Session's derived receipts live in an append-only sidecar; a head line
+ * is the only thing that makes a receipt current. Workers reserve a job
+ * (an exclusive claim with a lease), derive its receipt, and settle it under
+ * the sidecar's commit lock: the lease is checked (a stale worker is
+ * fenced), the receipt and a head are appended and fsynced, and only then is
+ * the claim marked settled with a verified pointer to the receipt.
+ *
+ * What is durable when a call returns:
+ * - `reserve` → `Acquired`: the active claim exists on disk, whole.
+ * - `settle` → receipt: receipt and head are fsynced in the sidecar, and the
+ *   settled claim has been renamed into place and its directory fsynced.
+ * - `release`: the claim is gone (if this reservation still owned it).
+ *
+ * On a crash, the sidecar can end with an unterminated line (readers ignore
+ * it) or with a receipt no settled claim points at yet; `reserve` completes
+ * such a settlement when it takes the expired claim over, instead of running
+ * the job twice.
+ *
+ * The store asks for `FileSystem` and `Path`; time comes from `Clock` and
+ * tokens from `Random`, so tests swap all four.
+ *
+ * @since 0.1.0
+ */
+import { Clock, Context, Effect, Layer, Option, Result, Stream } from "effect"
+import { FileSystem } from "effect/FileSystem"
+import { Path } from "effect/Path"
+import type { PlatformError } from "effect/PlatformError"
+import { sha256Hex, SHA256_HEX_PATTERN } from "../protocol/CanonicalJson.js"
+import { isValidHead, makeHead } from "../protocol/Head.js"
+import { claimExpired, claimIsActiveFor, settledReceiptRef } from "../protocol/JobClaim.js"
+import { MAX_HEAD_BYTES, MAX_HISTORY_BYTES, MAX_HISTORY_RECORDS, MAX_RECEIPT_BYTES } from "../protocol/Limits.js"
+import { explainSummaryReceipt, validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
+import { explainTitleReceipt, validateTitleReceipt } from "../protocol/TitleReceipt.js"
+import { nativeObservation } from "../session/SessionReader.js"
+import type { ArtifactState, NativeObservation, ProjectionInput } from "../state/ArtifactState.js"
+import { projectArtifactStateResult, type ProjectionInputInvalid } from "../state/ArtifactState.js"
+import { acquireCommitLock, makeLockQueues, randomToken } from "./CommitLock.js"
+import {
+  HeadInvalid,
+  HeadTooLarge,
+  HistoryBoundsInvalid,
+  HistoryUnreadable,
+  InvalidJobId,
+  InvalidLease,
+  LeaseFenced,
+  type LockHeld,
+  NotRegularFile,
+  ReceiptInvalid,
+  ReceiptTooLarge,
+  ReceiptTypeUnsupported,
+  type SessionFileRequired,
+  type SessionOutsideRoot,
+  SettleHookFailed,
+  type StoreIo,
+  storeIo
+} from "./Errors.js"
+import { type ClaimRead, createClaimExclusive, readClaim, removeClaim, replaceClaim } from "./JobClaims.js"
+import { claimPath as claimPathOf, commitLockPath, JOBS_DIR, materializationPath } from "./MirroredPath.js"
+import type { Acquired, Duplicate, InFlight, Reservation, ReservationLocation, SettledReceipt } from "./Reservation.js"
+import {
+  type HistoryPage,
+  type HistoryRecord,
+  readReceiptReference,
+  readSidecarCurrent,
+  readSidecarHistoryPage,
+  type SidecarCurrent
+} from "./SidecarReader.js"
+import { locate, type LocationOverrides, makeStoreConfig, type StoreConfig, type StoreLocation } from "./StoreConfig.js"
+
+const encoder = new TextEncoder()
+
+/** Options of `readCurrent`. @category models @since 0.1.0 */
+export interface ReadCurrentOptions extends LocationOverrides {
+  readonly sessionFile: unknown
+  /** The native observation, when the caller already has it; otherwise the Session is read. */
+  readonly native?: NativeObservation | null | undefined
+  readonly expectation?: ProjectionInput["expectation"]
+  readonly deadlineExpired?: boolean | undefined
+}
+
+/** A current read: the sidecar's answer plus the artifact-state projection. @category models @since 0.1.0 */
+export interface CurrentRead extends SidecarCurrent {
+  readonly artifactState: ArtifactState
+}
+
+/** Options of `readHistory` and `history`. @category models @since 0.1.0 */
+export interface ReadHistoryOptions extends LocationOverrides {
+  readonly sessionFile: unknown
+  /** Absolute byte offset to start at; default 0. */
+  readonly fromOffset?: number | undefined
+  /** Records per page, 1–1000; default 100. */
+  readonly limit?: number | undefined
+}
+
+/** Options of `reserve`. @category models @since 0.1.0 */
+export interface ReserveOptions extends LocationOverrides {
+  readonly jobId: unknown
+  readonly sessionFile: unknown
+  readonly native?: NativeObservation | null | undefined
+  /** Lease length; defaults to the layer's `leaseMs`. */
+  readonly leaseMs?: number | undefined
+  /** The reservation time in epoch milliseconds; defaults to `Clock`. */
+  readonly now?: number | undefined
+}
+
+/** Test hooks of `settle`, for reproducing races deterministically. @category models @since 0.1.0 */
+export interface SettleHooks {
+  /** Runs under the commit lock right after the lease was found still owned. */
+  readonly afterLeaseValidated?: Effect.Effect<void, unknown> | undefined
+}
+
+/** Options of `settle`. @category models @since 0.1.0 */
+export interface SettleOptions {
+  readonly hooks?: SettleHooks | undefined
+}
+
+/** The outcome of `withJob`. @category models @since 0.1.0 */
+export type JobOutcome =
+  | { readonly _tag: "Settled"; readonly receipt: SettledReceipt }
+  | Duplicate
+  | InFlight
+
+/** Failures of the path rule. @category errors @since 0.1.0 */
+export type PathError = SessionFileRequired | SessionOutsideRoot
+
+/** Failures of `reserve`. @category errors @since 0.1.0 */
+export type ReserveError = PathError | InvalidJobId | InvalidLease | HeadInvalid | LockHeld | StoreIo
+
+/** Failures of `settle`. @category errors @since 0.1.0 */
+export type SettleError =
+  | ReceiptTypeUnsupported
+  | ReceiptInvalid
+  | ReceiptTooLarge
+  | HeadTooLarge
+  | LeaseFenced
+  | LockHeld
+  | NotRegularFile
+  | SettleHookFailed
+  | StoreIo
+
+/**
+ * The sidecar store.
+ *
+ * @category services
+ * @since 0.1.0
+ */
+export class RarebitStore extends Context.Service<RarebitStore, {
+  readonly config: StoreConfig
+  /** The sidecar path of a Session. */
+  readonly materializationPath: (sessionFile: unknown, overrides?: LocationOverrides) => Effect.Effect<string, PathError>
+  /** The bounded current read. */
+  readonly readCurrent: (options: ReadCurrentOptions) => Effect.Effect<CurrentRead, PathError | ProjectionInputInvalid>
+  /** One bounded history page. */
+  readonly readHistory: (options: ReadHistoryOptions) => Effect.Effect<HistoryPage, PathError | HistoryBoundsInvalid>
+  /** Every valid receipt of the sidecar, page by page, in constant memory. */
+  readonly history: (
+    options: ReadHistoryOptions
+  ) => Stream.Stream<HistoryRecord, PathError | HistoryBoundsInvalid | HistoryUnreadable>
+  readonly reserve: (options: ReserveOptions) => Effect.Effect<Reservation, ReserveError>
+  readonly settle: (
+    reservation: Acquired,
+    receipt: unknown,
+    options?: SettleOptions
+  ) => Effect.Effect<SettledReceipt, SettleError>
+  /** Deletes the claim if this reservation still owns it; does nothing for other outcomes. */
+  readonly release: (reservation: Reservation) => Effect.Effect<void, LockHeld | StoreIo>
+  /**
+   * Reserves, runs `derive` for an acquired job, settles its receipt, and
+   * releases the claim if `derive` or the settlement fails or is interrupted.
+   */
+  readonly withJob: <E, R>(
+    options: ReserveOptions,
+    derive: (reservation: Acquired) => Effect.Effect<unknown, E, R>,
+    settleOptions?: SettleOptions
+  ) => Effect.Effect<JobOutcome, ReserveError | SettleError | E, R>
+}>()("rarebit-store/store/RarebitStore") {
+  /**
+   * The store over whatever `FileSystem` and `Path` the environment has.
+   *
+   * @category layers
+   * @since 0.1.0
+   */
+  static readonly layer = (config: Partial<StoreConfig> = {}): Layer.Layer<RarebitStore, never, FileSystem | Path> =>
+    Layer.effect(RarebitStore, make(makeStoreConfig(config)))
+}
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null
+
+const isNotFound = (error: PlatformError) => error.reason._tag === "NotFound"
+
+/**
+ * Builds a store instance. Exposed for layers that wire dependencies
+ * differently; most callers want `RarebitStore.layer`.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const make = Effect.fnUntraced(function*(config: StoreConfig) {
+  const fs = yield* FileSystem
+  const path = yield* Path
+  const lockQueues = makeLockQueues()
+
+  const sidecarPath = (sessionFile: unknown, location: StoreLocation) =>
+    Result.match(materializationPath(path, sessionFile, location), {
+      onFailure: Effect.fail,
+      onSuccess: Effect.succeed
+    })
+
+  const observeNative = (sessionFile: string, location: StoreLocation) =>
+    nativeObservation(sessionFile, { sessionRoot: location.sessionRoot }).pipe(
+      Effect.provideService(FileSystem, fs),
+      Effect.provideService(Path, path)
+    ) as Effect.Effect<NativeObservation>
+
+  const project = (input: ProjectionInput) =>
+    Result.match(projectArtifactStateResult(input), { onFailure: Effect.fail, onSuccess: Effect.succeed })
+
+  const makePrivateDirectory = (directory: string) =>
+    fs.makeDirectory(directory, { recursive: true, mode: 0o700 }).pipe(
+      Effect.andThen(fs.chmod(directory, 0o700)),
+      Effect.mapError(storeIo("create private directory", directory))
+    )
+
+  const withLock = <A, E, R>(sidecar: string, body: Effect.Effect<A, E, R>) =>
+    Effect.scoped(
+      Effect.andThen(
+        acquireCommitLock(fs, lockQueues, commitLockPath(sidecar), config.lockRetry, config.breakDeadLocks),
+        body
+      )
+    )
+
+  const owns = (reservation: Acquired) =>
+    readClaim(fs, reservation.claimPath).pipe(
+      Effect.map((read) => read._tag === "Parsed" && claimIsActiveFor(read.claim, reservation.leaseToken)),
+      Effect.mapError(storeIo("read job claim", reservation.claimPath))
+    )
+
+  // ---- readers ------------------------------------------------------------
+
+  const materializationPathOf = Effect.fn("RarebitStore.materializationPath")(function*(
+    sessionFile: unknown,
+    overrides: LocationOverrides = {}
+  ) {
+    return yield* sidecarPath(sessionFile, locate(config, overrides))
+  })
+
+  const readCurrent = Effect.fn("RarebitStore.readCurrent")(function*(options: ReadCurrentOptions) {
+    const location = locate(config, options)
+    const sidecar = yield* sidecarPath(options.sessionFile, location)
+    const native = options.native ?? (yield* observeNative(options.sessionFile as string, location))
+    const current = yield* readSidecarCurrent(fs, sidecar)
+    const artifactState = yield* project({
+      native,
+      materialization: { availability: current.availability, records: current.records },
+      expectation: options.expectation,
+      deadlineExpired: options.deadlineExpired
+    })
+    return { ...current, artifactState } satisfies CurrentRead
+  })
+
+  const checkHistoryBounds = (fromOffset: number, limit: number) =>
+    !Number.isSafeInteger(fromOffset) || fromOffset < 0 || !Number.isInteger(limit) || limit < 1 ||
+      limit > MAX_HISTORY_RECORDS
+      ? Effect.fail(new HistoryBoundsInvalid({ fromOffset, limit }))
+      : Effect.void
+
+  const readHistory = Effect.fn("RarebitStore.readHistory")(function*(options: ReadHistoryOptions) {
+    const fromOffset = options.fromOffset ?? 0
+    const limit = options.limit ?? 100
+    yield* checkHistoryBounds(fromOffset, limit)
+    const sidecar = yield* sidecarPath(options.sessionFile, locate(config, options))
+    return yield* readSidecarHistoryPage(fs, sidecar, fromOffset, limit)
+  })
+
+  const history = (options: ReadHistoryOptions) =>
+    Stream.unwrap(Effect.gen(function*() {
+      const fromOffset = options.fromOffset ?? 0
+      const limit = options.limit ?? MAX_HISTORY_RECORDS
+      yield* checkHistoryBounds(fromOffset, limit)
+      const sidecar = yield* sidecarPath(options.sessionFile, locate(config, options))
+      return Stream.paginate(fromOffset, (offset: number) =>
+        readSidecarHistoryPage(fs, sidecar, offset, limit).pipe(
+          Effect.flatMap((page) =>
+            page.availability === "unreadable"
+              ? Effect.fail(new HistoryUnreadable({ path: sidecar, offset }))
+              : Effect.succeed([page.records, Option.fromNullishOr(page.nextOffset)] as const)
+          )
+        ))
+    }))
+
+  // ---- reserve ------------------------------------------------------------
+
+  const settledDuplicate = (read: ClaimRead, location: ReservationLocation, claimPath: string) =>
+    Effect.gen(function*() {
+      const ref = read._tag === "Parsed" ? settledReceiptRef(read.claim) : undefined
+      if (ref === undefined) return undefined
+      const record = yield* readReceiptReference(fs, location.materializationPath, ref, false).pipe(
+        Effect.catch(() => Effect.succeed(undefined))
+      )
+      if (record === undefined) {
+        return yield* new HeadInvalid({ claimPath, materializationPath: location.materializationPath })
+      }
+      return { ...location, _tag: "Duplicate", record: { ...record, path: location.materializationPath } } as Duplicate
+    })
+
+  const expired = (read: ClaimRead, now: number, leaseMs: number) =>
+    read._tag === "Parsed"
+      ? claimExpired(read.claim, now)
+      : read._tag === "Torn" && now - read.modifiedAtMs > leaseMs
+
+  const sidecarSize = (sidecar: string) =>
+    fs.stat(sidecar).pipe(
+      Effect.map((info) => Number(info.size)),
+      Effect.catchIf(isNotFound, () => Effect.succeed(0)),
+      Effect.mapError(storeIo("stat sidecar", sidecar))
+    )
+
+  const reserve = Effect.fn("RarebitStore.reserve")(function*(options: ReserveOptions) {
+    const { jobId } = options
+    if (typeof jobId !== "string" || !SHA256_HEX_PATTERN.test(jobId)) return yield* new InvalidJobId({ jobId })
+    const leaseMs = options.leaseMs ?? config.leaseMs
+    if (typeof leaseMs !== "number" || !Number.isFinite(leaseMs) || leaseMs < 1) {
+      return yield* new InvalidLease({ leaseMs })
+    }
+    const location = locate(config, options)
+    const sidecar = yield* sidecarPath(options.sessionFile, location)
+    const now = options.now ?? (yield* Clock.currentTimeMillis)
+    yield* makePrivateDirectory(path.join(path.resolve(location.rarebitRoot), JOBS_DIR))
+    yield* makePrivateDirectory(path.dirname(sidecar))
+    const claimPath = claimPathOf(path, location.rarebitRoot, jobId)
+    const reservationLocation: ReservationLocation = {
+      jobId,
+      materializationPath: sidecar,
+      sessionFile: options.sessionFile as string,
+      rarebitRoot: location.rarebitRoot,
+      sessionRoot: location.sessionRoot,
+      allowExternalSession: location.allowExternalSession
+    }
+    const acquired: Acquired = {
+      _tag: "Acquired",
+      ...reservationLocation,
+      claimPath,
+      leaseToken: yield* randomToken(24),
+      native: options.native ?? null
+    }
+    const inFlight: InFlight = { _tag: "InFlight", ...reservationLocation }
+    const activeClaim = (sidecarOffset: number) => ({
+      jobId,
+      state: "active",
+      leaseToken: acquired.leaseToken,
+      claimedAt: new Date(now).toISOString(),
+      leaseMs,
+      sidecarOffset
+    })
+    const io = storeIo("write job claim", claimPath)
+
+    const created = yield* sidecarSize(sidecar).pipe(
+      Effect.flatMap((offset) => createClaimExclusive(fs, claimPath, activeClaim(offset)).pipe(Effect.mapError(io)))
+    )
+    if (created) return acquired as Reservation
+
+    const first = yield* readClaim(fs, claimPath).pipe(Effect.mapError(io))
+    const duplicate = yield* settledDuplicate(first, reservationLocation, claimPath)
+    if (duplicate !== undefined) return duplicate as Reservation
+    if (!expired(first, now, leaseMs)) return inFlight as Reservation
+
+    // Takeover: only under the lock, and only after reading the claim again,
+    // since another worker may have taken it over or settled it meanwhile.
+    return yield* withLock(
+      sidecar,
+      Effect.gen(function*() {
+        const again = yield* readClaim(fs, claimPath).pipe(Effect.mapError(io))
+        const settled = yield* settledDuplicate(again, reservationLocation, claimPath)
+        if (settled !== undefined) return settled as Reservation
+        if (!expired(again, now, leaseMs)) return inFlight as Reservation
+        const recovered = yield* recoverSettlement(again, reservationLocation, claimPath, acquired.leaseToken)
+        if (recovered !== undefined) return recovered as Reservation
+        const offset = yield* sidecarSize(sidecar)
+        yield* replaceClaim(fs, path, claimPath, activeClaim(offset)).pipe(Effect.mapError(io))
+        return acquired as Reservation
+      })
+    )
+  })
+
+  /**
+   * Completes a settlement whose worker crashed after appending its receipt
+   * but before marking the claim settled.
+   *
+   * Such a receipt was written under the commit lock by the claim's lease
+   * owner, after the claim was taken. Our claims record the sidecar size at
+   * that moment (`sidecarOffset`), so the search starts there; for claims
+   * without it (the reference's, or torn ones) it covers the last
+   * `RECOVERY_WINDOW_BYTES`. A receipt further back is not found, and the job
+   * then runs again, as it would under the reference.
+   */
+  const recoverSettlement = (
+    read: ClaimRead,
+    location: ReservationLocation,
+    claimPath: string,
+    fallbackToken: string
+  ) =>
+    Effect.gen(function*() {
+      const sidecar = location.materializationPath
+      const size = yield* sidecarSize(sidecar)
+      const claim = read._tag === "Parsed" && isRecord(read.claim) ? read.claim : undefined
+      const recorded = claim?.sidecarOffset
+      const windowStart = Math.max(0, size - RECOVERY_WINDOW_BYTES)
+      let offset: number | null = Number.isSafeInteger(recorded) && (recorded as number) >= 0
+        ? Math.max(recorded as number, windowStart)
+        : windowStart
+      let found: HistoryRecord | undefined
+      while (offset !== null && offset < size) {
+        const page: HistoryPage = yield* readSidecarHistoryPage(fs, sidecar, offset, MAX_HISTORY_RECORDS)
+        if (page.availability !== "available") return undefined
+        for (const entry of page.records) {
+          if (entry.record.jobId === location.jobId) found = entry
+        }
+        offset = page.nextOffset
+      }
+      if (found === undefined) return undefined
+      const receiptRef = yield* receiptRefAt(sidecar, found.offset)
+      if (receiptRef === undefined) return undefined
+      const verified = yield* readReceiptReference(fs, sidecar, receiptRef, false).pipe(
+        Effect.catch(() => Effect.succeed(undefined))
+      )
+      if (verified === undefined) return undefined
+      yield* appendHeadIfCurrent(location, verified, receiptRef)
+      const leaseToken = typeof claim?.leaseToken === "string" ? claim.leaseToken : fallbackToken
+      yield* replaceClaim(fs, path, claimPath, { jobId: location.jobId, state: "settled", leaseToken, receiptRef })
+        .pipe(Effect.mapError(storeIo("write job claim", claimPath)))
+      return { ...location, _tag: "Duplicate", record: { ...verified, path: sidecar } } as Duplicate
+    })
+
+  /** The exact byte range of the line starting at `offset`. */
+  const receiptRefAt = (sidecar: string, offset: number) =>
+    Effect.scoped(Effect.gen(function*() {
+      const file = yield* fs.open(sidecar, { flag: "r", noFollow: true })
+      const bytes = Option.getOrElse(
+        yield* file.readAlloc(MAX_RECEIPT_BYTES, { position: BigInt(offset) }),
+        () => new Uint8Array(0)
+      )
+      const newline = bytes.indexOf(10)
+      if (newline < 0) return undefined
+      const line = bytes.subarray(0, newline + 1)
+      return { receiptOffset: offset, receiptLength: line.length, receiptHash: sha256Hex(line) }
+    })).pipe(Effect.mapError(storeIo("read sidecar", sidecar)))
+
+  /**
+   * Appends a head for an already-written receipt if it is the semantic
+   * current summary and the current head does not point at it.
+   */
+  const appendHeadIfCurrent = (
+    location: ReservationLocation,
+    record: Record<string, unknown>,
+    receiptRef: { readonly receiptOffset: number; readonly receiptLength: number; readonly receiptHash: string }
+  ) =>
+    Effect.gen(function*() {
+      const current = yield* readSidecarCurrent(fs, location.materializationPath)
+      if (current.head?.receiptOffset === receiptRef.receiptOffset) return
+      const native = yield* observeNative(location.sessionFile, location)
+      if (!isSemanticCurrent(native, current, record)) return
+      const head = {
+        type: "rarebit_head",
+        protocolVersion: 1,
+        sessionId: record.sessionId,
+        ...receiptRef
+      }
+      yield* appendToSidecar(
+        location.materializationPath,
+        () => Effect.succeed(encoder.encode(`${JSON.stringify(head)}\n`))
+      )
+    })
+
+  const isSemanticCurrent = (native: NativeObservation, current: SidecarCurrent, record: Record<string, unknown>) => {
+    if (native.availability !== "available" || record.type !== "rarebit_summary") return false
+    const candidate = projectArtifactStateResult({
+      native,
+      materialization: { availability: "available", records: [current.receipt, record].filter(Boolean) }
+    })
+    return Result.isSuccess(candidate) && candidate.success.receiptRef?.jobId === record.jobId
+  }
+
+  /**
+   * Appends, in one write, the bytes `build` makes for the offset they will
+   * start at, fsyncs, and returns that offset. Under the commit lock nobody
+   * else appends, so the size read through the open handle is where the
+   * bytes land.
+   */
+  const appendToSidecar = <E>(sidecar: string, build: (offset: number) => Effect.Effect<Uint8Array, E>) => {
+    const io = storeIo("append to sidecar", sidecar)
+    return Effect.scoped(Effect.gen(function*() {
+      const file = yield* Effect.mapError(fs.open(sidecar, { flag: "a+", mode: 0o600, noFollow: true }), io)
+      const offset = Number((yield* Effect.mapError(file.stat, io)).size)
+      const bytes = yield* build(offset)
+      yield* Effect.mapError(file.writeAll(bytes), io)
+      yield* Effect.mapError(file.sync, io)
+      return offset
+    })).pipe(Effect.tap(() => Effect.mapError(fs.chmod(sidecar, 0o600), io)))
+  }
+
+  // ---- settle -------------------------------------------------------------
+
+  const validateForSettle = (reservation: Acquired, receipt: unknown) =>
+    Effect.gen(function*() {
+      const settled: Record<string, unknown> = { ...(receipt as object), jobId: reservation.jobId }
+      if (settled.type !== "rarebit_summary" && settled.type !== "rarebit_title") {
+        return yield* new ReceiptTypeUnsupported({ type: settled.type })
+      }
+      const summary = settled.type === "rarebit_summary"
+      const valid = summary ? validateSummaryReceipt(settled).valid : validateTitleReceipt(settled).valid
+      if (!valid) {
+        return yield* new ReceiptInvalid({
+          kind: summary ? "Summary" : "Title",
+          status: settled.status,
+          keys: Object.keys(settled).sort(),
+          reason: (summary ? explainSummaryReceipt(settled) : explainTitleReceipt(settled)) ?? "invalid"
+        })
+      }
+      const line = encoder.encode(`${JSON.stringify(settled)}\n`)
+      if (line.length > MAX_RECEIPT_BYTES) return yield* new ReceiptTooLarge({ bytes: line.length })
+      return { settled, line }
+    })
+
+  const settle = Effect.fn("RarebitStore.settle")(function*(
+    reservation: Acquired,
+    receipt: unknown,
+    options: SettleOptions = {}
+  ) {
+    const sidecar = reservation.materializationPath
+    yield* makePrivateDirectory(path.dirname(sidecar))
+    const { line, settled } = yield* validateForSettle(reservation, receipt)
+    const fenced = new LeaseFenced({ jobId: reservation.jobId, claimPath: reservation.claimPath })
+
+    const locked = Effect.gen(function*() {
+      if (!(yield* owns(reservation))) return yield* fenced
+      const hook = options.hooks?.afterLeaseValidated
+      if (hook !== undefined) yield* Effect.mapError(hook, (cause) => new SettleHookFailed({ cause }))
+      return yield* commit
+    })
+
+    // Past the hook nothing is interruptible: an interruption between the
+    // append and the settled claim would otherwise strand a receipt.
+    const commit = Effect.uninterruptible(Effect.gen(function*() {
+      const existing = yield* fs.lstat(sidecar).pipe(
+        Effect.map(Option.some),
+        Effect.catchIf(isNotFound, () => Effect.succeed(Option.none())),
+        Effect.mapError(storeIo("stat sidecar", sidecar))
+      )
+      if (Option.isSome(existing) && existing.value.type !== "File") return yield* new NotRegularFile({ path: sidecar })
+      const native = yield* observeNative(reservation.sessionFile, reservation)
+      const current = yield* readSidecarCurrent(fs, sidecar)
+      const semanticCurrent = isSemanticCurrent(native, current, settled)
+      const receiptOffset = yield* appendToSidecar(sidecar, (offset) => {
+        const head = semanticCurrent ? makeHead(settled.sessionId as string, offset, line) : current.head
+        const headLine = head === null ? new Uint8Array(0) : encoder.encode(`${JSON.stringify(head)}\n`)
+        if (headLine.length > MAX_HEAD_BYTES) return Effect.fail(new HeadTooLarge({ bytes: headLine.length }))
+        const bytes = new Uint8Array(line.length + headLine.length)
+        bytes.set(line, 0)
+        bytes.set(headLine, line.length)
+        return Effect.succeed(bytes)
+      })
+      if (!(yield* owns(reservation))) return yield* fenced
+      const receiptRef = { receiptOffset, receiptLength: line.length, receiptHash: sha256Hex(line) }
+      yield* replaceClaim(fs, path, reservation.claimPath, {
+        jobId: reservation.jobId,
+        state: "settled",
+        leaseToken: reservation.leaseToken,
+        receiptRef
+      }).pipe(Effect.mapError(storeIo("write job claim", reservation.claimPath)))
+      return { ...settled, path: sidecar } as SettledReceipt
+    }))
+
+    // On failure while still the owner, the claim is deleted so the job can
+    // be retried at once instead of after the lease.
+    const cleanup = owns(reservation).pipe(
+      Effect.flatMap((owner) => (owner ? removeClaim(fs, reservation.claimPath) : Effect.void)),
+      Effect.ignore
+    )
+    return yield* withLock(sidecar, Effect.onError(locked, () => cleanup))
+  })
+
+  // ---- release ------------------------------------------------------------
+
+  const release = Effect.fn("RarebitStore.release")(function*(reservation: Reservation) {
+    if (reservation._tag !== "Acquired") return
+    yield* withLock(
+      reservation.materializationPath,
+      Effect.gen(function*() {
+        if (yield* owns(reservation)) {
+          yield* removeClaim(fs, reservation.claimPath).pipe(
+            Effect.mapError(storeIo("remove job claim", reservation.claimPath))
+          )
+        }
+      })
+    )
+  })
+
+  const withJob = <E, R>(
+    options: ReserveOptions,
+    derive: (reservation: Acquired) => Effect.Effect<unknown, E, R>,
+    settleOptions: SettleOptions = {}
+  ): Effect.Effect<JobOutcome, ReserveError | SettleError | E, R> =>
+    Effect.gen(function*() {
+      const reservation = yield* reserve(options)
+      if (reservation._tag !== "Acquired") return reservation as JobOutcome
+      const receipt = yield* derive(reservation).pipe(
+        Effect.flatMap((derived) => settle(reservation, derived, settleOptions)),
+        Effect.onExit((exit) => (exit._tag === "Success" ? Effect.void : Effect.ignore(release(reservation))))
+      )
+      return { _tag: "Settled", receipt } as JobOutcome
+    }).pipe(Effect.withSpan("RarebitStore.withJob"))
+
+  return RarebitStore.of({
+    config,
+    materializationPath: materializationPathOf,
+    readCurrent,
+    readHistory,
+    history,
+    reserve,
+    settle,
+    release,
+    withJob
+  })
+})
+
+/** How far back `reserve` looks for a crashed settlement's receipt when the claim does not say. @category constants @since 0.1.0 */
+export const RECOVERY_WINDOW_BYTES = 4 * MAX_HISTORY_BYTES

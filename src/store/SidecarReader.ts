@@ -1,0 +1,374 @@
+/**
+ * Bounded, fail-closed reads of a sidecar.
+ *
+ * The current reader touches one window (the last 64 KiB) plus the one
+ * receipt range the last valid head points at, however large the sidecar
+ * grows. A receipt is reported only after its bytes hash to the head's
+ * `receiptHash`; any doubt (an invalid head after the current one, a range
+ * that does not verify) yields `unreadable`, never an older head. History is
+ * the explicit audit path: pages of at most 1 MiB and 1000 receipts,
+ * resumable at absolute byte offsets. Neither reader fails for what it finds
+ * on disk; problems are reported in `availability` and `diagnostics`.
+ *
+ * @since 0.1.0
+ */
+import { Effect, Option } from "effect"
+import type { FileSystem } from "effect/FileSystem"
+import type { PlatformError } from "effect/PlatformError"
+import { sha256Hex } from "../protocol/CanonicalJson.js"
+import { isValidHead, isValidReceiptReference } from "../protocol/Head.js"
+import { MAX_HISTORY_BYTES, MAX_TAIL_BYTES } from "../protocol/Limits.js"
+import { validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
+import { validateTitleReceipt } from "../protocol/TitleReceipt.js"
+import { NotRegularFile } from "./Errors.js"
+
+const NEWLINE = 10
+const utf8 = new TextDecoder("utf-8")
+
+/** Whether a sidecar and its receipt could be read. @category models @since 0.1.0 */
+export type Availability = "available" | "missing" | "unreadable"
+
+/** Why a current read is not plainly available (or has trailing records). @category models @since 0.1.0 */
+export type SidecarReason =
+  | "sidecar_missing"
+  | "sidecar_empty"
+  | "sidecar_head_missing"
+  | "sidecar_head_invalid"
+  | "sidecar_unreadable"
+  | "sidecar_uncommitted_tail"
+
+/** What the current reader observed beside its answer. @category models @since 0.1.0 */
+export interface SidecarDiagnostics {
+  readonly tornTail: boolean
+  readonly tailOffset?: number
+  readonly reason?: SidecarReason
+}
+
+/** The sidecar part of a current read, before the artifact-state projection. @category models @since 0.1.0 */
+export interface SidecarCurrent {
+  readonly availability: Availability
+  readonly path: string
+  readonly receipt: Record<string, unknown> | null
+  readonly records: ReadonlyArray<Record<string, unknown>>
+  readonly head: Record<string, unknown> | null
+  readonly diagnostics: SidecarDiagnostics
+}
+
+/** One valid receipt found by the history reader, at its absolute byte offset. @category models @since 0.1.0 */
+export interface HistoryRecord {
+  readonly offset: number
+  readonly record: Record<string, unknown>
+}
+
+/** One page of history; `nextOffset` is `null` only at the end of the file. @category models @since 0.1.0 */
+export interface HistoryPage {
+  readonly availability: Availability
+  readonly path: string
+  readonly records: ReadonlyArray<HistoryRecord>
+  readonly nextOffset: number | null
+}
+
+interface TailWindow {
+  readonly size: number
+  /** Absolute offset of `bytes[0]`. */
+  readonly offset: number
+  readonly bytes: Uint8Array
+}
+
+/** A complete line of the tail window; `record` is `null` when it does not parse. @category models @since 0.1.0 */
+export interface TailLine {
+  readonly offset: number
+  readonly line: string
+  readonly record: unknown
+}
+
+/** @internal */
+export const parseJsonOrNull = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return null
+  }
+}
+
+/**
+ * Splits a tail window into its complete lines.
+ *
+ * **Details**
+ *
+ * A window that starts inside the file drops everything up to its first
+ * newline, since that line's start is outside the window. A final line
+ * without a newline is a torn tail and is ignored. Unparsable complete lines
+ * are kept with `record: null` so an invalid head among them fails closed.
+ *
+ * @category parsing
+ * @since 0.1.0
+ */
+export const completeTailLines = (tail: TailWindow): {
+  readonly lines: ReadonlyArray<TailLine>
+  readonly tornTail: boolean
+} => {
+  let bytes = tail.bytes
+  let offset = tail.offset
+  if (offset > 0) {
+    const firstNewline = bytes.indexOf(NEWLINE)
+    if (firstNewline < 0) return { lines: [], tornTail: true }
+    bytes = bytes.subarray(firstNewline + 1)
+    offset += firstNewline + 1
+  }
+  const tornTail = bytes.length > 0 && bytes[bytes.length - 1] !== NEWLINE
+  const completeLength = tornTail ? bytes.lastIndexOf(NEWLINE) + 1 : bytes.length
+  const lines: Array<TailLine> = []
+  let cursor = 0
+  while (cursor < completeLength) {
+    const newline = bytes.indexOf(NEWLINE, cursor)
+    if (newline < 0 || newline >= completeLength) break
+    if (newline > cursor) {
+      const line = utf8.decode(bytes.subarray(cursor, newline))
+      lines.push({ offset: offset + cursor, line, record: parseJsonOrNull(line) })
+    }
+    cursor = newline + 1
+  }
+  return { lines, tornTail }
+}
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null
+
+const typeOf = (record: unknown): unknown => (isRecord(record) ? record.type : undefined)
+
+/** A receipt of either kind that its schema accepts. @category validation @since 0.1.0 */
+export const isValidReceipt = (record: unknown): record is Record<string, unknown> => {
+  const type = typeOf(record)
+  return (type === "rarebit_summary" && validateSummaryReceipt(record).valid) ||
+    (type === "rarebit_title" && validateTitleReceipt(record).valid)
+}
+
+/** The sidecar's tail lines say an invalid head follows the last valid one. */
+const invalidHeadAfter = (lines: ReadonlyArray<TailLine>, lastValidHeadOffset: number): boolean =>
+  lines.some(({ line, offset, record }) =>
+    offset > lastValidHeadOffset &&
+    (typeOf(record) === "rarebit_head" || (!record && line.includes("\"rarebit_head\""))) &&
+    !isValidHead(record)
+  )
+
+/**
+ * Opens a sidecar for reading after checking that it is a regular file.
+ *
+ * **Details**
+ *
+ * `lstat` refuses symlinks and special files before anything is opened (so a
+ * FIFO is never opened), and `noFollow` closes the window in which the path
+ * could be swapped for a symlink in between.
+ *
+ * @internal
+ */
+export const openRegularFile = Effect.fnUntraced(function*(fs: FileSystem, path: string) {
+  const info = yield* fs.lstat(path)
+  if (info.type !== "File") return yield* new NotRegularFile({ path })
+  const file = yield* fs.open(path, { flag: "r", noFollow: true })
+  return { file, size: Number(info.size) }
+})
+
+type OpenFile = Effect.Success<ReturnType<typeof openRegularFile>>["file"]
+
+const readRange = (file: OpenFile, position: number, length: number): Effect.Effect<Uint8Array, PlatformError> =>
+  Effect.map(file.readAlloc(length, { position: BigInt(position) }), Option.getOrElse(() => new Uint8Array(0)))
+
+/**
+ * Reads and verifies the receipt a head (or a settled claim) points at.
+ *
+ * **Details**
+ *
+ * The range must lie inside the file, hash to `receiptHash`, end with a
+ * newline and parse. With `requireSummary` it must be a valid summary of the
+ * reference's `sessionId`; otherwise a valid summary or title.
+ *
+ * @internal
+ */
+export const verifyReceiptRange = Effect.fnUntraced(function*(
+  file: OpenFile,
+  size: number,
+  reference: unknown,
+  requireSummary: boolean
+) {
+  if (!isValidReceiptReference(reference)) return undefined
+  const { receiptHash, receiptLength, receiptOffset } = reference
+  if (receiptOffset + receiptLength > size) return undefined
+  const bytes = yield* readRange(file, receiptOffset, receiptLength)
+  if (bytes.length !== receiptLength) return undefined
+  if (bytes[bytes.length - 1] !== NEWLINE || sha256Hex(bytes) !== receiptHash) return undefined
+  const record = parseJsonOrNull(utf8.decode(bytes.subarray(0, -1)))
+  if (requireSummary) {
+    const sessionId = (reference as { readonly sessionId?: unknown }).sessionId
+    return isRecord(record) && record.type === "rarebit_summary" && record.sessionId === sessionId &&
+        validateSummaryReceipt(record).valid
+      ? record
+      : undefined
+  }
+  return isValidReceipt(record) ? record : undefined
+})
+
+/**
+ * Reads and verifies the receipt a reference points at, from a sidecar path.
+ *
+ * Fails with the platform error (or `NotRegularFile`) when the sidecar cannot
+ * be opened; succeeds with `undefined` when the reference does not verify.
+ *
+ * @internal
+ */
+export const readReceiptReference = (fs: FileSystem, path: string, reference: unknown, requireSummary: boolean) =>
+  Effect.scoped(Effect.flatMap(
+    openRegularFile(fs, path),
+    ({ file, size }) => verifyReceiptRange(file, size, reference, requireSummary)
+  ))
+
+const sidecarFailure = (path: string, error: PlatformError | NotRegularFile): SidecarCurrent =>
+  error._tag === "PlatformError" && error.reason._tag === "NotFound"
+    ? {
+      availability: "missing",
+      path,
+      receipt: null,
+      records: [],
+      head: null,
+      diagnostics: { tornTail: false, reason: "sidecar_missing" }
+    }
+    : {
+      availability: "unreadable",
+      path,
+      receipt: null,
+      records: [],
+      head: null,
+      diagnostics: { tornTail: false, reason: "sidecar_unreadable" }
+    }
+
+/**
+ * Reads the current receipt of a sidecar: one tail window plus one verified
+ * receipt range.
+ *
+ * @category readers
+ * @since 0.1.0
+ */
+export const readSidecarCurrent = (fs: FileSystem, path: string): Effect.Effect<SidecarCurrent> =>
+  Effect.scoped(Effect.gen(function*() {
+    const { file, size } = yield* openRegularFile(fs, path)
+    const length = Math.min(size, MAX_TAIL_BYTES)
+    const bytes = yield* readRange(file, size - length, length)
+    const parsed = completeTailLines({ size, offset: size - bytes.length, bytes })
+    const tailOffset = size - bytes.length
+    let last: TailLine | undefined
+    for (let index = parsed.lines.length - 1; index >= 0; index--) {
+      if (isValidHead(parsed.lines[index].record)) {
+        last = parsed.lines[index]
+        break
+      }
+    }
+    const head = (last?.record ?? null) as Record<string, unknown> | null
+    if (invalidHeadAfter(parsed.lines, last?.offset ?? -1)) {
+      return {
+        availability: "unreadable",
+        path,
+        receipt: null,
+        records: [],
+        head,
+        diagnostics: { tornTail: false, reason: "sidecar_head_invalid" }
+      } satisfies SidecarCurrent
+    }
+    if (last === undefined) {
+      return {
+        availability: "missing",
+        path,
+        receipt: null,
+        records: [],
+        head: null,
+        diagnostics: {
+          tornTail: parsed.tornTail,
+          reason: parsed.lines.length > 0 ? "sidecar_head_missing" : "sidecar_empty"
+        }
+      } satisfies SidecarCurrent
+    }
+    const receipt = yield* verifyReceiptRange(file, size, last.record, true)
+    if (receipt === undefined) {
+      return {
+        availability: "unreadable",
+        path,
+        receipt: null,
+        records: [],
+        head,
+        diagnostics: { tornTail: parsed.tornTail, reason: "sidecar_head_invalid" }
+      } satisfies SidecarCurrent
+    }
+    const headOffset = last.offset
+    const uncommitted = parsed.lines.some(({ offset }) => offset > headOffset)
+    return {
+      availability: "available",
+      path,
+      receipt,
+      records: [receipt],
+      head,
+      diagnostics: uncommitted
+        ? { tornTail: parsed.tornTail, tailOffset, reason: "sidecar_uncommitted_tail" }
+        : { tornTail: parsed.tornTail, tailOffset }
+    } satisfies SidecarCurrent
+  })).pipe(Effect.catch((error) => Effect.succeed(sidecarFailure(path, error))))
+
+/**
+ * Reads one page of history at an absolute byte offset.
+ *
+ * **Details**
+ *
+ * An offset inside a line resumes at the next line. Heads, unparsable lines
+ * and invalid receipts are skipped. A page that finds no newline in its whole
+ * 1 MiB window skips the window, so a single oversized line cannot stall an
+ * audit.
+ *
+ * @category readers
+ * @since 0.1.0
+ */
+export const readSidecarHistoryPage = (
+  fs: FileSystem,
+  path: string,
+  fromOffset: number,
+  limit: number
+): Effect.Effect<HistoryPage> =>
+  Effect.scoped(Effect.gen(function*() {
+    const { file, size } = yield* openRegularFile(fs, path)
+    if (fromOffset >= size) return { availability: "available", path, records: [], nextOffset: null } as HistoryPage
+    const bytes = yield* readRange(file, fromOffset, Math.min(MAX_HISTORY_BYTES, size - fromOffset))
+    let cursor = 0
+    if (fromOffset > 0) {
+      const previous = yield* readRange(file, fromOffset - 1, 1)
+      if (previous[0] !== NEWLINE) {
+        const newline = bytes.indexOf(NEWLINE)
+        if (newline < 0) {
+          const end = fromOffset + bytes.length
+          return { availability: "available", path, records: [], nextOffset: end < size ? end : null } as HistoryPage
+        }
+        cursor = newline + 1
+      }
+    }
+    const records: Array<HistoryRecord> = []
+    while (cursor < bytes.length && records.length < limit) {
+      const newline = bytes.indexOf(NEWLINE, cursor)
+      if (newline < 0) break
+      const lineOffset = fromOffset + cursor
+      const lineBytes = bytes.subarray(cursor, newline)
+      cursor = newline + 1
+      if (lineBytes.length === 0) continue
+      const record = parseJsonOrNull(utf8.decode(lineBytes))
+      if (isValidReceipt(record)) records.push({ offset: lineOffset, record })
+    }
+    const absoluteCursor = fromOffset + cursor
+    const nextOffset = absoluteCursor >= size
+      ? null
+      : cursor === 0 && bytes.length > 0
+      ? fromOffset + bytes.length
+      : absoluteCursor
+    return { availability: "available", path, records, nextOffset } as HistoryPage
+  })).pipe(Effect.catch((error) =>
+    Effect.succeed<HistoryPage>({
+      availability: error._tag === "PlatformError" && error.reason._tag === "NotFound" ? "missing" : "unreadable",
+      path,
+      records: [],
+      nextOffset: null
+    })
+  ))

@@ -1,0 +1,84 @@
+/**
+ * Where the store keeps its files and how long it waits.
+ *
+ * A `StoreConfig` is plain data given to `RarebitStore.layer`. Every
+ * operation may also name its own roots (the Promise facade does, to keep
+ * the reference's per-call parameters), and those win over the layer's.
+ *
+ * @since 0.1.0
+ */
+import { homedir } from "node:os"
+import { join } from "node:path"
+import { COMMIT_LOCK_ATTEMPTS, COMMIT_LOCK_RETRY_MS, DEFAULT_LEASE_MS } from "../protocol/Limits.js"
+
+/** `~/.pi/agent/rarebit`. @category constants @since 0.1.0 */
+export const DEFAULT_RAREBIT_ROOT = join(homedir(), ".pi", "agent", "rarebit")
+
+/** `~/.pi/agent/sessions`. @category constants @since 0.1.0 */
+export const DEFAULT_RAREBIT_SESSION_ROOT = join(homedir(), ".pi", "agent", "sessions")
+
+/**
+ * How to wait for a commit lock held by someone else.
+ *
+ * **Details**
+ *
+ * `attempts` creations are tried, `intervalMs` apart, before `LockHeld`. The
+ * protocol's values (5 ms × 2000) are the default; the waits go through
+ * `Clock`, so `TestClock` drives them.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface LockRetry {
+  readonly intervalMs: number
+  readonly attempts: number
+}
+
+/** The roots that locate one Session's files. @category models @since 0.1.0 */
+export interface StoreLocation {
+  readonly rarebitRoot: string
+  readonly sessionRoot: string
+  readonly allowExternalSession: boolean
+}
+
+/** Layer configuration of `RarebitStore`. @category models @since 0.1.0 */
+export interface StoreConfig extends StoreLocation {
+  readonly leaseMs: number
+  readonly lockRetry: LockRetry
+  /**
+   * Break a commit lock whose owner evidence proves its process is gone
+   * (same host and boot, pid no longer that process). Locks without our
+   * evidence, such as the reference's, are never broken automatically.
+   */
+  readonly breakDeadLocks: boolean
+}
+
+/** The protocol's defaults. @category constructors @since 0.1.0 */
+export const defaultStoreConfig: StoreConfig = {
+  rarebitRoot: DEFAULT_RAREBIT_ROOT,
+  sessionRoot: DEFAULT_RAREBIT_SESSION_ROOT,
+  allowExternalSession: false,
+  leaseMs: DEFAULT_LEASE_MS,
+  lockRetry: { intervalMs: COMMIT_LOCK_RETRY_MS, attempts: COMMIT_LOCK_ATTEMPTS },
+  breakDeadLocks: true
+}
+
+/** Fills the unspecified fields of a partial config with the defaults. @category constructors @since 0.1.0 */
+export const makeStoreConfig = (overrides: Partial<StoreConfig> = {}): StoreConfig => ({
+  ...defaultStoreConfig,
+  ...overrides
+})
+
+/** Per-call overrides of the layer's roots. @category models @since 0.1.0 */
+export interface LocationOverrides {
+  readonly rarebitRoot?: string | undefined
+  readonly sessionRoot?: string | undefined
+  readonly allowExternalSession?: boolean | undefined
+}
+
+/** Resolves per-call overrides against the layer's configuration. @category constructors @since 0.1.0 */
+export const locate = (config: StoreLocation, overrides: LocationOverrides): StoreLocation => ({
+  rarebitRoot: overrides.rarebitRoot ?? config.rarebitRoot,
+  sessionRoot: overrides.sessionRoot ?? config.sessionRoot,
+  allowExternalSession: overrides.allowExternalSession ?? config.allowExternalSession
+})
