@@ -1,0 +1,257 @@
+/**
+ * Parsing a Pi Session JSONL text and walking its active branch.
+ *
+ * A Session is one header line (`type: "session"`, a non-empty string `id`)
+ * followed by entries. Version 1 Sessions (and headers without a version) are
+ * linear: every entry is on the branch, in file order. From version 2 on,
+ * entries form a tree through `id`/`parentId`, and Pi persists the active leaf
+ * as the last entry, so the branch is the chain from that entry to its root.
+ *
+ * Blank lines are skipped; anything else must be JSON. Entries are kept as the
+ * JSON values they parse to, unvalidated, because the selector reads only the
+ * few fields it knows and must see exactly what Pi wrote.
+ *
+ * Each operation comes in three forms with one implementation: a `Result`, an
+ * `Effect` failing with `SessionInvalid`, and the throwing form of the plain
+ * API, which throws what the reference throws (`toQueryError`).
+ *
+ * @since 0.1.0
+ */
+import { Effect, Result } from "effect"
+import { SessionInvalid, toQueryError } from "./SessionErrors.js"
+
+export { SessionInvalid, toQueryError }
+
+/**
+ * A Session header: the first record, with `type: "session"` and a non-empty
+ * string `id`. Other fields (`version`, `timestamp`, `cwd`, ...) are as written.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface SessionHeader {
+  readonly type: "session"
+  readonly id: string
+  readonly [field: string]: unknown
+}
+
+/**
+ * An entry of a tree Session: any JSON object with a non-empty string `id`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface SessionEntry {
+  readonly id: string
+  readonly [field: string]: unknown
+}
+
+/**
+ * A parsed Session, shaped like the reference's result.
+ *
+ * **Details**
+ *
+ * `entries` are the records after the header, in file order. `byId` indexes
+ * them by id for tree Sessions and stays empty for linear ones, whose entries
+ * may be any JSON value.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface ParsedSession {
+  readonly header: SessionHeader
+  readonly entries: Array<unknown>
+  readonly byId: Map<string, SessionEntry>
+  readonly linear: boolean
+}
+
+/**
+ * The part of a parsed Session the branch walk needs.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface SessionTree {
+  readonly entries: ReadonlyArray<unknown>
+  readonly byId: ReadonlyMap<unknown, unknown>
+  readonly linear: unknown
+}
+
+const DEFAULT_SOURCE = "Pi Session"
+
+// Property reads on arbitrary JSON values, with the same semantics as `value?.key`.
+const field = (value: unknown, key: string): unknown =>
+  value === null || value === undefined ? undefined : (value as Record<string, unknown>)[key]
+
+/**
+ * Parses Session text into a `ParsedSession`, or the first rule it breaks.
+ *
+ * @category parsing
+ * @since 0.1.0
+ */
+export const parseSessionResult = (
+  content: string,
+  source: string = DEFAULT_SOURCE
+): Result.Result<ParsedSession, SessionInvalid> => {
+  const records: Array<unknown> = []
+  const lines = String(content).split("\n")
+  for (let index = 0; index < lines.length; index++) {
+    const line = lines[index]
+    if (!line.trim()) continue
+    let record: unknown
+    try {
+      record = JSON.parse(line)
+    } catch {
+      return Result.fail(
+        new SessionInvalid({
+          kind: "malformed_json",
+          message: `${source} contains malformed JSON at line ${index + 1}`,
+          source,
+          line: index + 1
+        })
+      )
+    }
+    records.push(record)
+  }
+  const header = records[0]
+  const id = field(header, "id")
+  if (field(header, "type") !== "session" || typeof id !== "string" || !id) {
+    return Result.fail(
+      new SessionInvalid({
+        kind: "invalid_header",
+        message: `${source} does not begin with a valid Pi Session header`,
+        source
+      })
+    )
+  }
+  const sessionHeader = header as SessionHeader
+  const entries = records.slice(1)
+  const byId = new Map<string, SessionEntry>()
+  // The comparison is JavaScript's own, on whatever `version` holds: "2" and
+  // [2] count as tree Sessions exactly as they do for the reference.
+  if (((sessionHeader.version ?? 1) as number) < 2) {
+    return Result.succeed({ header: sessionHeader, entries, byId, linear: true })
+  }
+  for (const entry of entries) {
+    const entryId = field(entry, "id")
+    if (typeof entryId !== "string" || !entryId) {
+      return Result.fail(
+        new SessionInvalid({
+          kind: "entry_without_id",
+          message: `${source} contains a Session entry without an ID`,
+          source
+        })
+      )
+    }
+    if (byId.has(entryId)) {
+      return Result.fail(
+        new SessionInvalid({
+          kind: "duplicate_id",
+          message: `${source} contains duplicate Session entry ID ${entryId}`,
+          source,
+          entryId
+        })
+      )
+    }
+    byId.set(entryId, entry as SessionEntry)
+  }
+  return Result.succeed({ header: sessionHeader, entries, byId, linear: false })
+}
+
+/**
+ * The active branch of a parsed Session, root first, or the tree defect that
+ * stops the walk from the last entry.
+ *
+ * **Details**
+ *
+ * A linear Session returns a copy of all entries. A tree Session follows
+ * `parentId` from the last entry until a `null` or absent parent; revisiting an
+ * entry is a `cycle`, a parent id that names no entry is `missing_parent`.
+ *
+ * @category parsing
+ * @since 0.1.0
+ */
+export const resolveActiveBranchResult = (
+  parsed: SessionTree,
+  source: string = DEFAULT_SOURCE
+): Result.Result<Array<unknown>, SessionInvalid> => {
+  const { byId, entries, linear } = parsed
+  if (linear) return Result.succeed(entries.slice())
+  const leaf = entries.at(-1)
+  if (!leaf) return Result.succeed([])
+  const reversed: Array<unknown> = []
+  const visited = new Set<unknown>()
+  let current: unknown = leaf
+  while (current) {
+    const currentId = field(current, "id")
+    if (visited.has(currentId)) {
+      return Result.fail(
+        new SessionInvalid({
+          kind: "cycle",
+          message: `${source} contains a cycle at Session entry ${currentId}`,
+          source,
+          entryId: `${currentId}`
+        })
+      )
+    }
+    visited.add(currentId)
+    reversed.push(current)
+    const parentId = field(current, "parentId")
+    if (parentId === null || parentId === undefined) break
+    current = byId.get(parentId)
+    if (!current) {
+      return Result.fail(
+        new SessionInvalid({
+          kind: "missing_parent",
+          message: `${source} is missing parent Session entry ${parentId}`,
+          source,
+          entryId: `${parentId}`
+        })
+      )
+    }
+  }
+  return Result.succeed(reversed.reverse())
+}
+
+/**
+ * `parseSessionResult` as an Effect.
+ *
+ * @category parsing
+ * @since 0.1.0
+ */
+export const parseSessionEffect = (
+  content: string,
+  source: string = DEFAULT_SOURCE
+): Effect.Effect<ParsedSession, SessionInvalid> =>
+  Effect.suspend(() => Effect.fromResult(parseSessionResult(content, source)))
+
+/**
+ * `resolveActiveBranchResult` as an Effect.
+ *
+ * @category parsing
+ * @since 0.1.0
+ */
+export const resolveActiveBranchEffect = (
+  parsed: SessionTree,
+  source: string = DEFAULT_SOURCE
+): Effect.Effect<Array<unknown>, SessionInvalid> =>
+  Effect.suspend(() => Effect.fromResult(resolveActiveBranchResult(parsed, source)))
+
+/**
+ * Parses Session text, throwing the reference's `RarebitQueryError` on failure.
+ *
+ * @category plain api
+ * @since 0.1.0
+ */
+export const parseNativeSession = (content: string, source: string = DEFAULT_SOURCE): ParsedSession =>
+  Result.getOrThrowWith(parseSessionResult(content, source), toQueryError)
+
+/**
+ * The active branch of a parsed Session, throwing the reference's
+ * `RarebitQueryError` on failure.
+ *
+ * @category plain api
+ * @since 0.1.0
+ */
+export const resolveActiveBranch = (parsed: SessionTree, source: string = DEFAULT_SOURCE): Array<unknown> =>
+  Result.getOrThrowWith(resolveActiveBranchResult(parsed, source), toQueryError)

@@ -1,0 +1,295 @@
+/**
+ * Locating and reading a Pi Session on disk, over the `FileSystem` and `Path`
+ * services.
+ *
+ * A reference is either a path or an exact Session id. An existing regular
+ * file (symlinks followed) always wins. A reference that looks like a path
+ * (contains the separator, starts with ".", or ends with ".jsonl") and names no
+ * file is not found; anything else is looked up as an id by scanning
+ * `sessionRoot` recursively for `*.jsonl` files whose first line is a header
+ * with that id. The scan reads at most 16 KiB of each candidate, never follows
+ * symlinked directories or files, and treats a missing root as empty.
+ *
+ * Reading decodes the whole file once as UTF-8 the way Node's
+ * `readFile(path, "utf8")` does: invalid bytes become U+FFFD and a leading BOM
+ * is kept (so a BOM before the header makes line 1 malformed JSON).
+ *
+ * Nothing here writes; a file that changes between resolve and read is read as
+ * it is at read time, and a file that vanished in between is `SessionIo` with a
+ * `NotFound` reason.
+ *
+ * @since 0.1.0
+ */
+import { Effect, FileSystem, Option, Path, Result } from "effect"
+import type { PlatformError } from "effect/PlatformError"
+import { measureRarebits, type RarebitMeasurement } from "./Measurement.js"
+import { RAREBIT_SELECTOR_VERSION, type RarebitSelection, selectRarebits } from "./Selector.js"
+import {
+  isSessionMissing,
+  SessionAmbiguous,
+  type SessionError,
+  SessionInvalid,
+  SessionIo,
+  SessionNotFound
+} from "./SessionErrors.js"
+import { type ParsedSession, parseSessionResult, resolveActiveBranchResult } from "./SessionParse.js"
+
+/**
+ * The schema version of a Session read result.
+ *
+ * @category constants
+ * @since 0.1.0
+ */
+export const RAREBIT_QUERY_SCHEMA_VERSION = 1 as const
+
+/**
+ * Where id lookups search.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface SessionReaderOptions {
+  readonly sessionRoot: string
+}
+
+/**
+ * The Session facts a read reports besides the selection.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface SessionSummary {
+  readonly id: string
+  /** The last branch entry's id for a tree Session; `null` for linear ones. */
+  readonly activeLeafId: string | null
+  /** The header's `timestamp` when it is a string. */
+  readonly startedAt: string | null
+}
+
+/**
+ * The projection of a parsed Session and its active branch.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface SessionProjection {
+  readonly schemaVersion: typeof RAREBIT_QUERY_SCHEMA_VERSION
+  readonly selectorVersion: typeof RAREBIT_SELECTOR_VERSION
+  readonly session: SessionSummary
+  readonly selection: RarebitSelection
+  readonly measurement: RarebitMeasurement
+}
+
+/**
+ * A read Session, shaped like the reference's `readRarebitSession` result.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface SessionRead extends SessionProjection {
+  readonly sessionFile: string
+  readonly parsed: ParsedSession
+  readonly branch: Array<unknown>
+}
+
+/**
+ * What the store knows about the native Session when it projects artifact
+ * state.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type NativeObservation =
+  | {
+    readonly availability: "available"
+    readonly sessionId: string
+    readonly selection: RarebitSelection & { readonly selectorVersion: string }
+  }
+  | { readonly availability: "missing" }
+  | { readonly availability: "unreadable" }
+
+const HEADER_PROBE_BYTES = 16384
+
+const utf8 = new TextDecoder("utf-8", { ignoreBOM: true })
+
+const ioAt = (path: string) => (cause: PlatformError) => new SessionIo({ path, cause })
+
+// Mirrors `stat().isFile()` with ENOENT meaning "no": symlinks to files count,
+// every other failure (ENOTDIR, EACCES, ELOOP, ...) is an I/O error.
+const isRegularFile = Effect.fnUntraced(function*(fs: FileSystem.FileSystem, path: string) {
+  return yield* fs.stat(path).pipe(
+    Effect.map((info) => info.type === "File"),
+    Effect.catch((error) => error.reason._tag === "NotFound" ? Effect.succeed(false) : Effect.fail(ioAt(path)(error)))
+  )
+})
+
+// The header of a candidate file, or null when its first line is not one.
+const probeHeader = Effect.fnUntraced(function*(fs: FileSystem.FileSystem, file: string) {
+  const bytes = yield* Effect.scoped(
+    Effect.flatMap(fs.open(file, { flag: "r" }), (handle) => handle.readAlloc(HEADER_PROBE_BYTES, { position: 0n }))
+  ).pipe(Effect.mapError(ioAt(file)))
+  const firstLine = Option.match(bytes, { onNone: () => "", onSome: (chunk) => utf8.decode(chunk) })
+    .split("\n", 1)[0]
+    ?.trim()
+  if (!firstLine) return null
+  let header: unknown
+  try {
+    header = JSON.parse(firstLine)
+  } catch {
+    return null
+  }
+  return header !== null && header !== undefined && (header as { type?: unknown }).type === "session"
+    ? header as { readonly id?: unknown }
+    : null
+})
+
+// Depth-first, in directory listing order, reading each candidate's header as
+// soon as it is found, so the first I/O failure is the one the reference meets.
+const collectById: (
+  fs: FileSystem.FileSystem,
+  path: Path.Path,
+  directory: string,
+  id: string,
+  matches: Array<string>
+) => Effect.Effect<void, SessionIo> = Effect.fnUntraced(function*(fs, path, directory, id, matches) {
+  const entries = yield* fs.readDirectoryEntries(directory).pipe(
+    Effect.catch((error) => error.reason._tag === "NotFound" ? Effect.succeed([]) : Effect.fail(ioAt(directory)(error)))
+  )
+  for (const entry of entries) {
+    const child = path.join(directory, entry.name)
+    if (entry.type === "Directory") {
+      yield* collectById(fs, path, child, id, matches)
+    } else if (entry.type === "File" && entry.name.endsWith(".jsonl")) {
+      const header = yield* probeHeader(fs, child)
+      if (header?.id === id) matches.push(child)
+    }
+  }
+})
+
+/**
+ * Resolves a Session reference (a path or an exact Session id) to an absolute
+ * file path.
+ *
+ * **Details**
+ *
+ * The reference is trimmed first; blank is `SessionInvalid` with kind
+ * `invalid_reference`. A relative path resolves against the process's working
+ * directory. An id matching several files is `SessionAmbiguous`.
+ *
+ * @category reading
+ * @since 0.1.0
+ */
+export const resolveSessionFile = Effect.fn("SessionReader.resolveSessionFile")(function*(
+  reference: string,
+  options: SessionReaderOptions
+) {
+  if (typeof reference !== "string" || !reference.trim()) {
+    return yield* new SessionInvalid({
+      kind: "invalid_reference",
+      message: "--session requires an exact Pi Session path or ID",
+      source: String(reference)
+    })
+  }
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const input = reference.trim()
+  const candidate = path.resolve(input)
+  if (yield* isRegularFile(fs, candidate)) return candidate
+  if (input.includes(path.sep) || input.startsWith(".") || input.endsWith(".jsonl")) {
+    return yield* new SessionNotFound({ reference: input, lookup: "path" })
+  }
+  const matches: Array<string> = []
+  yield* collectById(fs, path, path.resolve(options.sessionRoot), input, matches)
+  if (matches.length === 0) return yield* new SessionNotFound({ reference: input, lookup: "id" })
+  if (matches.length > 1) return yield* new SessionAmbiguous({ reference: input, files: matches })
+  return path.resolve(matches[0])
+})
+
+/**
+ * The projection of a parsed Session and its branch: Session facts, the
+ * selection and its measurement.
+ *
+ * @category reading
+ * @since 0.1.0
+ */
+export const projectSession = (parsed: ParsedSession, branch: ReadonlyArray<unknown>): SessionProjection => {
+  const selection = selectRarebits(branch)
+  const measurement = measureRarebits(branch, selection)
+  const leaf = branch.at(-1) as { readonly id?: string } | null | undefined
+  const startedAt = parsed.header.timestamp
+  return {
+    schemaVersion: RAREBIT_QUERY_SCHEMA_VERSION,
+    selectorVersion: RAREBIT_SELECTOR_VERSION,
+    session: {
+      id: parsed.header.id,
+      activeLeafId: parsed.linear ? null : (leaf?.id ?? null),
+      startedAt: typeof startedAt === "string" ? startedAt : null
+    },
+    selection,
+    measurement
+  }
+}
+
+/**
+ * Resolves, reads, parses and projects one Session.
+ *
+ * **Details**
+ *
+ * Parse and branch failures name the resolved file as their `source`.
+ *
+ * @category reading
+ * @since 0.1.0
+ */
+export const readSession = Effect.fn("SessionReader.readSession")(function*(
+  reference: string,
+  options: SessionReaderOptions
+) {
+  const sessionFile = yield* resolveSessionFile(reference, options)
+  const fs = yield* FileSystem.FileSystem
+  const bytes = yield* fs.readFile(sessionFile).pipe(Effect.mapError(ioAt(sessionFile)))
+  const parsed = yield* Effect.fromResult(parseSessionResult(utf8.decode(bytes), sessionFile))
+  const branch = yield* Effect.fromResult(resolveActiveBranchResult(parsed, sessionFile))
+  const read: SessionRead = { sessionFile, parsed, branch, ...projectSession(parsed, branch) }
+  return read
+})
+
+/**
+ * What the store observes of a native Session: available with its selection,
+ * `missing` when the file system reported the file not found, otherwise
+ * `unreadable`.
+ *
+ * **Gotchas**
+ *
+ * A missing absolute path is a path-like reference, so it fails as a query
+ * error (`SessionNotFound`) and is reported `unreadable`, not `missing`, as the
+ * reference store does. Only a `NotFound` from the file system itself, such as
+ * a file deleted between resolve and read, is `missing`.
+ *
+ * @category reading
+ * @since 0.1.0
+ */
+export const nativeObservation: (
+  sessionFile: string,
+  options: SessionReaderOptions
+) => Effect.Effect<NativeObservation, never, FileSystem.FileSystem | Path.Path> = Effect.fn(
+  "SessionReader.nativeObservation"
+)(function*(
+  sessionFile: string,
+  options: SessionReaderOptions
+) {
+  const result = yield* Effect.result(readSession(sessionFile, options))
+  if (Result.isFailure(result)) {
+    const failure: SessionError = result.failure
+    const observation: NativeObservation = isSessionMissing(failure)
+      ? { availability: "missing" }
+      : { availability: "unreadable" }
+    return observation
+  }
+  const { selection, session } = result.success
+  const observation: NativeObservation = {
+    availability: "available",
+    sessionId: session.id,
+    selection: { ...selection, selectorVersion: selection.manifest.selectorVersion }
+  }
+  return observation
+})

@@ -1,0 +1,13 @@
+/**
+ * Pi Session evidence: parsing a Session, walking its active branch,
+ * selecting and measuring Rarebits, job identities, and the Effect reader
+ * that finds and reads Sessions on disk.
+ *
+ * @since 0.1.0
+ */
+export * from "./JobIdentity.js"
+export * from "./Measurement.js"
+export * from "./Selector.js"
+export * from "./SessionErrors.js"
+export * from "./SessionParse.js"
+export * from "./SessionReader.js"

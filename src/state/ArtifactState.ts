@@ -1,0 +1,763 @@
+/**
+ * The artifact-state projection: what a reader may believe about a Session's
+ * Summary, given the native Session evidence and the sidecar's receipts.
+ *
+ * It is a pure function of its input. It never reads Summary prose, never
+ * walks selection ancestry, and never infers identity from the physical order
+ * of lines: a receipt applies to the native Session only when its compact
+ * selection equals the native selection (an exact assessment) or, for an
+ * owner request, hashes to a prefix of it that still ends at the same latest
+ * user message (a request generation).
+ *
+ * Compatibility is exact, including for malformed input: every result is
+ * deep-equal, key order included, to the reference's `projectRarebitArtifactState`,
+ * and inputs the reference rejects throw the same `TypeError`. Persistence,
+ * locking and reading the Session are left to the store.
+ *
+ * @since 0.1.0
+ */
+import { Result, Schema } from "effect"
+import { SHA256_HEX_PATTERN, sha256 } from "../protocol/CanonicalJson.js"
+import type { CompactSelection, SessionStatusValue, StatusReason, SummaryReceipt } from "../protocol/SummaryReceipt.js"
+import { validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
+
+// ---------------------------------------------------------------------------
+// models
+// ---------------------------------------------------------------------------
+
+/**
+ * Whether a source (the native Session or the sidecar) could be read.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type ArtifactAvailability = "available" | "missing" | "unreadable"
+
+/**
+ * Which lifecycle generation the caller is waiting for; `snapshot` waits for none.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type ArtifactExpectation = "owner_request" | "agent_settled" | "snapshot"
+
+/**
+ * The synchronisation state between native evidence and materialized artifacts.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type ArtifactSyncState =
+  | "awaiting_artifacts"
+  | "request_source_pending"
+  | "request_current"
+  | "settlement_pending"
+  | "assessment_source_pending"
+  | "assessment_current"
+  | "terminal_error"
+
+/**
+ * Why the projected receipt applies to what the reader sees.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type ArtifactApplicability =
+  | "none"
+  | "request_cut"
+  | "request_generation"
+  | "exact_selection"
+  | "materialization_only"
+
+/**
+ * Why the projection gave up for good.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type TerminalErrorReason =
+  | "session_conflict"
+  | "native_malformed"
+  | "unsupported"
+  | "malformed"
+  | "materialization_unreadable"
+  | "materialization_missing"
+  | "settlement_timeout"
+  | "native_unreadable"
+  | "native_missing"
+
+/**
+ * Why a caller should (or, once the deadline passed, would) read again.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type RetryReason =
+  | "native_source_pending"
+  | "materialization_unreadable"
+  | "materialization_pending"
+  | "native_unreadable"
+  | "native_missing"
+  | "settlement_pending"
+  | TerminalErrorReason
+
+/**
+ * One selected occurrence of native Session evidence, as `selectRarebits` yields it.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface NativeOccurrence {
+  readonly occurrenceId: string
+  readonly sourceEntryId: string | null
+  readonly order: number
+  readonly role: "user" | "assistant"
+  readonly outcome: "user" | "stop" | "continuation"
+  readonly timestamp: string | null
+  readonly contentHash: string
+  readonly text?: string
+}
+
+/**
+ * One deduplicated payload of a native selection.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface NativePayload {
+  readonly contentHash: string
+  readonly occurrenceIds: ReadonlyArray<string>
+  readonly text?: string
+}
+
+/**
+ * The native selection of a Session's active branch.
+ *
+ * **Details**
+ *
+ * The selector version is read from `selectorVersion`, falling back to
+ * `manifest.selectorVersion`, so both the session reader's shape and the raw
+ * `selectRarebits` shape are accepted.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface NativeSelection {
+  readonly occurrences: ReadonlyArray<NativeOccurrence>
+  readonly payloads: ReadonlyArray<NativePayload>
+  readonly manifestHash: string
+  readonly selectorVersion?: string
+  readonly manifest?: { readonly selectorVersion?: string }
+}
+
+/**
+ * What was observed of the native Session.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type NativeObservation =
+  | {
+    readonly availability: "available"
+    readonly sessionId: string
+    readonly selection: NativeSelection
+  }
+  | { readonly availability: "missing" }
+  | { readonly availability: "unreadable" }
+
+/**
+ * What was observed of the sidecar: its availability and the records read from it.
+ *
+ * **Details**
+ *
+ * `records` may hold anything; only valid schema-v4 Summary receipts take
+ * part in the projection, and invalid Summary-typed records only colour the
+ * terminal error reason.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface MaterializationObservation {
+  readonly availability: ArtifactAvailability
+  readonly records: ReadonlyArray<unknown>
+}
+
+/**
+ * The input of {@link projectArtifactState}; every field has a default.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface ProjectionInput {
+  /** Defaults to `{ availability: "missing" }`. */
+  readonly native?: NativeObservation | undefined
+  /** Defaults to `{ availability: "missing", records: [] }`. */
+  readonly materialization?: MaterializationObservation | undefined
+  /** Defaults to `"snapshot"`. */
+  readonly expectation?: ArtifactExpectation | undefined
+  /** Defaults to `false`. */
+  readonly deadlineExpired?: boolean | undefined
+}
+
+/**
+ * The lineage of the receipt behind a projection, without its prose.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface AssessmentRef {
+  readonly jobId: string | null
+  readonly sessionId: string | null
+  readonly branchLeafId: string | null
+  readonly selectionManifestHash: string | null
+  readonly selectorVersion: string | null
+  readonly lifecycleBoundary: string | null
+  readonly promptVersion: string | null
+  readonly model: { readonly provider: string; readonly id: string } | null
+  readonly observedAt: string | null
+  readonly schemaVersion: number | null
+  readonly implementationVersion: string | null
+}
+
+/**
+ * The Session status a reader may show.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type ArtifactProjection =
+  | {
+    readonly status: SessionStatusValue
+    readonly reason: StatusReason
+    readonly assessmentRef: AssessmentRef
+  }
+  | {
+    readonly status: "ineligible"
+    readonly reason: "intrinsic_policy"
+    readonly assessmentRef: AssessmentRef
+  }
+  | {
+    readonly status: "error"
+    readonly reason: "inhibited" | "overflow" | "synthesis_failure"
+    readonly assessmentRef: AssessmentRef
+  }
+  | {
+    readonly status: "error"
+    readonly reason: TerminalErrorReason
+    readonly assessmentRef: null
+  }
+
+/**
+ * Which native Session the projection was made against.
+ *
+ * **Gotchas**
+ *
+ * `sessionId` and `selectionManifestHash` are copied as given (or `null`), so
+ * a malformed observation shows up here exactly as it was passed in.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface NativeRef {
+  readonly availability: ArtifactAvailability
+  readonly sessionId: string | null
+  readonly selectionManifestHash: string | null
+}
+
+/**
+ * Whether, and why, to read again.
+ *
+ * **Gotchas**
+ *
+ * `deadlineExpired` echoes the caller's value on source-pending and
+ * settlement-pending results, and `recommended` is its negation.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface ArtifactRetry {
+  readonly recommended: boolean
+  readonly reason: RetryReason
+  readonly deadlineExpired: boolean
+}
+
+/**
+ * The projection result. Callers serialise it, so its key order is fixed.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface ArtifactState {
+  readonly syncState: ArtifactSyncState
+  readonly projection: ArtifactProjection | null
+  readonly applicability: ArtifactApplicability
+  readonly nativeRef: NativeRef | null
+  readonly receiptRef: AssessmentRef | null
+  readonly retry: ArtifactRetry | null
+}
+
+// ---------------------------------------------------------------------------
+// errors
+// ---------------------------------------------------------------------------
+
+/**
+ * The message thrown for an availability outside `available | missing | unreadable`.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export const INVALID_AVAILABILITY_MESSAGE =
+  "native and materialization availability must be available, missing, or unreadable"
+
+/**
+ * The message thrown for an unknown expectation.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export const INVALID_EXPECTATION_MESSAGE = "Unsupported Rarebit artifact expectation"
+
+/**
+ * The projection input names an availability or expectation outside the protocol.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class ProjectionInputInvalid extends Schema.TaggedError<ProjectionInputInvalid>()("ProjectionInputInvalid", {
+  field: Schema.Literals(["availability", "expectation"])
+}) {
+  override get message() {
+    return this.field === "availability" ? INVALID_AVAILABILITY_MESSAGE : INVALID_EXPECTATION_MESSAGE
+  }
+}
+
+// ---------------------------------------------------------------------------
+// selection applicability
+// ---------------------------------------------------------------------------
+
+/** Reads `key` exactly as `value?.[key]` would. */
+const field = (value: unknown, key: string): unknown =>
+  value === null || value === undefined ? undefined : (value as Record<string, unknown>)[key]
+
+const selectorVersionOf = (selection: unknown): unknown =>
+  field(selection, "selectorVersion") ?? field(field(selection, "manifest"), "selectorVersion")
+
+const isNonEmptyString = (value: unknown): value is string => typeof value === "string" && value.length > 0
+
+const isSha256Hex = (value: unknown): value is string => typeof value === "string" && SHA256_HEX_PATTERN.test(value)
+
+const isNativeOccurrence = (value: unknown): boolean => {
+  if (!value || typeof value !== "object") return false
+  const occurrence = value as Record<string, unknown>
+  return isNonEmptyString(occurrence.occurrenceId) &&
+    (typeof occurrence.sourceEntryId === "string" || occurrence.sourceEntryId === null) &&
+    Number.isInteger(occurrence.order) &&
+    (occurrence.role === "user" || occurrence.role === "assistant") &&
+    (occurrence.outcome === "user" || occurrence.outcome === "stop" || occurrence.outcome === "continuation") &&
+    isNonEmptyString(occurrence.contentHash)
+}
+
+/**
+ * The native selection must carry a manifest hash, a selector version and
+ * well-formed occurrences whose non-null source entries are unique; payloads
+ * are taken on trust, as the reference does.
+ */
+const isValidNativeSelection = (selection: unknown): boolean => {
+  if (!selection || !isSha256Hex(field(selection, "manifestHash")) || !isNonEmptyString(selectorVersionOf(selection))) {
+    return false
+  }
+  const occurrences = field(selection, "occurrences")
+  if (!Array.isArray(occurrences) || !occurrences.every(isNativeOccurrence)) return false
+  const seen = new Set<string>()
+  for (const occurrence of occurrences as ReadonlyArray<NativeOccurrence>) {
+    if (occurrence.sourceEntryId === null) continue
+    if (occurrence.sourceEntryId === "" || seen.has(occurrence.sourceEntryId)) return false
+    seen.add(occurrence.sourceEntryId)
+  }
+  return true
+}
+
+/**
+ * The manifest hash the first `count` occurrences would have had on their own:
+ * text dropped, payloads narrowed to the kept occurrences and emptied ones removed.
+ * `null` when the selection has no occurrence or payload arrays.
+ *
+ * The property reads and destructurings below deliberately stay plain, so that
+ * a malformed payload fails with the very `TypeError` the reference raises.
+ */
+const prefixManifestHash = (selection: NativeSelection, count: number): string | null => {
+  if (!Array.isArray(field(selection, "occurrences")) || !Array.isArray(field(selection, "payloads"))) return null
+  const kept = selection.occurrences.slice(0, count).map(({ text: _text, ...occurrence }) => occurrence)
+  const keptIds = new Set(kept.map((occurrence) => occurrence.occurrenceId))
+  const payloads = selection.payloads
+    .map(({ text: _text, ...payload }) => ({
+      ...payload,
+      occurrenceIds: payload.occurrenceIds.filter((id) => keptIds.has(id))
+    }))
+    .filter((payload) => payload.occurrenceIds.length)
+  return sha256({ selectorVersion: selectorVersionOf(selection), occurrences: kept, payloads })
+}
+
+/**
+ * Whether a receipt's compact selection names exactly this native selection.
+ *
+ * **Details**
+ *
+ * Manifest hash and selector version must both be equal; either argument may
+ * be missing, in which case the missing fields compare as `undefined`.
+ *
+ * @category predicates
+ * @since 0.1.0
+ */
+export const exactSelectionApplies = (
+  receiptSelection: CompactSelection | null | undefined,
+  selection: NativeSelection | null | undefined
+): boolean =>
+  field(receiptSelection, "manifestHash") === field(selection, "manifestHash") &&
+  field(receiptSelection, "selectorVersion") === selectorVersionOf(selection)
+
+/**
+ * Whether an owner request's compact selection is a prefix of this native
+ * selection that still ends at the same latest user message.
+ *
+ * **Details**
+ *
+ * Selector versions must match, the receipt's `occurrenceCount` must be an
+ * integer no larger than the native occurrence count, the native prefix of
+ * that length must hash to the receipt's manifest hash, and the last native
+ * user occurrence must be the receipt's `latestUserSourceEntryId`. Assistant
+ * continuations and stops after the cut keep the request current; a later
+ * user message ends it.
+ *
+ * **Gotchas**
+ *
+ * Like the reference, a native selection whose payloads are malformed makes
+ * this throw a `TypeError` once the cheap checks pass.
+ *
+ * @category predicates
+ * @since 0.1.0
+ */
+export const requestPrefixApplies = (
+  receiptSelection: CompactSelection | null | undefined,
+  selection: NativeSelection | null | undefined
+): boolean => {
+  if (field(receiptSelection, "selectorVersion") !== selectorVersionOf(selection)) return false
+  const count = field(receiptSelection, "occurrenceCount")
+  if (!Number.isInteger(count)) return false
+  // Past this point the reference reads without guards; plain reads keep its TypeErrors.
+  return (count as number) <= selection!.occurrences.length &&
+    prefixManifestHash(selection!, count as number) === receiptSelection!.manifestHash &&
+    selection!.occurrences
+      .filter((occurrence) => occurrence.role === "user" && occurrence.outcome === "user")
+      .at(-1)?.sourceEntryId === receiptSelection!.latestUserSourceEntryId
+}
+
+// ---------------------------------------------------------------------------
+// projection
+// ---------------------------------------------------------------------------
+
+interface Candidate {
+  readonly record: SummaryReceipt
+  readonly index: number
+}
+
+const availabilities: ReadonlySet<unknown> = new Set<ArtifactAvailability>(["available", "missing", "unreadable"])
+const expectations: ReadonlySet<unknown> = new Set<ArtifactExpectation>(["owner_request", "agent_settled", "snapshot"])
+
+const missingNative: NativeObservation = { availability: "missing" }
+const missingMaterialization: MaterializationObservation = { availability: "missing", records: [] }
+
+/** Unparsable times sort before every real one. */
+const observedTime = (value: unknown): number => {
+  const time = Date.parse(value as string)
+  return Number.isFinite(time) ? time : Number.NEGATIVE_INFINITY
+}
+
+/** Later `observedAt` wins; on a tie the record further down the sidecar wins. */
+const isNewer = (candidate: Candidate, than: Candidate | null): boolean => {
+  if (than === null) return true
+  const candidateTime = observedTime(candidate.record.observedAt)
+  const thanTime = observedTime(than.record.observedAt)
+  return candidateTime > thanTime || (candidateTime === thanTime && candidate.index > than.index)
+}
+
+const newestOf = (candidates: ReadonlyArray<Candidate>, keep: (record: SummaryReceipt) => boolean): Candidate | null => {
+  let best: Candidate | null = null
+  for (const candidate of candidates) {
+    if (keep(candidate.record) && isNewer(candidate, best)) best = candidate
+  }
+  return best
+}
+
+const assessmentRef = (record: SummaryReceipt): AssessmentRef => ({
+  jobId: record.jobId,
+  sessionId: record.sessionId,
+  branchLeafId: record.branch.leafId,
+  selectionManifestHash: record.selection.manifestHash,
+  selectorVersion: record.selection.selectorVersion,
+  lifecycleBoundary: record.lifecycleBoundary,
+  promptVersion: record.promptVersion,
+  model: record.model === null ? null : { provider: record.model.provider, id: record.model.id },
+  observedAt: record.observedAt,
+  schemaVersion: record.schemaVersion,
+  implementationVersion: record.implementationVersion
+})
+
+const receiptErrorReasons = {
+  inhibited: "inhibited",
+  unavailable_overflow: "overflow",
+  failure: "synthesis_failure"
+} as const
+
+const projectReceipt = (record: SummaryReceipt): ArtifactProjection => {
+  switch (record.status) {
+    case "ok":
+      return { status: record.sessionStatus, reason: record.statusReason, assessmentRef: assessmentRef(record) }
+    case "ineligible":
+      return { status: "ineligible", reason: "intrinsic_policy", assessmentRef: assessmentRef(record) }
+    default:
+      return { status: "error", reason: receiptErrorReasons[record.status], assessmentRef: assessmentRef(record) }
+  }
+}
+
+const nativeRefOf = (native: NativeObservation): NativeRef => ({
+  availability: (field(native, "availability") ?? "missing") as ArtifactAvailability,
+  sessionId: (field(native, "sessionId") ?? null) as string | null,
+  selectionManifestHash: (field(field(native, "selection"), "manifestHash") ?? null) as string | null
+})
+
+const retryAfter = (reason: RetryReason, deadlineExpired: boolean): ArtifactRetry => ({
+  recommended: !deadlineExpired,
+  reason,
+  deadlineExpired
+})
+
+const stateOf = (
+  syncState: ArtifactSyncState,
+  native: NativeObservation,
+  fields: {
+    readonly projection?: ArtifactProjection
+    readonly applicability?: ArtifactApplicability
+    readonly receipt?: SummaryReceipt
+    readonly retry?: ArtifactRetry
+  }
+): ArtifactState => ({
+  syncState,
+  projection: fields.projection ?? null,
+  applicability: fields.applicability ?? "none",
+  nativeRef: nativeRefOf(native),
+  receiptRef: fields.receipt === undefined ? null : assessmentRef(fields.receipt),
+  retry: fields.retry ?? null
+})
+
+const receiptState = (
+  syncState: ArtifactSyncState,
+  native: NativeObservation,
+  applicability: ArtifactApplicability,
+  chosen: Candidate,
+  retry?: ArtifactRetry
+): ArtifactState =>
+  stateOf(syncState, native, {
+    projection: projectReceipt(chosen.record),
+    applicability,
+    receipt: chosen.record,
+    ...(retry === undefined ? {} : { retry })
+  })
+
+const terminalError = (reason: TerminalErrorReason, native: NativeObservation): ArtifactState =>
+  stateOf("terminal_error", native, {
+    projection: { status: "error", reason, assessmentRef: null },
+    retry: retryAfter(reason, true)
+  })
+
+/** Invalid Summary-typed records explain a terminal error; an older schema outranks plain malformation. */
+const invalidSummaryReason = (
+  checked: ReadonlyArray<{ readonly record: unknown; readonly valid: boolean }>
+): "unsupported" | "malformed" | null => {
+  let reason: "malformed" | null = null
+  for (const { record, valid } of checked) {
+    if (valid || field(record, "type") !== "rarebit_summary") continue
+    if (field(record, "schemaVersion") !== 4) return "unsupported"
+    reason = "malformed"
+  }
+  return reason
+}
+
+/** Distinct non-empty session ids named by Summary-typed records, valid or not, in first-seen order. */
+const sidecarSessionIds = (records: ReadonlyArray<unknown>): ReadonlyArray<string> => {
+  const ids = new Set<string>()
+  for (const record of records) {
+    if (field(record, "type") !== "rarebit_summary") continue
+    const sessionId = field(record, "sessionId")
+    if (isNonEmptyString(sessionId)) ids.add(sessionId)
+  }
+  return [...ids]
+}
+
+// Parameter destructuring (rather than `?.`) keeps the reference's TypeError for a `null` input.
+const projectValidated = ({
+  native = missingNative,
+  materialization = missingMaterialization,
+  expectation = "snapshot",
+  deadlineExpired = false
+}: ProjectionInput = {}): ArtifactState | ProjectionInputInvalid["field"] => {
+  if (!availabilities.has(native.availability) || !availabilities.has(materialization.availability)) {
+    return "availability"
+  }
+  if (!expectations.has(expectation)) return "expectation"
+
+  const records: ReadonlyArray<unknown> = Array.isArray(materialization.records) ? materialization.records : []
+  // Every record is validated exactly once, up front and in order, like the reference.
+  const checked = records.map((record, index) => ({ record, index, validation: validateSummaryReceipt(record) }))
+  const valid: Array<Candidate> = []
+  for (const { index, validation } of checked) {
+    if (validation.valid) valid.push({ record: validation.record, index })
+  }
+  const terminalReason = (fallback: TerminalErrorReason): TerminalErrorReason =>
+    invalidSummaryReason(checked.map(({ record, validation }) => ({ record, valid: validation.valid }))) ?? fallback
+
+  const sessionIds = sidecarSessionIds(records)
+  if (sessionIds.length > 1) return terminalError("session_conflict", native)
+  const sidecarSessionId = sessionIds[0] ?? null
+  const materializationUnreadable = materialization.availability === "unreadable"
+
+  if (native.availability !== "available") {
+    const unavailable: TerminalErrorReason & RetryReason = materializationUnreadable
+      ? "materialization_unreadable"
+      : native.availability === "unreadable"
+      ? "native_unreadable"
+      : "native_missing"
+    const opposite = expectation === "owner_request"
+      ? "agent_settled"
+      : expectation === "agent_settled"
+      ? "owner_request"
+      : null
+    const chosen = newestOf(
+      valid,
+      (record) => expectation === "snapshot" || record.lifecycleBoundary === expectation
+    )
+    const opposing = newestOf(valid, (record) => opposite !== null && record.lifecycleBoundary === opposite)
+    if (chosen !== null && isNewer(chosen, opposing)) {
+      const request = chosen.record.lifecycleBoundary === "owner_request"
+      return receiptState(
+        request ? "request_source_pending" : "assessment_source_pending",
+        native,
+        request ? "request_cut" : "materialization_only",
+        chosen,
+        retryAfter("native_source_pending", deadlineExpired)
+      )
+    }
+    if (!deadlineExpired) {
+      return stateOf("awaiting_artifacts", native, { retry: retryAfter(unavailable, false) })
+    }
+    return terminalError(terminalReason(unavailable), native)
+  }
+
+  if (!native.sessionId || !isValidNativeSelection(native.selection)) {
+    return terminalError("native_malformed", native)
+  }
+  if (sidecarSessionId !== null && sidecarSessionId !== native.sessionId) {
+    return terminalError("session_conflict", native)
+  }
+
+  const selection = native.selection
+  const current = valid.filter(({ record }) => record.sessionId === native.sessionId)
+  const exact = current.filter(({ record }) => exactSelectionApplies(record.selection, selection))
+  const requests = current.filter(({ record }) =>
+    record.lifecycleBoundary === "owner_request" && requestPrefixApplies(record.selection, selection)
+  )
+  const activeRequest = newestOf(requests, () => true)
+  const settled = newestOf(exact, (record) => record.lifecycleBoundary === "agent_settled")
+  // A settlement ends a request generation only if it came after the request.
+  if (settled !== null && isNewer(settled, activeRequest)) {
+    return receiptState("assessment_current", native, "exact_selection", settled)
+  }
+  if (activeRequest !== null) {
+    const settlementPending = selection.occurrences
+      .slice(activeRequest.record.selection.occurrenceCount)
+      .some((occurrence) => occurrence.role === "assistant" && occurrence.outcome === "stop")
+    return settlementPending
+      ? receiptState(
+        "settlement_pending",
+        native,
+        "request_generation",
+        activeRequest,
+        retryAfter("settlement_pending", deadlineExpired)
+      )
+      : receiptState("request_current", native, "request_generation", activeRequest)
+  }
+  const assessment = newestOf(exact, (record) => record.lifecycleBoundary !== "owner_request")
+  if (assessment !== null) return receiptState("assessment_current", native, "exact_selection", assessment)
+  if (!deadlineExpired) {
+    return stateOf("awaiting_artifacts", native, {
+      retry: retryAfter(materializationUnreadable ? "materialization_unreadable" : "materialization_pending", false)
+    })
+  }
+  return terminalError(
+    terminalReason(
+      materializationUnreadable
+        ? "materialization_unreadable"
+        : materialization.availability === "missing"
+        ? "materialization_missing"
+        : "settlement_timeout"
+    ),
+    native
+  )
+}
+
+/**
+ * Projects native Session evidence and sidecar receipts onto one artifact state.
+ *
+ * **Details**
+ *
+ * - Native Session unavailable: the newest valid receipt of the expected
+ *   generation is shown as source-pending, unless a receipt of the opposite
+ *   generation is newer.
+ * - Native Session available: the newest exact `agent_settled` assessment
+ *   wins if it is newer than the newest applicable owner request; otherwise
+ *   that request is current (or `settlement_pending` once an assistant stop
+ *   follows its cut); otherwise the newest exact non-request assessment.
+ * - "Newest" is by `observedAt`, then by position in `records`.
+ * - Nothing applicable: `awaiting_artifacts` until `deadlineExpired`, then
+ *   `terminal_error`.
+ *
+ * **Gotchas**
+ *
+ * Throws `TypeError` for an availability or expectation outside the
+ * protocol, with the reference's messages. A `null` input, `native` or
+ * `materialization`, and a native selection with malformed payloads throw
+ * the same `TypeError`s as the reference too; see
+ * {@link projectArtifactStateResult} for a non-throwing variant of the
+ * checked cases.
+ *
+ * @category projections
+ * @since 0.1.0
+ */
+export const projectArtifactState = (input?: ProjectionInput): ArtifactState => {
+  const outcome = projectValidated(input)
+  if (typeof outcome === "string") {
+    throw new TypeError(outcome === "availability" ? INVALID_AVAILABILITY_MESSAGE : INVALID_EXPECTATION_MESSAGE)
+  }
+  return outcome
+}
+
+/**
+ * {@link projectArtifactState}, with an unsupported availability or
+ * expectation returned as a failed `Result` instead of thrown.
+ *
+ * **Gotchas**
+ *
+ * Input that does not even have the documented shape (a `null` `native`, for
+ * instance) still throws, as it would in the reference.
+ *
+ * @category projections
+ * @since 0.1.0
+ */
+export const projectArtifactStateResult = (
+  input?: ProjectionInput
+): Result.Result<ArtifactState, ProjectionInputInvalid> => {
+  const outcome = projectValidated(input)
+  return typeof outcome === "string"
+    ? Result.fail(new ProjectionInputInvalid({ field: outcome }))
+    : Result.succeed(outcome)
+}
