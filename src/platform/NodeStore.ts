@@ -20,12 +20,26 @@ import * as ProcessOwner from "./ProcessOwner.js"
 export const platformLayer = Layer.mergeAll(NodeFileSystem.layer, Path.layer, CryptoRandom.layer, ProcessOwner.layer)
 
 /**
+ * Node's file system and path.
+ *
+ * @category layers
+ * @since 0.1.0
+ */
+export const fileLayer = Layer.mergeAll(NodeFileSystem.layer, Path.layer)
+
+/**
+ * The crypto-backed `Random` for tokens and the `/proc` lock owner probe.
+ *
+ * @category layers
+ * @since 0.1.0
+ */
+export const tokenAndOwnerLayer = Layer.mergeAll(CryptoRandom.layer, ProcessOwner.layer)
+
+/**
  * The live store: provide it and call `RarebitStore` operations.
  *
  * @category layers
  * @since 0.1.0
  */
 export const layer = (config: Partial<StoreConfig> = {}) =>
-  Layer.mergeAll(RarebitStore.layer(config), CryptoRandom.layer, ProcessOwner.layer).pipe(
-    Layer.provide(Layer.mergeAll(NodeFileSystem.layer, Path.layer))
-  )
+  Layer.mergeAll(RarebitStore.layer(config), tokenAndOwnerLayer).pipe(Layer.provide(fileLayer))

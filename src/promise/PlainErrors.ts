@@ -9,6 +9,12 @@
  * @since 0.1.0
  */
 import { isPlatformError } from "effect/PlatformError"
+import { type SessionError, toReferenceError } from "../session/SessionErrors.js"
+
+const sessionTags: ReadonlySet<unknown> = new Set(["SessionInvalid", "SessionNotFound", "SessionAmbiguous", "SessionIo"])
+
+const isSessionError = (error: object): error is SessionError =>
+  sessionTags.has((error as { readonly _tag?: unknown })._tag)
 
 const constructors = { Error, TypeError, RangeError } as const
 
@@ -41,9 +47,7 @@ export const toPlainError = (error: unknown): unknown => {
   if (tag === "SettleHookFailed") return (error as { readonly cause: unknown }).cause
   if (tag === "ProjectionInputInvalid") return new TypeError((error as Error).message)
   if (tag === "PlatformError") return nodeErrorOf(error)
-  if (typeof (error as { readonly toQueryError?: unknown }).toQueryError === "function") {
-    return (error as { readonly toQueryError: () => unknown }).toQueryError()
-  }
+  if (isSessionError(error)) return toReferenceError(error)
   const plainClass = plainClassOf(error)
   if (plainClass === undefined) return error
   const plain = new constructors[plainClass]((error as Error).message)

@@ -9,13 +9,11 @@
  *
  * @since 0.1.0
  */
-import { Cause, Effect, Exit, ManagedRuntime } from "effect"
-import * as NodeStore from "../platform/NodeStore.js"
+import { Effect } from "effect"
 import { DEFAULT_LEASE_MS, SIDECAR_PROTOCOL_VERSION } from "../protocol/Limits.js"
 import type { Acquired, Reservation } from "../store/Reservation.js"
-import { RarebitStore } from "../store/RarebitStore.js"
 import { DEFAULT_RAREBIT_ROOT, DEFAULT_RAREBIT_SESSION_ROOT } from "../store/StoreConfig.js"
-import { toPlainError } from "./PlainErrors.js"
+import { runStore as run, runStoreSync as runSync } from "./Runtime.js"
 
 export { DEFAULT_RAREBIT_ROOT, DEFAULT_RAREBIT_SESSION_ROOT }
 
@@ -24,29 +22,6 @@ export const DEFAULT_RAREBIT_LEASE_MS = DEFAULT_LEASE_MS
 
 /** The head protocol version. @category constants @since 0.1.0 */
 export const RAREBIT_SIDECAR_PROTOCOL_VERSION = SIDECAR_PROTOCOL_VERSION
-
-let runtime: ManagedRuntime.ManagedRuntime<RarebitStore, never> | undefined
-
-const storeRuntime = () => (runtime ??= ManagedRuntime.make(NodeStore.layer()))
-
-const failureOf = (cause: Cause.Cause<unknown>): unknown => {
-  const failure = cause.reasons.find(Cause.isFailReason)
-  if (failure !== undefined) return toPlainError(failure.error)
-  const defect = cause.reasons.find(Cause.isDieReason)
-  return defect !== undefined ? defect.defect : Cause.squash(cause)
-}
-
-const run = async <A, E>(program: (store: RarebitStore["Service"]) => Effect.Effect<A, E>): Promise<A> => {
-  const exit = await storeRuntime().runPromiseExit(RarebitStore.use(program))
-  if (Exit.isSuccess(exit)) return exit.value
-  throw failureOf(exit.cause)
-}
-
-const runSync = <A, E>(program: (store: RarebitStore["Service"]) => Effect.Effect<A, E>): A => {
-  const exit = storeRuntime().runSyncExit(RarebitStore.use(program))
-  if (Exit.isSuccess(exit)) return exit.value
-  throw failureOf(exit.cause)
-}
 
 interface LocationOptions {
   readonly sessionRoot?: string | undefined

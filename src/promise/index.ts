@@ -5,4 +5,5 @@
  *
  * @since 0.1.0
  */
+export * from "./Evidence.js"
 export * from "./Store.js"

@@ -1,0 +1,59 @@
+/**
+ * The reference's pure and Session functions, for plain callers: canonical
+ * JSON, the selector, measurement, job identity, Session parsing and reading,
+ * receipt validation and the artifact-state projection.
+ *
+ * The pure functions are this package's own implementations exported under
+ * the reference's names; the two that touch the disk run the Effect Session
+ * reader on the shared runtime and reject with the reference's errors.
+ *
+ * @since 0.1.0
+ */
+import { homedir } from "node:os"
+import { join } from "node:path"
+import { readSession, resolveSessionFile } from "../session/SessionReader.js"
+import { runPromise } from "./Runtime.js"
+
+export { sha256, stableJson } from "../protocol/CanonicalJson.js"
+export { validateSummaryReceipt as validateRarebitArtifactReceipt } from "../protocol/SummaryReceipt.js"
+export { validateTitleReceipt as validateRarebitTitleReceipt } from "../protocol/TitleReceipt.js"
+export { rarebitJobIdentity } from "../session/JobIdentity.js"
+export { measureRarebits } from "../session/Measurement.js"
+export { RAREBIT_SELECTOR_VERSION, selectRarebits } from "../session/Selector.js"
+export { parseNativeSession, resolveActiveBranch } from "../session/SessionParse.js"
+export {
+  exactSelectionApplies,
+  projectArtifactState as projectRarebitArtifactState,
+  requestPrefixApplies
+} from "../state/ArtifactState.js"
+
+/** `~/.pi/agent/sessions`. @category constants @since 0.1.0 */
+export const DEFAULT_PI_SESSION_ROOT = join(homedir(), ".pi", "agent", "sessions")
+
+/**
+ * Resolves an existing Session JSONL path or one exact Session id under the
+ * root.
+ *
+ * @category session
+ * @since 0.1.0
+ */
+export function resolveRarebitSessionFile(
+  reference: any,
+  { sessionRoot = DEFAULT_PI_SESSION_ROOT }: { readonly sessionRoot?: string } = {}
+): Promise<string> {
+  return runPromise(resolveSessionFile(reference, { sessionRoot }))
+}
+
+/**
+ * Reads a Session: its file, parse, active branch, selection and
+ * measurement.
+ *
+ * @category session
+ * @since 0.1.0
+ */
+export function readRarebitSession(
+  reference: any,
+  { sessionRoot = DEFAULT_PI_SESSION_ROOT }: { readonly sessionRoot?: string } = {}
+): Promise<any> {
+  return runPromise(readSession(reference, { sessionRoot }))
+}
