@@ -1,0 +1,1036 @@
+/**
+ * An in-memory `FileSystem` with POSIX semantics and a crash model.
+ *
+ * The tree is made of inodes: directories map names to nodes, so `rename` is an
+ * atomic pointer swap, an open handle keeps writing to its inode after the name
+ * is unlinked or replaced, and hard links share data. Paths are resolved one
+ * component at a time like the kernel does (a `..` after a symlink goes to the
+ * target's parent, `file/..` is `ENOTDIR`, a trailing slash demands a
+ * directory). Failures are `PlatformError`s with the same reason, method,
+ * `pathOrDescriptor` and syscall as `NodeFileSystem` (see `Errno.ts`); the
+ * conformance suite in `test/testing` runs the same bodies against both.
+ *
+ * What it does not model: permissions are stored and reported but never
+ * enforced (the process behaves like root), there is no size limit, times come
+ * from the `Clock` (the `TestClock` inside `it.effect`), and recursive
+ * `readDirectory` does not descend into symlinked directories (Node does).
+ * `copy` and `watch` are not implemented and die loudly.
+ *
+ * Crash model: directory operations (create, rename, unlink, chmod, symlink)
+ * are durable as soon as they return; file data is durable only up to the last
+ * `File.sync` on a handle to that file. `crashImage("process")` is what a
+ * SIGKILL leaves (every completed write, since the kernel keeps its page
+ * cache); `crashImage("power")` is what a power cut leaves (each file holds its
+ * last synced bytes, so a never-synced file is empty). Both return a fresh
+ * file system with no open handles and zeroed sync counters.
+ *
+ * @since 0.1.0
+ */
+import { ByteSize, Clock, Context, Effect, FileSystem, Layer, Option, PlatformError, Stream } from "effect"
+import type { Scope } from "effect"
+import { type ErrnoCode, errnoError } from "./Errno.js"
+
+/**
+ * Construction options for `makeMemoryFileSystem`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface MemoryFileSystemOptions {
+  /** Directory that relative paths resolve against; created if missing. Default `"/"`. */
+  readonly cwd?: string | undefined
+  /** Bits cleared from the mode of every created file and directory. Default `0o022`. */
+  readonly umask?: number | undefined
+  /** Where `makeTempDirectory` creates directories; created if missing. Default `"/tmp"`. */
+  readonly tmpdir?: string | undefined
+  /** Files to start with (parents are created 0755, files 0644); their contents count as synced. */
+  readonly files?: Readonly<Record<string, string | Uint8Array>> | undefined
+}
+
+/**
+ * What survives a simulated crash: `"process"` keeps every completed write,
+ * `"power"` keeps only synced file data.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type CrashMode = "process" | "power"
+
+/**
+ * One node of the tree as `snapshot` reports it.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface MemoryEntry {
+  readonly path: string
+  readonly type: "File" | "Directory" | "SymbolicLink"
+  /** Permission bits only (e.g. `0o600`); `File.Info.mode` adds the type bits. */
+  readonly mode: number
+  readonly ino: bigint
+  /** Files: the current contents. */
+  readonly data?: Uint8Array
+  /** Files: the contents a power cut would leave. */
+  readonly durable?: Uint8Array
+  /** Symbolic links: the stored target. */
+  readonly target?: string
+}
+
+/**
+ * An open handle as `openDescriptors` reports it.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface MemoryDescriptor {
+  readonly fd: number
+  readonly path: string
+  readonly flag: FileSystem.OpenFlag
+}
+
+/**
+ * A `FileSystem` plus the inspection and crash tools of the in-memory model.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface MemoryFileSystemShape extends FileSystem.FileSystem {
+  /** Every node at or below `under` (default `/`; the root itself is never listed), sorted by path. */
+  readonly snapshot: (under?: string) => ReadonlyArray<MemoryEntry>
+  /** How many times `File.sync` ran on handles opened at `path` (symlinks resolved at open time). */
+  readonly syncCount: (path: string) => number
+  /** Handles whose scope has not closed yet. */
+  readonly openDescriptors: () => ReadonlyArray<MemoryDescriptor>
+  /** A new file system holding what a crash of the given kind leaves behind. */
+  readonly crashImage: (mode: CrashMode) => MemoryFileSystemShape
+}
+
+interface Stamps {
+  atime: number
+  mtime: number
+  birthtime: number
+  uid: number
+  gid: number
+}
+
+interface FileNode extends Stamps {
+  readonly kind: "File"
+  readonly ino: bigint
+  mode: number
+  links: number
+  bytes: Uint8Array
+  size: number
+  durable: Uint8Array
+}
+
+interface DirNode extends Stamps {
+  readonly kind: "Directory"
+  readonly ino: bigint
+  mode: number
+  readonly entries: Map<string, Node>
+}
+
+interface LinkNode extends Stamps {
+  readonly kind: "SymbolicLink"
+  readonly ino: bigint
+  mode: number
+  links: number
+  readonly target: string
+}
+
+type Node = FileNode | DirNode | LinkNode
+
+interface Handle {
+  readonly fd: number
+  readonly node: FileNode | DirNode
+  readonly path: string
+  readonly flag: FileSystem.OpenFlag
+  readonly readable: boolean
+  readonly writable: boolean
+  readonly append: boolean
+  position: bigint
+  closed: boolean
+}
+
+interface Volume {
+  readonly root: DirNode
+  nextIno: bigint
+  nextFd: number
+  nameCounter: number
+  readonly syncs: Map<string, number>
+  readonly handles: Map<number, Handle>
+  readonly cwd: string
+  readonly umask: number
+  readonly tmpdir: string
+}
+
+interface Found {
+  readonly found: true
+  readonly node: Node
+  readonly parent: DirNode | undefined
+  readonly name: string
+  readonly path: string
+  readonly ancestors: ReadonlyArray<DirNode>
+  readonly trailing: boolean
+}
+
+interface Missing {
+  readonly found: false
+  readonly parent: DirNode
+  readonly name: string
+  readonly path: string
+  readonly ancestors: ReadonlyArray<DirNode>
+  readonly trailing: boolean
+}
+
+// Thrown inside the synchronous core and turned into a PlatformError at the
+// Effect boundary; `syscall` overrides the method's default when one call goes
+// through several syscalls (readFile: open, then read).
+class Errno {
+  constructor(readonly code: ErrnoCode, readonly syscall?: string) {}
+}
+
+const raise = (code: ErrnoCode, syscall?: string): never => {
+  throw new Errno(code, syscall)
+}
+
+const DEVICE = 1n
+const BLOCK = 4096
+const MAX_SYMLINK_HOPS = 40
+const TYPE_BITS = { File: 0o100000, Directory: 0o040000, SymbolicLink: 0o120000 } as const
+const NAME_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+const FLAGS: Record<FileSystem.OpenFlag, {
+  readonly read: boolean
+  readonly write: boolean
+  readonly append: boolean
+  readonly create: boolean
+  readonly exclusive: boolean
+  readonly truncate: boolean
+}> = {
+  "r": { read: true, write: false, append: false, create: false, exclusive: false, truncate: false },
+  "r+": { read: true, write: true, append: false, create: false, exclusive: false, truncate: false },
+  "w": { read: false, write: true, append: false, create: true, exclusive: false, truncate: true },
+  "wx": { read: false, write: true, append: false, create: true, exclusive: true, truncate: true },
+  "w+": { read: true, write: true, append: false, create: true, exclusive: false, truncate: true },
+  "wx+": { read: true, write: true, append: false, create: true, exclusive: true, truncate: true },
+  "a": { read: false, write: true, append: true, create: true, exclusive: false, truncate: false },
+  "ax": { read: false, write: true, append: true, create: true, exclusive: true, truncate: false },
+  "a+": { read: true, write: true, append: true, create: true, exclusive: false, truncate: false },
+  "ax+": { read: true, write: true, append: true, create: true, exclusive: true, truncate: false }
+}
+
+const segments = (path: string): Array<string> => path.split("/").filter((segment) => segment !== "")
+
+// Lexical normalization, used only where Node itself is lexical (mkdtemp
+// templates) or for keys that users type (syncCount, snapshot).
+const normalize = (path: string): string => {
+  const absolute = path.startsWith("/")
+  const out: Array<string> = []
+  for (const segment of segments(path)) {
+    if (segment === ".") continue
+    if (segment === "..") {
+      if (out.length > 0 && out[out.length - 1] !== "..") out.pop()
+      else if (!absolute) out.push("..")
+      continue
+    }
+    out.push(segment)
+  }
+  const joined = out.join("/")
+  return absolute ? `/${joined}` : joined === "" ? "." : joined
+}
+
+const absoluteFrom = (cwd: string, path: string): string => normalize(path.startsWith("/") ? path : `${cwd}/${path}`)
+
+const dirnameOf = (path: string): string => {
+  const index = path.lastIndexOf("/")
+  return index <= 0 ? (path.startsWith("/") ? "/" : ".") : path.slice(0, index)
+}
+
+const byteLength = (text: string): number => new TextEncoder().encode(text).length
+
+const newStamps = (now: number): Stamps => ({ atime: now, mtime: now, birthtime: now, uid: 0, gid: 0 })
+
+const allocIno = (volume: Volume): bigint => {
+  const ino = volume.nextIno
+  volume.nextIno = ino + 1n
+  return ino
+}
+
+const newDirectory = (volume: Volume, mode: number, now: number): DirNode => ({
+  kind: "Directory",
+  ino: allocIno(volume),
+  mode,
+  entries: new Map(),
+  ...newStamps(now)
+})
+
+const newFile = (volume: Volume, mode: number, now: number): FileNode => ({
+  kind: "File",
+  ino: allocIno(volume),
+  mode,
+  links: 1,
+  bytes: new Uint8Array(0),
+  size: 0,
+  durable: new Uint8Array(0),
+  ...newStamps(now)
+})
+
+const contents = (file: FileNode): Uint8Array => file.bytes.slice(0, file.size)
+
+// Bytes past `size` are kept zeroed so that growing a file (truncate up, or a
+// write past EOF) exposes a hole of zeros, as on disk.
+const ensureCapacity = (file: FileNode, needed: number): void => {
+  if (file.bytes.length >= needed) return
+  let capacity = Math.max(64, file.bytes.length * 2)
+  while (capacity < needed) capacity *= 2
+  const next = new Uint8Array(capacity)
+  next.set(file.bytes.subarray(0, file.size))
+  file.bytes = next
+}
+
+const writeAt = (file: FileNode, position: number, data: Uint8Array, now: number): void => {
+  ensureCapacity(file, position + data.length)
+  file.bytes.set(data, position)
+  file.size = Math.max(file.size, position + data.length)
+  file.mtime = now
+}
+
+const resize = (file: FileNode, length: number, now: number): void => {
+  if (length < file.size) file.bytes.fill(0, length, file.size)
+  else ensureCapacity(file, length)
+  file.size = length
+  file.mtime = now
+}
+
+const sizeOf = (node: Node): number =>
+  node.kind === "File" ? node.size : node.kind === "Directory" ? BLOCK : byteLength(node.target)
+
+const linkCount = (node: Node): number => {
+  if (node.kind !== "Directory") return node.links
+  let count = 2
+  for (const child of node.entries.values()) if (child.kind === "Directory") count++
+  return count
+}
+
+const infoOf = (node: Node): FileSystem.File.Info => {
+  const size = sizeOf(node)
+  return {
+    type: node.kind,
+    mtime: Option.some(new Date(node.mtime)),
+    atime: Option.some(new Date(node.atime)),
+    birthtime: Option.some(new Date(node.birthtime)),
+    dev: DEVICE,
+    ino: Option.some(node.ino),
+    mode: TYPE_BITS[node.kind] | node.mode,
+    nlink: Option.some(BigInt(linkCount(node))),
+    uid: Option.some(node.uid),
+    gid: Option.some(node.gid),
+    rdev: Option.some(0n),
+    size: ByteSize.bytes(size),
+    blksize: Option.some(ByteSize.bytes(BLOCK)),
+    blocks: Option.some(BigInt(Math.ceil(size / BLOCK) * (BLOCK / 512)))
+  }
+}
+
+// Walks `input` component by component from the root. Intermediate symlinks
+// are always followed; the final one only with `follow` or a trailing slash.
+const resolve = (volume: Volume, input: string, follow: boolean): Found | Missing => {
+  if (input === "") return raise("ENOENT")
+  const absolute = input.startsWith("/") ? input : `${volume.cwd}/${input}`
+  const trailing = input.endsWith("/") && segments(input).length > 0
+  let pending = segments(absolute)
+  let index = 0
+  let hops = 0
+  const stack: Array<{ readonly name: string; readonly dir: DirNode }> = []
+  const top = (): DirNode => stack.length === 0 ? volume.root : stack[stack.length - 1].dir
+  const pathOf = (name: string): string => `/${[...stack.map((entry) => entry.name), name].join("/")}`
+  const ancestors = (): Array<DirNode> => [volume.root, ...stack.map((entry) => entry.dir)]
+  while (index < pending.length) {
+    const name = pending[index]
+    const last = index === pending.length - 1
+    if (name === ".") {
+      index++
+      continue
+    }
+    if (name === "..") {
+      stack.pop()
+      index++
+      continue
+    }
+    const dir = top()
+    const child = dir.entries.get(name)
+    if (child === undefined) {
+      if (last) return { found: false, parent: dir, name, path: pathOf(name), ancestors: ancestors(), trailing }
+      return raise("ENOENT")
+    }
+    if (child.kind === "SymbolicLink" && (!last || follow || trailing)) {
+      if (++hops > MAX_SYMLINK_HOPS) return raise("ELOOP")
+      if (child.target.startsWith("/")) stack.length = 0
+      pending = [...segments(child.target), ...pending.slice(index + 1)]
+      index = 0
+      continue
+    }
+    if (last) {
+      if (trailing && child.kind !== "Directory") return raise("ENOTDIR")
+      return { found: true, node: child, parent: dir, name, path: pathOf(name), ancestors: ancestors(), trailing }
+    }
+    if (child.kind !== "Directory") return raise("ENOTDIR")
+    stack.push({ name, dir: child })
+    index++
+  }
+  // The path ended on a directory reference: "/", "." or "..".
+  const self = stack.pop()
+  if (self === undefined) {
+    return { found: true, node: volume.root, parent: undefined, name: "", path: "/", ancestors: [], trailing }
+  }
+  return {
+    found: true,
+    node: self.dir,
+    parent: top(),
+    name: self.name,
+    path: pathOf(self.name),
+    ancestors: ancestors(),
+    trailing
+  }
+}
+
+const existing = (volume: Volume, path: string, follow: boolean): Found => {
+  const result = resolve(volume, path, follow)
+  return result.found ? result : raise("ENOENT")
+}
+
+const attach = (parent: DirNode, name: string, node: Node, now: number): void => {
+  parent.entries.set(name, node)
+  parent.mtime = now
+}
+
+const detach = (parent: DirNode, name: string, now: number): void => {
+  const node = parent.entries.get(name)
+  parent.entries.delete(name)
+  parent.mtime = now
+  if (node !== undefined && node.kind !== "Directory") node.links--
+}
+
+const makeDirectoryPath = (volume: Volume, path: string, mode: number, now: number): void => {
+  const absolute = absoluteFrom(volume.cwd, path)
+  const parts = segments(absolute)
+  for (let depth = 1; depth <= parts.length; depth++) {
+    const prefix = `/${parts.slice(0, depth).join("/")}`
+    const result = resolve(volume, prefix, true)
+    if (result.found) {
+      if (result.node.kind === "Directory") continue
+      return raise(depth === parts.length ? "EEXIST" : "ENOTDIR")
+    }
+    attach(result.parent, result.name, newDirectory(volume, mode, now), now)
+  }
+}
+
+const uniqueName = (volume: Volume, length: number): string => {
+  // A scrambled counter: names look arbitrary but every run produces the same ones.
+  let state = (Math.imul(++volume.nameCounter, 0x9e3779b1) ^ 0x5bd1e995) >>> 0
+  let name = ""
+  for (let i = 0; i < length; i++) {
+    state = (Math.imul(state ^ (state >>> 15), 0x2c1b3c6d) + i) >>> 0
+    name += NAME_ALPHABET[state % NAME_ALPHABET.length]
+  }
+  return name
+}
+
+const cloneVolume = (volume: Volume, mode: CrashMode): Volume => {
+  const copies = new Map<Node, Node>()
+  const copy = (node: Node): Node => {
+    const known = copies.get(node)
+    if (known !== undefined) return known
+    switch (node.kind) {
+      case "File": {
+        const bytes = mode === "power" ? node.durable.slice() : contents(node)
+        const file: FileNode = { ...node, bytes, size: bytes.length, durable: node.durable.slice() }
+        copies.set(node, file)
+        return file
+      }
+      case "SymbolicLink": {
+        const link: LinkNode = { ...node }
+        copies.set(node, link)
+        return link
+      }
+      case "Directory": {
+        const dir: DirNode = { ...node, entries: new Map() }
+        copies.set(node, dir)
+        for (const [name, child] of node.entries) dir.entries.set(name, copy(child))
+        return dir
+      }
+    }
+  }
+  return {
+    root: copy(volume.root) as DirNode,
+    nextIno: volume.nextIno,
+    nextFd: volume.nextFd,
+    nameCounter: volume.nameCounter,
+    syncs: new Map(),
+    handles: new Map(),
+    cwd: volume.cwd,
+    umask: volume.umask,
+    tmpdir: volume.tmpdir
+  }
+}
+
+const badArgument = (method: string, description: string) =>
+  Effect.fail(PlatformError.badArgument({ module: "FileSystem", method, description }))
+
+const unsupported = (method: string) => Effect.die(new Error(`MemoryFileSystem does not implement ${method}`))
+
+const fromVolume = (volume: Volume): MemoryFileSystemShape => {
+  // Runs one synchronous step of the model at the current Clock time; an
+  // Errno thrown inside becomes the PlatformError Node would report.
+  const attempt = <A>(
+    method: string,
+    syscall: string,
+    target: string | number,
+    body: (now: number) => A,
+    dest?: string
+  ): Effect.Effect<A, PlatformError.PlatformError> =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      try {
+        return Effect.succeed(body(now))
+      } catch (error) {
+        if (error instanceof Errno) {
+          return Effect.fail(errnoError({
+            code: error.code,
+            method,
+            syscall: error.syscall ?? syscall,
+            pathOrDescriptor: target,
+            dest
+          }))
+        }
+        throw error
+      }
+    })
+
+  const openNode = (
+    path: string,
+    flag: FileSystem.OpenFlag,
+    mode: number,
+    noFollow: boolean,
+    now: number
+  ): { readonly node: FileNode | DirNode; readonly path: string } => {
+    const flags = FLAGS[flag]
+    // O_CREAT|O_EXCL never follows a final symlink: the link itself "exists".
+    const result = resolve(volume, path, !noFollow && !(flags.create && flags.exclusive))
+    if (!result.found) {
+      if (!flags.create) return raise("ENOENT")
+      if (result.trailing) return raise("EISDIR")
+      const file = newFile(volume, mode & 0o7777 & ~volume.umask, now)
+      attach(result.parent, result.name, file, now)
+      return { node: file, path: result.path }
+    }
+    if (flags.create && flags.exclusive) return raise("EEXIST")
+    const node = result.node
+    if (node.kind === "SymbolicLink") return raise("ELOOP")
+    if (node.kind === "Directory") {
+      if (flags.write) return raise("EISDIR")
+      return { node, path: result.path }
+    }
+    if (flags.truncate) resize(node, 0, now)
+    return { node, path: result.path }
+  }
+
+  const removeTree = (method: string, path: string, options?: {
+    readonly recursive?: boolean | undefined
+    readonly force?: boolean | undefined
+  }) =>
+    attempt(method, "lstat", path, (now) => {
+      let result: Found | Missing
+      try {
+        result = resolve(volume, path, false)
+      } catch (error) {
+        if (error instanceof Errno && error.code === "ENOENT" && options?.force === true) return
+        throw error
+      }
+      if (!result.found) {
+        if (options?.force === true) return
+        return raise("ENOENT")
+      }
+      if (result.node.kind === "Directory" && options?.recursive !== true) return raise("ERR_FS_EISDIR", "rm")
+      if (result.parent === undefined) return raise("EPERM", "rm")
+      detach(result.parent, result.name, now)
+    })
+
+  const makeTemp = (method: string, options?: {
+    readonly directory?: string | undefined
+    readonly prefix?: string | undefined
+  }) => {
+    const directory = options?.directory === undefined ? volume.tmpdir : normalize(options.directory)
+    const prefix = options?.prefix ?? ""
+    const template = prefix === "" ? `${directory}/` : normalize(`${directory}/${prefix}`)
+    return attempt(method, "mkdtemp", template, (now) => {
+      for (;;) {
+        const candidate = template + uniqueName(volume, 6)
+        const result = resolve(volume, candidate, false)
+        if (result.found) continue
+        attach(result.parent, result.name, newDirectory(volume, 0o700 & ~volume.umask, now), now)
+        return candidate
+      }
+    })
+  }
+
+  const writeFile = (method: string, path: string, data: Uint8Array, options?: {
+    readonly flag?: FileSystem.OpenFlag | undefined
+    readonly mode?: number | undefined
+  }) =>
+    attempt(method, "open", path, (now) => {
+      const flag = options?.flag ?? "w"
+      const opened = openNode(path, flag, options?.mode ?? 0o666, false, now)
+      if (!FLAGS[flag].write || opened.node.kind !== "File") return raise("EBADF", "write")
+      if (data.length === 0) return
+      writeAt(opened.node, FLAGS[flag].append ? opened.node.size : 0, data, now)
+    })
+
+  const makeTempFile = (method: string, options?: {
+    readonly directory?: string | undefined
+    readonly prefix?: string | undefined
+    readonly suffix?: string | undefined
+  }) =>
+    Effect.flatMap(makeTemp(method, options), (directory) => {
+      const path = `${directory}/${uniqueName(volume, 12)}${options?.suffix ?? ""}`
+      return Effect.as(writeFile(method, path, new Uint8Array(0)), path)
+    })
+
+  const makeFile = (handle: Handle): FileSystem.File => {
+    const ensureOpen = (syscall: string): void => {
+      if (handle.closed) raise("EBADF", syscall)
+    }
+    const readInto = (buffer: Uint8Array, position: bigint): number => {
+      ensureOpen("read")
+      if (!handle.readable) return raise("EBADF")
+      const node = handle.node
+      if (node.kind === "Directory") return raise("EISDIR")
+      const start = Number(position)
+      if (start >= node.size) return 0
+      const count = Math.min(buffer.length, node.size - start)
+      buffer.set(node.bytes.subarray(start, start + count))
+      return count
+    }
+    const writeChunk = (buffer: Uint8Array, now: number): number => {
+      ensureOpen("write")
+      const node = handle.node
+      if (!handle.writable || node.kind !== "File") return raise("EBADF")
+      if (buffer.length === 0) return 0
+      // O_APPEND: every write lands at the current EOF and leaves the cursor alone.
+      const position = handle.append ? node.size : Number(handle.position)
+      writeAt(node, position, buffer, now)
+      if (!handle.append) handle.position += BigInt(buffer.length)
+      return buffer.length
+    }
+    // `fd` is not part of `File`, but Node's handles carry it too and
+    // FaultFileSystem reads it to report failures against the descriptor.
+    const file: FileSystem.File & { readonly fd: number } = {
+      [FileSystem.FileTypeId]: FileSystem.FileTypeId,
+      fd: handle.fd,
+      stat: attempt("stat", "fstat", handle.fd, () => {
+        ensureOpen("fstat")
+        return infoOf(handle.node)
+      }),
+      sync: attempt("sync", "fsync", handle.fd, () => {
+        ensureOpen("fsync")
+        volume.syncs.set(handle.path, (volume.syncs.get(handle.path) ?? 0) + 1)
+        if (handle.node.kind === "File") handle.node.durable = contents(handle.node)
+      }),
+      seek: (offset, from) =>
+        Effect.suspend(() => {
+          const position = from === "start" ? offset : handle.position + offset
+          if (position < 0n) return badArgument("seek", "Cannot seek before the start of the file")
+          handle.position = position
+          return Effect.succeed(position)
+        }),
+      read: (buffer, options) => {
+        const explicit = options?.position
+        if (explicit !== undefined && explicit < 0n) {
+          return badArgument("read", "Cannot read before the start of the file")
+        }
+        return attempt("read", "read", handle.fd, () => {
+          const position = explicit ?? handle.position
+          const count = readInto(buffer, position)
+          if (explicit === undefined) handle.position = position + BigInt(count)
+          return count
+        })
+      },
+      readAlloc: (size, options) => {
+        if (!Number.isInteger(size) || size < 0) return badArgument("readAlloc", "size must be a non-negative integer")
+        const explicit = options?.position
+        if (explicit !== undefined && explicit < 0n) {
+          return badArgument("readAlloc", "Cannot read before the start of the file")
+        }
+        return attempt("readAlloc", "read", handle.fd, () => {
+          const position = explicit ?? handle.position
+          const buffer = new Uint8Array(size)
+          const count = readInto(buffer, position)
+          if (count === 0) return Option.none()
+          if (explicit === undefined) handle.position = position + BigInt(count)
+          return Option.some(count === size ? buffer : buffer.slice(0, count))
+        })
+      },
+      truncate: (length) => {
+        if (length !== undefined && (!Number.isInteger(length) || length < 0)) {
+          return badArgument("truncate", "length must be a non-negative integer")
+        }
+        return attempt("truncate", "ftruncate", handle.fd, (now) => {
+          ensureOpen("ftruncate")
+          const node = handle.node
+          if (!handle.writable || node.kind !== "File") return raise("EINVAL")
+          const size = length ?? 0
+          resize(node, size, now)
+          if (!handle.append && handle.position > BigInt(size)) handle.position = BigInt(size)
+        })
+      },
+      write: (buffer) => attempt("write", "write", handle.fd, (now) => writeChunk(buffer, now)),
+      writeAll: (buffer) =>
+        buffer.length === 0 ? Effect.void : attempt("writeAll", "write", handle.fd, (now) => {
+          writeChunk(buffer, now)
+        })
+    }
+    return file
+  }
+
+  const open = (path: string, options?: {
+    readonly flag?: FileSystem.OpenFlag | undefined
+    readonly mode?: number | undefined
+    readonly noFollow?: boolean | undefined
+  }): Effect.Effect<FileSystem.File, PlatformError.PlatformError, Scope.Scope> => {
+    const flag = options?.flag ?? "r"
+    const acquire = attempt("open", "open", path, (now): Handle => {
+      const opened = openNode(path, flag, options?.mode ?? 0o666, options?.noFollow === true, now)
+      const handle: Handle = {
+        fd: volume.nextFd++,
+        node: opened.node,
+        path: opened.path,
+        flag,
+        readable: FLAGS[flag].read,
+        writable: FLAGS[flag].write,
+        append: FLAGS[flag].append,
+        position: 0n,
+        closed: false
+      }
+      volume.handles.set(handle.fd, handle)
+      return handle
+    })
+    return Effect.map(
+      Effect.acquireRelease(acquire, (handle) =>
+        Effect.sync(() => {
+          handle.closed = true
+          volume.handles.delete(handle.fd)
+        })),
+      makeFile
+    )
+  }
+
+  const base = FileSystem.make({
+    access: (path) => attempt("access", "access", path, () => void existing(volume, path, true)),
+    chmod: (path, mode) =>
+      attempt("chmod", "chmod", path, () => {
+        existing(volume, path, true).node.mode = mode & 0o7777
+      }),
+    chown: (path, uid, gid) =>
+      attempt("chown", "chown", path, () => {
+        const node = existing(volume, path, true).node
+        node.uid = uid
+        node.gid = gid
+      }),
+    copy: () => unsupported("copy"),
+    copyFile: (fromPath, toPath) =>
+      attempt("copyFile", "copyfile", fromPath, (now) => {
+        const source = existing(volume, fromPath, true).node
+        if (source.kind !== "File") return raise("EISDIR")
+        const target = resolve(volume, toPath, true)
+        if (target.found) {
+          if (target.node.kind !== "File") return raise("EISDIR")
+          if (target.node === source) return
+          resize(target.node, 0, now)
+          writeAt(target.node, 0, contents(source), now)
+          target.node.mode = source.mode
+          return
+        }
+        if (target.trailing) return raise("EISDIR")
+        const file = newFile(volume, source.mode, now)
+        writeAt(file, 0, contents(source), now)
+        attach(target.parent, target.name, file, now)
+      }, toPath),
+    link: (fromPath, toPath) =>
+      attempt("link", "link", fromPath, (now) => {
+        const source = existing(volume, fromPath, false).node
+        if (source.kind === "Directory") return raise("EPERM")
+        const target = resolve(volume, toPath, false)
+        if (target.found) return raise("EEXIST")
+        source.links++
+        attach(target.parent, target.name, source, now)
+      }, toPath),
+    lstat: (path) => attempt("lstat", "lstat", path, () => infoOf(existing(volume, path, false).node)),
+    makeDirectory: (path, options) =>
+      attempt("makeDirectory", "mkdir", path, (now) => {
+        const mode = (options?.mode ?? 0o777) & 0o1777 & ~volume.umask
+        if (options?.recursive === true) return makeDirectoryPath(volume, path, mode, now)
+        const result = resolve(volume, path, false)
+        if (result.found) return raise("EEXIST")
+        attach(result.parent, result.name, newDirectory(volume, mode, now), now)
+      }),
+    makeTempDirectory: (options) => makeTemp("makeTempDirectory", options),
+    makeTempDirectoryScoped: (options) =>
+      Effect.acquireRelease(
+        makeTemp("makeTempDirectoryScoped", options),
+        (directory) => Effect.orDie(removeTree("makeTempDirectoryScoped", directory, { recursive: true, force: true }))
+      ),
+    makeTempFile: (options) => makeTempFile("makeTempFile", options),
+    makeTempFileScoped: (options) =>
+      Effect.acquireRelease(
+        makeTempFile("makeTempFileScoped", options),
+        (file) => Effect.orDie(removeTree("makeTempFileScoped", dirnameOf(file), { recursive: true, force: true }))
+      ),
+    open,
+    readDirectory: (path, options) =>
+      attempt("readDirectory", "scandir", path, () => {
+        const node = existing(volume, path, true).node
+        if (node.kind !== "Directory") return raise("ENOTDIR")
+        const names: Array<string> = []
+        // Breadth first like Node's recursive readdir; symlinked directories are listed, not entered.
+        const queue: Array<{ readonly prefix: string; readonly dir: DirNode }> = [{ prefix: "", dir: node }]
+        for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+          for (const name of [...next.dir.entries.keys()].sort()) {
+            const child = next.dir.entries.get(name)!
+            const relative = next.prefix + name
+            names.push(relative)
+            if (options?.recursive === true && child.kind === "Directory") {
+              queue.push({ prefix: `${relative}/`, dir: child })
+            }
+          }
+        }
+        return names
+      }),
+    readDirectoryEntries: (path) =>
+      attempt("readDirectoryEntries", "scandir", path, () => {
+        const node = existing(volume, path, true).node
+        if (node.kind !== "Directory") return raise("ENOTDIR")
+        return [...node.entries.keys()].sort().map((name) => ({ name, type: node.entries.get(name)!.kind }))
+      }),
+    readFile: (path) =>
+      attempt("readFile", "open", path, (now) => {
+        const opened = openNode(path, "r", 0o666, false, now)
+        if (opened.node.kind !== "File") return raise("EISDIR", "read")
+        return contents(opened.node)
+      }),
+    readLink: (path) =>
+      attempt("readLink", "readlink", path, () => {
+        const node = existing(volume, path, false).node
+        return node.kind === "SymbolicLink" ? node.target : raise("EINVAL")
+      }),
+    realPath: (path) =>
+      attempt("realPath", "lstat", path, () => {
+        const result = resolve(volume, path, true)
+        if (result.found) return result.path
+        // Node's realpath walks with lstat, then stats the final link target.
+        const unfollowed = resolve(volume, path, false)
+        return raise("ENOENT", unfollowed.found && unfollowed.node.kind === "SymbolicLink" ? "stat" : "lstat")
+      }),
+    remove: (path, options) => removeTree("remove", path, options),
+    rename: (oldPath, newPath) =>
+      attempt("rename", "rename", oldPath, (now) => {
+        const source = existing(volume, oldPath, false)
+        const target = resolve(volume, newPath, false)
+        if (source.parent === undefined) return raise("EBUSY")
+        const node = source.node
+        if (target.trailing && node.kind !== "Directory") return raise("ENOTDIR")
+        if (target.found) {
+          if (target.node === node) return
+          if (target.parent === undefined) return raise("EBUSY")
+          if (node.kind === "Directory") {
+            if (target.node.kind !== "Directory") return raise("ENOTDIR")
+            if (target.node.entries.size > 0) return raise("ENOTEMPTY")
+          } else if (target.node.kind === "Directory") {
+            return raise("EISDIR")
+          }
+        }
+        if (node.kind === "Directory" && target.ancestors.includes(node)) return raise("EINVAL")
+        // The replaced entry is dropped and the new one attached in one step, so
+        // no observer ever sees the target name missing.
+        if (target.found && target.node.kind !== "Directory") target.node.links--
+        target.parent!.entries.set(target.name, node)
+        target.parent!.mtime = now
+        source.parent.entries.delete(source.name)
+        source.parent.mtime = now
+      }, newPath),
+    stat: (path) => attempt("stat", "stat", path, () => infoOf(existing(volume, path, true).node)),
+    symlink: (target, path) =>
+      attempt("symlink", "symlink", target, (now) => {
+        const result = resolve(volume, path, false)
+        if (result.found) return raise("EEXIST")
+        const link: LinkNode = {
+          kind: "SymbolicLink",
+          ino: allocIno(volume),
+          mode: 0o777,
+          links: 1,
+          target,
+          ...newStamps(now)
+        }
+        attach(result.parent, result.name, link, now)
+      }, path),
+    truncate: (path, length) =>
+      attempt("truncate", "open", path, (now) => {
+        const opened = openNode(path, "r+", 0o666, false, now)
+        if (opened.node.kind !== "File") return raise("EISDIR")
+        if (length !== undefined && length < 0) return raise("EINVAL", "ftruncate")
+        resize(opened.node, length ?? 0, now)
+      }),
+    utimes: (path, atime, mtime) =>
+      attempt("utime", "utime", path, () => {
+        const node = existing(volume, path, true).node
+        // Node reads numeric times as seconds since the epoch.
+        node.atime = typeof atime === "number" ? atime * 1000 : atime.getTime()
+        node.mtime = typeof mtime === "number" ? mtime * 1000 : mtime.getTime()
+      }),
+    watch: () => Stream.die(new Error("MemoryFileSystem does not implement watch")),
+    writeFile: (path, data, options) => writeFile("writeFile", path, data, options)
+  })
+
+  const snapshot = (under?: string): ReadonlyArray<MemoryEntry> => {
+    const start = absoluteFrom(volume.cwd, under ?? "/")
+    let origin: Found | Missing
+    try {
+      origin = resolve(volume, start, false)
+    } catch {
+      return []
+    }
+    if (!origin.found) return []
+    const entries: Array<MemoryEntry> = []
+    const visit = (path: string, node: Node): void => {
+      switch (node.kind) {
+        case "File":
+          entries.push({
+            path,
+            type: "File",
+            mode: node.mode,
+            ino: node.ino,
+            data: contents(node),
+            durable: node.durable.slice()
+          })
+          return
+        case "SymbolicLink":
+          entries.push({ path, type: "SymbolicLink", mode: node.mode, ino: node.ino, target: node.target })
+          return
+        case "Directory":
+          entries.push({ path, type: "Directory", mode: node.mode, ino: node.ino })
+          for (const name of [...node.entries.keys()].sort()) {
+            visit(path === "/" ? `/${name}` : `${path}/${name}`, node.entries.get(name)!)
+          }
+      }
+    }
+    visit(origin.path, origin.node)
+    return entries.filter((entry) => entry.path !== "/")
+  }
+
+  return {
+    ...base,
+    snapshot,
+    syncCount: (path) => volume.syncs.get(absoluteFrom(volume.cwd, path)) ?? 0,
+    openDescriptors: () => [...volume.handles.values()].map(({ fd, flag, path }) => ({ fd, path, flag })),
+    crashImage: (mode) => fromVolume(cloneVolume(volume, mode))
+  }
+}
+
+/**
+ * Creates an empty in-memory file system (holding only `/`, the `tmpdir` and
+ * the `cwd`, plus any `files` given).
+ *
+ * **Details**
+ *
+ * Every method of `FileSystem` behaves like `NodeFileSystem` on Linux, failing
+ * with the same `PlatformError` reasons; `copy` and `watch` die as
+ * unimplemented. The derived methods (`exists`, `readFileString`,
+ * `writeFileString`, `stream`, `sink`, `glob`) come from `FileSystem.make`,
+ * exactly as in the Node layer.
+ *
+ * **Gotchas**
+ *
+ * Mode bits are never enforced, `File.Info.dev` is always `1n`, and times come
+ * from the `Clock` service, so under `it.effect` they follow the `TestClock`.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const makeMemoryFileSystem = (options?: MemoryFileSystemOptions): MemoryFileSystemShape => {
+  const umask = options?.umask ?? 0o022
+  const root: DirNode = {
+    kind: "Directory",
+    ino: 2n,
+    mode: 0o755,
+    entries: new Map(),
+    ...newStamps(0)
+  }
+  const cwd = normalize(options?.cwd === undefined ? "/" : `/${options.cwd}`)
+  const volume: Volume = {
+    root,
+    nextIno: 3n,
+    nextFd: 3,
+    nameCounter: 0,
+    syncs: new Map(),
+    handles: new Map(),
+    cwd,
+    umask,
+    tmpdir: normalize(`/${options?.tmpdir ?? "/tmp"}`)
+  }
+  makeDirectoryPath(volume, volume.tmpdir, 0o755, 0)
+  if (volume.tmpdir === "/tmp") (root.entries.get("tmp") as DirNode).mode = 0o1777
+  makeDirectoryPath(volume, cwd, 0o755, 0)
+  for (const [path, data] of Object.entries(options?.files ?? {})) {
+    const absolute = absoluteFrom(cwd, path)
+    makeDirectoryPath(volume, dirnameOf(absolute), 0o755, 0)
+    const result = resolve(volume, absolute, true)
+    if (result.found) throw new Error(`MemoryFileSystem: initial file ${absolute} clashes with an existing path`)
+    const file = newFile(volume, 0o644, 0)
+    writeAt(file, 0, typeof data === "string" ? new TextEncoder().encode(data) : data, 0)
+    file.durable = contents(file)
+    attach(result.parent, result.name, file, 0)
+  }
+  return fromVolume(volume)
+}
+
+/**
+ * The in-memory file system as a service, so tests can reach `snapshot`,
+ * `syncCount` and `crashImage` next to the plain `FileSystem`.
+ *
+ * @category services
+ * @since 0.1.0
+ */
+export class MemoryFileSystem extends Context.Service<MemoryFileSystem, MemoryFileSystemShape>()(
+  "rarebit-store/testing/MemoryFileSystem"
+) {
+  /**
+   * Provides `FileSystem` and `MemoryFileSystem` from one existing instance,
+   * e.g. a `crashImage` to "restart" a program on.
+   *
+   * @category layers
+   * @since 0.1.0
+   */
+  static readonly layerFrom = (fs: MemoryFileSystemShape): Layer.Layer<FileSystem.FileSystem | MemoryFileSystem> =>
+    Layer.succeedContext(Context.make(FileSystem.FileSystem, fs).pipe(Context.add(MemoryFileSystem, fs)))
+
+  /**
+   * Like `layer`, with construction options.
+   *
+   * @category layers
+   * @since 0.1.0
+   */
+  static readonly layerWith = (
+    options: MemoryFileSystemOptions
+  ): Layer.Layer<FileSystem.FileSystem | MemoryFileSystem> =>
+    Layer.syncContext(() => {
+      const fs = makeMemoryFileSystem(options)
+      return Context.make(FileSystem.FileSystem, fs).pipe(Context.add(MemoryFileSystem, fs))
+    })
+
+  /**
+   * A fresh, empty in-memory file system on every build.
+   *
+   * @category layers
+   * @since 0.1.0
+   */
+  static readonly layer: Layer.Layer<FileSystem.FileSystem | MemoryFileSystem> = MemoryFileSystem.layerWith({})
+}

@@ -1,0 +1,120 @@
+/**
+ * One behaviour suite, two worlds: the same test bodies run against the
+ * in-memory file system and against the real disk through `NodeFileSystem`.
+ * If the two disagree, the fake is wrong.
+ *
+ * Each test gets a fresh world (a new empty memory file system, or the real
+ * one) and a fresh root directory from `makeTempDirectoryScoped`, removed when
+ * the test's scope closes.
+ */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import { assert, describe, it, type Vitest } from "@effect/vitest"
+import { Effect, FileSystem, Layer, Path, PlatformError } from "effect"
+import type { Scope } from "effect"
+import { MemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
+
+/** A file system to run a suite on; `layer` builds a fresh one each time it is provided. */
+export interface World {
+  readonly name: "memory" | "node"
+  readonly layer: Layer.Layer<FileSystem.FileSystem | Path.Path>
+}
+
+export const memoryWorld: World = { name: "memory", layer: Layer.merge(MemoryFileSystem.layer, Path.layer) }
+
+export const nodeWorld: World = { name: "node", layer: Layer.merge(NodeFileSystem.layer, Path.layer) }
+
+export const worlds: ReadonlyArray<World> = [memoryWorld, nodeWorld]
+
+/** A fresh, empty directory (symlinks resolved), removed when the enclosing scope closes. */
+export const withRoot: Effect.Effect<string, PlatformError.PlatformError, FileSystem.FileSystem | Scope.Scope> = Effect
+  .gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const directory = yield* fs.makeTempDirectoryScoped({ prefix: "rarebit-test-" })
+    return yield* fs.realPath(directory)
+  })
+
+/** What every suite test receives. */
+export interface WorldContext {
+  readonly world: World
+  readonly root: string
+}
+
+/** The services a suite body may use. */
+export type WorldServices = FileSystem.FileSystem | Path.Path | Scope.Scope
+
+type PropOptions = Parameters<typeof it.effect.prop>[3]
+
+/** `it.effect` and `it.effect.prop`, bound to one world. */
+export interface WorldIt {
+  readonly effect: <A, E>(
+    name: string,
+    self: (ctx: WorldContext) => Effect.Effect<A, E, WorldServices>,
+    timeout?: number
+  ) => void
+  /** Each generated case runs on its own fresh world and root. */
+  readonly prop: <const Arbs extends Vitest.Arbitraries, A, E>(
+    name: string,
+    arbitraries: Arbs,
+    self: (
+      values: { [K in keyof Arbs]: Vitest.ArbitraryValue<Arbs[K]> },
+      ctx: WorldContext
+    ) => Effect.Effect<A, E, WorldServices>,
+    options?: PropOptions
+  ) => void
+}
+
+const inWorld = <A, E>(world: World, self: (ctx: WorldContext) => Effect.Effect<A, E, WorldServices>) =>
+  Effect.gen(function*() {
+    const root = yield* withRoot
+    return yield* self({ world, root })
+  }).pipe(Effect.provide(world.layer))
+
+const bind = (world: World): WorldIt => ({
+  effect: (name, self, timeout) => it.effect(name, () => inWorld(world, self), timeout),
+  prop: (name, arbitraries, self, options) =>
+    it.effect.prop(name, arbitraries, (values) => Effect.scoped(inWorld(world, (ctx) => self(values, ctx))), options)
+})
+
+/**
+ * Registers `body` once per world, under `describe(name)` / `describe(world.name)`.
+ *
+ * @example
+ * fileSystemSuite("RarebitStore", (it) => {
+ *   it.effect("appends a receipt", ({ root }) => Effect.gen(function*() { ... }))
+ * })
+ */
+export const fileSystemSuite = (name: string, body: (it: WorldIt, world: World) => void): void => {
+  describe(name, () => {
+    for (const world of worlds) {
+      describe(world.name, () => body(bind(world), world))
+    }
+  })
+}
+
+/** The fields of a `PlatformError` worth comparing across worlds. */
+export interface ExpectedFailure {
+  readonly reason: PlatformError.SystemErrorTag | "BadArgument"
+  readonly method: string
+  readonly syscall?: string
+  readonly pathOrDescriptor?: string | "fd"
+  /** The errno code of the Node-style `cause`. */
+  readonly code?: string
+}
+
+/** Asserts a `PlatformError` has the shape `NodeFileSystem` gives it. */
+export const assertFailure = (error: unknown, expected: ExpectedFailure): void => {
+  assert.isTrue(PlatformError.isPlatformError(error), `expected a PlatformError, got ${String(error)}`)
+  const failure = error as PlatformError.PlatformError
+  assert.strictEqual(failure._tag, "PlatformError")
+  const reason = failure.reason
+  assert.strictEqual(reason._tag, expected.reason, reason.message)
+  assert.strictEqual(reason.module, "FileSystem")
+  assert.strictEqual(reason.method, expected.method)
+  if (reason._tag === "BadArgument") return
+  if (expected.syscall !== undefined) assert.strictEqual(reason.syscall, expected.syscall)
+  if (expected.pathOrDescriptor === "fd") assert.strictEqual(typeof reason.pathOrDescriptor, "number")
+  else if (expected.pathOrDescriptor !== undefined) assert.strictEqual(reason.pathOrDescriptor, expected.pathOrDescriptor)
+  if (expected.code !== undefined) {
+    assert.strictEqual((reason.cause as { readonly code?: unknown } | undefined)?.code, expected.code)
+  }
+}
