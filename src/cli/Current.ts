@@ -1,0 +1,114 @@
+/**
+ * `rarebit-store current --session <path|id>`: the current receipt of one
+ * Session, by the bounded reader, with its head, diagnostics and artifact
+ * state.
+ *
+ * `--json` prints exactly the object `readRarebitCurrent` (and
+ * `RarebitStore.readCurrent`) returns. Nothing is written.
+ *
+ * @since 0.1.0
+ */
+import { Effect } from "effect"
+import { Command } from "effect/cli"
+import { RarebitStore } from "../store/RarebitStore.js"
+import type { CurrentRead } from "../store/RarebitStore.js"
+import { toCliFailure } from "./CliFailure.js"
+import { globals, resolveSession, sessionFlag, storeLayer } from "./GlobalOptions.js"
+import { printJson, printLines, short, snippet, type Style, style } from "./Output.js"
+
+const field = (s: Style, label: string, value: string) => `${s.dim(label.padEnd(11))} ${value}`
+
+const availabilityText = (s: Style, availability: string) =>
+  availability === "available"
+    ? s.green(availability)
+    : availability === "missing"
+    ? s.yellow(availability)
+    : s.red(availability)
+
+/**
+ * The human-readable rendering of a current read.
+ *
+ * @category formatting
+ * @since 0.1.0
+ */
+export const formatCurrent = (s: Style, sessionFile: string, current: CurrentRead): ReadonlyArray<string> => {
+  const lines = [
+    field(s, "Session", sessionFile),
+    field(s, "Sidecar", `${current.path} (${availabilityText(s, current.availability)})`)
+  ]
+  const head = current.head
+  if (head !== null) {
+    lines.push(field(
+      s,
+      "Head",
+      `receipt @ byte ${head.receiptOffset}, ${head.receiptLength} bytes, sha256 ${short(head.receiptHash)}`
+    ))
+  }
+  const receipt = current.receipt
+  if (receipt !== null) {
+    const model = receipt.model as { provider?: unknown; id?: unknown } | null
+    lines.push(field(
+      s,
+      "Receipt",
+      [
+        `${receipt.type} ${s.bold(String(receipt.status))}`,
+        `job ${short(receipt.jobId)}`,
+        `observed ${receipt.observedAt}`,
+        `${receipt.lifecycleBoundary}/${receipt.synthesisMode}`,
+        model ? `model ${model.provider}/${model.id}` : "no model"
+      ].join(" · ")
+    ))
+    if (typeof receipt.summary === "string") lines.push(field(s, "Summary", `"${snippet(receipt.summary, 100)}"`))
+    if (typeof receipt.sessionStatus === "string") {
+      lines.push(field(s, "Assessment", `${receipt.sessionStatus} (${receipt.statusReason})`))
+    }
+  }
+  const state = current.artifactState
+  const projection = state.projection
+  lines.push(field(
+    s,
+    "State",
+    [
+      `sync ${s.bold(state.syncState)}`,
+      `applicability ${state.applicability}`,
+      projection === null ? "no projection" : `projection ${String(projection.status)} (${projection.reason})`
+    ].join(" · ")
+  ))
+  if (state.retry !== null) {
+    lines.push(field(s, "Retry", `${state.retry.recommended ? "recommended" : "not recommended"} (${state.retry.reason})`))
+  }
+  const diagnostics = current.diagnostics
+  const notes = [
+    diagnostics.reason === undefined ? null : diagnostics.reason,
+    diagnostics.tornTail ? "torn tail (ignored)" : null
+  ].filter((note): note is string => note !== null)
+  lines.push(field(s, "Diagnostics", notes.length === 0 ? s.green("none") : s.yellow(notes.join(", "))))
+  return lines
+}
+
+/**
+ * The `current` command.
+ *
+ * @category commands
+ * @since 0.1.0
+ */
+export const currentCommand = Command.make(
+  "current",
+  { session: sessionFlag },
+  Effect.fn("cli.current")(function*({ session }) {
+    const options = yield* globals
+    const resolved = yield* resolveSession(session, options)
+    const current = yield* RarebitStore.use((store) => store.readCurrent({ sessionFile: resolved.sessionFile })).pipe(
+      Effect.provide(storeLayer(options)),
+      Effect.mapError(toCliFailure)
+    )
+    if (options.json) return yield* printJson(current)
+    yield* printLines(formatCurrent(yield* style, resolved.sessionFile, current))
+  })
+).pipe(
+  Command.withDescription("Show the current receipt, head, diagnostics and artifact state of one Session"),
+  Command.withExamples([
+    { command: "rarebit-store current --session ~/.pi/agent/sessions/proj/2026-01-01.jsonl", description: "by path" },
+    { command: "rarebit-store current --session 0b9c6a1e-demo --json", description: "by Session id, as JSON" }
+  ])
+)

@@ -1,0 +1,209 @@
+/**
+ * The sample data of `rarebit-store demo`: a small synthetic Pi Session
+ * (format version 3, neutral text) and valid schema-v4 receipts for it.
+ *
+ * Receipts are built from the Session's own selection (`selectRarebits`),
+ * so a summary made here is the semantic current summary of that Session
+ * and gets a head when settled. Pure: no disk, no clock.
+ *
+ * @since 0.1.0
+ */
+import { sha256 } from "../protocol/CanonicalJson.js"
+import { rarebitJobIdentity } from "../session/JobIdentity.js"
+import { selectRarebits } from "../session/Selector.js"
+
+/**
+ * A Pi Session as the demo writes it.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface SampleSession {
+  readonly id: string
+  readonly header: Record<string, unknown>
+  /** The entries, which are also the active branch (a linear chain). */
+  readonly entries: ReadonlyArray<Record<string, unknown>>
+  /** The file content: one JSON line per record. */
+  readonly content: string
+}
+
+const TURNS: ReadonlyArray<readonly ["user" | "assistant", string]> = [
+  ["user", "Draft a three-step checklist for repotting a small herb plant."],
+  [
+    "assistant",
+    "1. Water the plant a day before. 2. Move it to a pot one size larger with fresh soil. " +
+    "3. Water lightly and keep it out of direct sun for two days."
+  ],
+  ["user", "Add one line about choosing the pot."],
+  ["assistant", "Choose a pot with a drainage hole, about two centimetres wider than the current one."]
+]
+
+/**
+ * Builds the sample Session.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const sampleSession = (
+  id: string = "0b9c6a1e-demo-4c1a-9e2b-5d6f7a8b9c0d",
+  startedAtMs: number = Date.UTC(2026, 0, 1, 10, 0, 0)
+): SampleSession => {
+  const header = { type: "session", version: 3, id, timestamp: new Date(startedAtMs).toISOString(), cwd: "/demo" }
+  const entries = TURNS.map(([role, text], index) => {
+    const timestamp = new Date(startedAtMs + (index + 1) * 1000).toISOString()
+    const message: Record<string, unknown> = {
+      role,
+      content: [{ type: "text", text }],
+      timestamp: startedAtMs + (index + 1) * 1000
+    }
+    if (role === "assistant") {
+      message.stopReason = "stop"
+      message.provider = "demo"
+      message.model = "demo-model"
+    }
+    return {
+      type: "message",
+      id: `e${index + 1}00demo`,
+      parentId: index === 0 ? null : `e${index}00demo`,
+      timestamp,
+      message
+    }
+  })
+  const content = [header, ...entries].map((record) => JSON.stringify(record)).join("\n") + "\n"
+  return { id, header, entries, content }
+}
+
+const MODEL = { provider: "demo", id: "demo-model" }
+
+const synthesis = (observedAt: string) => ({
+  schemaVersion: 1,
+  kind: "rarebit_model_synthesis",
+  outcome: "response",
+  requestedModel: MODEL,
+  timing: { startedAt: observedAt, completedAt: observedAt, durationMs: 0, provenance: "local_monotonic_clock" },
+  provider: {
+    responseProvider: null,
+    responseProviderSource: null,
+    responseModel: null,
+    responseModelSource: null,
+    responseId: null,
+    responseIdSource: null,
+    requestId: null,
+    requestIdSource: null
+  },
+  usage: {
+    availability: "unavailable",
+    inputTokens: null,
+    outputTokens: null,
+    totalTokens: null,
+    cacheReadTokens: null,
+    cacheWriteTokens: null,
+    reasoningTokens: null,
+    estimatedCostUsd: null,
+    provenance: {
+      inputTokens: null,
+      outputTokens: null,
+      totalTokens: null,
+      cacheReadTokens: null,
+      cacheWriteTokens: null,
+      reasoningTokens: null,
+      estimatedCostUsd: null
+    }
+  }
+})
+
+const branchRef = (branch: ReadonlyArray<Record<string, unknown>>) => ({
+  leafId: (branch.at(-1)?.id as string | undefined) ?? null,
+  entryCount: branch.length,
+  pathHash: sha256(branch.map((entry) => String(entry.id ?? "")))
+})
+
+/**
+ * The job ids of the Session's summary and title.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const sampleJobIds = (session: SampleSession): { readonly summary: string; readonly title: string } => {
+  const selection = selectRarebits(session.entries)
+  const common = { sessionId: session.id, selection, model: MODEL, lifecycleBoundary: "manual", mode: "forced" }
+  return {
+    summary: rarebitJobIdentity({ ...common, operation: "summary", promptVersion: "rarebit-summary-v4" }),
+    title: rarebitJobIdentity({ ...common, operation: "title", promptVersion: "rarebit-title-v4" })
+  }
+}
+
+/**
+ * A valid `ok` summary receipt of the whole Session (settle sets its
+ * `jobId` to the reservation's).
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const summaryReceipt = (
+  session: SampleSession,
+  options: { readonly summary: string; readonly observedAt: string; readonly jobId?: string }
+): Record<string, unknown> => {
+  const selection = selectRarebits(session.entries)
+  const latestUser = selection.occurrences.filter((occurrence) => occurrence.role === "user").at(-1)
+  return {
+    schemaVersion: 4,
+    type: "rarebit_summary",
+    status: "ok",
+    jobId: options.jobId ?? "0".repeat(64),
+    sessionId: session.id,
+    branch: branchRef(session.entries),
+    observedAt: options.observedAt,
+    selection: {
+      manifestHash: selection.manifestHash,
+      selectorVersion: selection.manifest.selectorVersion,
+      occurrenceCount: selection.occurrences.length,
+      uniquePayloadCount: selection.payloads.length,
+      latestUserSourceEntryId: latestUser?.sourceEntryId ?? null
+    },
+    lifecycleBoundary: "manual",
+    implementationVersion: "hc-rarebit-summary-v4",
+    synthesisMode: "forced",
+    inputCoveragePolicy: { strategy: "complete_or_explicit_overflow", maxPromptChars: 12_000 },
+    promptVersion: "rarebit-summary-v4",
+    model: MODEL,
+    modelProvenance: { source: "demo", status: "resolved" },
+    summary: options.summary,
+    sessionStatus: "finished",
+    statusReason: "all_requests_accomplished",
+    synthesis: synthesis(options.observedAt)
+  }
+}
+
+/**
+ * A valid title proposal receipt of the Session.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const titleReceipt = (
+  session: SampleSession,
+  options: { readonly title: string; readonly observedAt: string; readonly jobId?: string }
+): Record<string, unknown> => {
+  const selection = selectRarebits(session.entries)
+  const latestUser = selection.occurrences.filter((occurrence) => occurrence.role === "user").at(-1)
+  return {
+    schemaVersion: 4,
+    type: "rarebit_title",
+    status: "proposal",
+    jobId: options.jobId ?? "0".repeat(64),
+    implementationVersion: "hc-rarebit-title-v4",
+    sessionId: session.id,
+    branch: branchRef(session.entries),
+    selectionManifestHash: selection.manifestHash,
+    titleEvidence: { provenance: "demo", sourceEntryId: latestUser?.sourceEntryId ?? null },
+    promptVersion: "rarebit-title-v4",
+    model: MODEL,
+    modelProvenance: { source: "demo", status: "resolved" },
+    applicationMode: "proposal",
+    priorTitle: null,
+    title: options.title,
+    observedAt: options.observedAt,
+    synthesis: synthesis(options.observedAt)
+  }
+}

@@ -1,0 +1,45 @@
+/**
+ * Runs the library's store audit for `jobs` and `verify`, with a progress
+ * bar on a terminal and the live lock-owner probe.
+ *
+ * @since 0.1.0
+ */
+import { Effect, Option } from "effect"
+import * as ProcessOwner from "../platform/ProcessOwner.js"
+import { auditStore } from "../store/SidecarAudit.js"
+import { toCliFailure } from "./CliFailure.js"
+import { type Globals, resolveSession, type ResolvedSession } from "./GlobalOptions.js"
+import { makeProgress } from "./Output.js"
+
+/**
+ * Audits the whole store, or the sidecar of `--session` when given.
+ *
+ * @category audit
+ * @since 0.1.0
+ */
+export const runAudit = (options: Globals, session: Option.Option<string>) =>
+  Effect.gen(function*() {
+    const resolved: ResolvedSession | undefined = Option.isSome(session)
+      ? yield* resolveSession(session.value, options)
+      : undefined
+    const progress = makeProgress()
+    const report = yield* auditStore({
+      rarebitRoot: options.rarebitRoot,
+      sidecar: resolved?.sidecar,
+      onProgress: ({ done, path, total }) => total > 1 ? progress.update(done, total, path) : Effect.void
+    }).pipe(
+      Effect.ensuring(progress.clear),
+      Effect.provide(ProcessOwner.layer),
+      Effect.mapError(toCliFailure)
+    )
+    return { report, resolved }
+  })
+
+/**
+ * A path relative to `root` when it lies under it, for shorter tables.
+ *
+ * @category formatting
+ * @since 0.1.0
+ */
+export const relativeTo = (root: string, path: string): string =>
+  path.startsWith(`${root}/`) ? path.slice(root.length + 1) : path

@@ -1,0 +1,186 @@
+/**
+ * Runs `rarebit-store` as a user would, and builds the temporary stores the
+ * CLI tests look at, with sidecars written by the reference store and by
+ * ours.
+ *
+ * Two ways to run it: `runCli` spawns the built executable (`node
+ * dist/cli/main.js`), so exit codes, stdout and stderr are the real ones;
+ * `cli` runs the same `runCli` entry in-process over Node's services and
+ * captures the console, which spares a process start (about a second of
+ * loading Effect) per call. The build is refreshed when any `src/` file is
+ * newer than `dist/cli/main.js`; a lock directory keeps two test workers
+ * from building at once.
+ */
+import { execFile, spawn } from "node:child_process"
+import { readFileSync } from "node:fs"
+import { lstat, mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises"
+import { hostname } from "node:os"
+import { dirname, join, relative } from "node:path"
+import * as NodeServices from "@effect/platform-node/NodeServices"
+import { Console, Effect } from "effect"
+import { runCli as runCliEffect } from "../../src/cli/Cli.js"
+import * as Ours from "../../src/promise/index.js"
+import { jobId, type Roots, Store } from "../support/Reference.js"
+
+export const REPO = new URL("../../", import.meta.url).pathname.replace(/\/$/, "")
+export const CLI = join(REPO, "dist", "cli", "main.js")
+
+const newestMtime = async (directory: string): Promise<number> => {
+  let newest = 0
+  for (const entry of await readdir(directory, { withFileTypes: true })) {
+    const child = join(directory, entry.name)
+    newest = Math.max(newest, entry.isDirectory() ? await newestMtime(child) : (await stat(child)).mtimeMs)
+  }
+  return newest
+}
+
+const builtMtime = async () => (await stat(CLI).catch(() => undefined))?.mtimeMs ?? -1
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** Builds `dist/` with `tsc -p tsconfig.build.json` when `src/` is newer than the CLI. */
+export const ensureBuilt = async (): Promise<void> => {
+  const lock = join(REPO, "dist", ".cli-test-build.lock")
+  await mkdir(dirname(lock), { recursive: true })
+  for (let attempt = 0; attempt < 600; attempt++) {
+    if ((await builtMtime()) >= (await newestMtime(join(REPO, "src")))) return
+    const acquired = await mkdir(lock).then(() => true, () => false)
+    if (!acquired) {
+      const age = Date.now() - ((await stat(lock).catch(() => undefined))?.mtimeMs ?? Date.now())
+      if (age > 120_000) await rm(lock, { recursive: true, force: true })
+      await sleep(200)
+      continue
+    }
+    try {
+      // Type errors in files other modules are still writing must not stop
+      // the emit; whether the CLI came out is checked below.
+      await new Promise<void>((resolve) =>
+        execFile("npx", ["tsc", "-p", "tsconfig.build.json"], { cwd: REPO }, () => resolve())
+      )
+    } finally {
+      await rm(lock, { recursive: true, force: true })
+    }
+    if ((await builtMtime()) < 0) throw new Error("building dist/cli/main.js failed")
+    return
+  }
+  throw new Error("timed out waiting for another test worker to build dist/")
+}
+
+export interface CliRun {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** Runs the CLI with `args`, without colors, and collects its output. */
+export const runCli = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<CliRun> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], {
+      cwd: REPO,
+      env: { ...process.env, NO_COLOR: "1", ...env },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.setEncoding("utf8").on("data", (chunk) => (stdout += chunk))
+    child.stderr.setEncoding("utf8").on("data", (chunk) => (stderr += chunk))
+    child.on("error", reject)
+    child.on("close", (code) => resolve({ code, stdout, stderr }))
+  })
+
+/**
+ * Runs the CLI in-process on `args`, capturing what it prints; the result
+ * has the shape of a spawned run.
+ */
+export const cli = (args: ReadonlyArray<string>): Effect.Effect<CliRun> => {
+  const out: Array<string> = []
+  const err: Array<string> = []
+  const capture = (lines: Array<string>) => (...values: ReadonlyArray<unknown>) => {
+    lines.push(`${values.map(String).join(" ")}\n`)
+  }
+  const testConsole: Console.Console = Object.assign(Object.create(console), {
+    log: capture(out),
+    info: capture(out),
+    error: capture(err),
+    warn: capture(err)
+  })
+  return runCliEffect(args).pipe(
+    Effect.map((code): CliRun => ({ code, stdout: out.join(""), stderr: err.join("") })),
+    Effect.provideService(Console.Console, testConsole),
+    Effect.provide(NodeServices.layer)
+  )
+}
+
+/** The global flags that point the CLI at a temporary store. */
+export const rootFlags = (roots: Roots): Array<string> => [
+  "--root",
+  roots.rarebitRoot,
+  "--session-root",
+  roots.sessionRoot
+]
+
+/** A stack trace line, which a user mistake must never print. */
+export const STACK_LINE = /^\s+at\s/m
+
+export type Implementation = "reference" | "ours"
+
+/** Reserves and settles one job with either implementation. */
+export const settleWith = async (
+  implementation: Implementation,
+  roots: Roots,
+  sessionFile: string,
+  job: number,
+  receipt: Record<string, unknown>
+): Promise<Record<string, unknown>> => {
+  const api = implementation === "reference" ? Store : Ours
+  const reservation = await api.reserveRarebitJob({ jobId: jobId(job), sessionFile, ...roots.location })
+  if (!reservation.acquired) throw new Error(`job ${job} was not acquired`)
+  return api.settleRarebitJob(reservation, receipt)
+}
+
+/** Every file and directory under `root` with its size and modification time. */
+export const snapshotTree = async (root: string): Promise<Record<string, string>> => {
+  const tree: Record<string, string> = {}
+  const visit = async (directory: string) => {
+    for (const entry of await readdir(directory, { withFileTypes: true }).catch(() => [])) {
+      const child = join(directory, entry.name)
+      const info = await lstat(child)
+      tree[relative(root, child)] = `${entry.isDirectory() ? "d" : info.size}:${info.mtimeMs}`
+      if (entry.isDirectory()) await visit(child)
+    }
+  }
+  await visit(root)
+  return tree
+}
+
+/** The owner evidence of the test process itself, read the way the store reads its own. */
+export const liveOwnerEvidence = () => {
+  const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim()
+  const stat = readFileSync("/proc/self/stat", "utf8")
+  const startTicks = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]
+  return { pid: process.pid, hostname: hostname(), bootId: boot, startTicks }
+}
+
+/** Owner evidence of a process that has exited: a child that ran `true`. */
+export const deadOwnerEvidence = async () => {
+  const child = spawn("true")
+  const pid = child.pid!
+  await new Promise((resolve) => child.on("exit", resolve))
+  return { ...liveOwnerEvidence(), pid, startTicks: "1" }
+}
+
+/** A lock line as the reference writes it (no evidence) or as ours does. */
+export const writeLock = async (
+  lockPath: string,
+  token: string,
+  claimedAtMs: number,
+  owner?: Record<string, unknown>
+): Promise<void> => {
+  await mkdir(dirname(lockPath), { recursive: true })
+  const record = { token, claimedAt: new Date(claimedAtMs).toISOString(), ...(owner ? { owner } : {}) }
+  await writeFile(lockPath, `${JSON.stringify(record)}\n`, { mode: 0o600 })
+}
+
+export const readText = (path: string) => readFile(path, "utf8")
+
+export { Ours }

@@ -1,0 +1,119 @@
+/**
+ * `rarebit-store unlock`: shows a lock's evidence; refuses while its owner
+ * may be alive; removes it with `--force` or when the owner is provably
+ * gone; never removes a lock that was replaced since it was inspected.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { readFile, stat, writeFile } from "node:fs/promises"
+import { entry, makeRoots, type Roots, Store, summaryReceipt, writeSession } from "../support/Reference.js"
+import { cli, deadOwnerEvidence, liveOwnerEvidence, rootFlags, settleWith, writeLock } from "./CliHarness.js"
+
+let roots: Roots
+let lockPath: string
+
+const branch = [entry("u1", "user", "a question"), entry("a1", "assistant", "an answer")]
+
+beforeAll(async () => {
+  roots = await makeRoots("rarebit-cli-unlock-")
+  await writeSession(roots.sessionFile, "unlock-session", branch)
+  await settleWith("reference", roots, roots.sessionFile, 1, summaryReceipt(branch, "unlock-session"))
+  lockPath = `${Store.rarebitMaterializationPath(roots.sessionFile, roots.location)}.commit-lock`
+})
+
+afterAll(async () => {
+  await roots?.cleanup()
+})
+
+const exists = (path: string) => Effect.promise(() => stat(path).then(() => true, () => false))
+const lockText = () => Effect.promise(() => readFile(lockPath, "utf8"))
+const unlock = (...args: Array<string>) => cli(["unlock", "--session", roots.sessionFile, ...args, ...rootFlags(roots)])
+
+describe("rarebit-store unlock", () => {
+  it.live("has nothing to do without a lock", () =>
+    Effect.gen(function*() {
+      const run = yield* unlock()
+      assert.strictEqual(run.code, 0, run.stderr)
+      assert.match(run.stdout, /No commit lock at .*nothing to do/)
+    }))
+
+  it.live("refuses a live owner's lock (exit 5), showing its evidence, and removes it with --force", () =>
+    Effect.gen(function*() {
+      const owner = liveOwnerEvidence()
+      yield* Effect.promise(() => writeLock(lockPath, "1".repeat(48), Date.now() - 60_000, owner))
+      const before = yield* lockText()
+
+      const refused = yield* unlock()
+      assert.strictEqual(refused.code, 5)
+      assert.match(refused.stdout, new RegExp(`pid ${owner.pid} on ${owner.hostname}`))
+      assert.match(refused.stdout, /owner may be alive/)
+      assert.match(refused.stderr, /refusing to remove the lock/)
+      assert.match(refused.stderr, /hint: .*--force --token 111111111111/)
+      assert.strictEqual(yield* lockText(), before)
+
+      const asJson = yield* unlock("--json")
+      assert.strictEqual(asJson.code, 5)
+      const report = JSON.parse(asJson.stdout)
+      assert.strictEqual(report.action, "refused")
+      assert.strictEqual(report.lock.liveness, "unknown")
+      assert.strictEqual(report.lock.owner.pid, owner.pid)
+      assert.strictEqual(report.lock.tokenPrefix, "111111111111")
+
+      const forced = yield* unlock("--force")
+      assert.strictEqual(forced.code, 0, forced.stderr)
+      assert.match(forced.stdout, /lock removed/)
+      assert.isFalse(yield* exists(lockPath))
+    }))
+
+  it.live("removes a lock whose owner is provably gone without --force", () =>
+    Effect.gen(function*() {
+      const owner = yield* Effect.promise(() => deadOwnerEvidence())
+      yield* Effect.promise(() => writeLock(lockPath, "2".repeat(48), Date.now(), owner))
+      const run = yield* unlock("--json")
+      assert.strictEqual(run.code, 0, run.stderr)
+      const report = JSON.parse(run.stdout)
+      assert.strictEqual(report.action, "removed")
+      assert.strictEqual(report.lock.liveness, "dead")
+      assert.isFalse(yield* exists(lockPath))
+    }))
+
+  it.live("refuses a reference lock without evidence, and removes it with --force", () =>
+    Effect.gen(function*() {
+      yield* Effect.promise(() => writeLock(lockPath, "3".repeat(48), Date.now() - 3_600_000))
+      const refused = yield* unlock()
+      assert.strictEqual(refused.code, 5)
+      assert.match(refused.stdout, /no owner evidence/)
+      assert.isTrue(yield* exists(lockPath))
+      const forced = yield* unlock("--force")
+      assert.strictEqual(forced.code, 0, forced.stderr)
+      assert.isFalse(yield* exists(lockPath))
+    }))
+
+  it.live("never removes a lock that was replaced since it was inspected", () =>
+    Effect.gen(function*() {
+      yield* Effect.promise(() => writeLock(lockPath, "4".repeat(48), Date.now() - 3_600_000))
+      const inspected = yield* unlock()
+      assert.strictEqual(inspected.code, 5)
+      assert.match(inspected.stdout, /444444444444…/)
+      // Meanwhile the old holder went away and another writer took the lock.
+      yield* Effect.promise(() => writeLock(lockPath, "5".repeat(48), Date.now()))
+      const stale = yield* unlock("--force", "--token", "444444444444")
+      assert.strictEqual(stale.code, 5)
+      assert.match(stale.stderr, /replaced since you inspected it/)
+      assert.include(yield* lockText(), "5".repeat(48))
+    }))
+
+  it.live("leaves the lock to a repair already in progress (its break file exists)", () =>
+    Effect.gen(function*() {
+      const token = "6".repeat(48)
+      yield* Effect.promise(() => writeLock(lockPath, token, Date.now() - 3_600_000))
+      const breakPath = `${lockPath}.break-${token}`
+      yield* Effect.promise(() => writeFile(breakPath, "{}\n"))
+      const run = yield* unlock("--force")
+      assert.strictEqual(run.code, 5)
+      assert.match(run.stdout, /Break file +.*break-6{48}/)
+      assert.match(run.stderr, /another repair of this lock is in progress or crashed/)
+      assert.isTrue(yield* exists(lockPath))
+      assert.isTrue(yield* exists(breakPath))
+    }))
+})

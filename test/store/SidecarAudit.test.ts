@@ -1,0 +1,334 @@
+/**
+ * The full-scan audit and the commit-lock repair, on the in-memory file
+ * system and on the real disk.
+ *
+ * Sidecars are assembled line by line from valid receipts (the demo's
+ * builders, checked by the v4 validators), heads made by `makeHead`, and
+ * planted damage, so every expected finding's offset is known exactly. A
+ * property test checks the scan against a small model of the protocol over
+ * random sequences of such lines.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, FileSystem, Layer, Path, PlatformError, Schema } from "effect"
+import { TestClock } from "effect/testing"
+import { sampleSession, summaryReceipt, titleReceipt } from "../../src/cli/DemoSession.js"
+import { makeHead } from "../../src/protocol/Head.js"
+import { MAX_HISTORY_BYTES } from "../../src/protocol/Limits.js"
+import { LockOwner } from "../../src/store/LockOwner.js"
+import { auditStore, inspectCommitLock, removeCommitLock } from "../../src/store/SidecarAudit.js"
+import { MemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
+import { fileSystemSuite, memoryWorld } from "../support/FileSystemSuite.js"
+import { fuzzRuns } from "../support/FuzzRuns.js"
+
+const encoder = new TextEncoder()
+const session = sampleSession("audit-session")
+const hex = (n: number) => n.toString(16).padStart(64, "0")
+const OBSERVED_AT = "2026-01-01T00:00:00.000Z"
+
+/** Builds sidecar bytes line by line, remembering where each line starts. */
+const sidecarBuilder = () => {
+  const parts: Array<Uint8Array> = []
+  let size = 0
+  let lastHead: Uint8Array | undefined
+  const push = (bytes: Uint8Array) => {
+    const offset = size
+    parts.push(bytes)
+    size += bytes.length
+    return offset
+  }
+  const line = (text: string) => push(encoder.encode(`${text}\n`))
+  return {
+    get size() {
+      return size
+    },
+    line,
+    raw: (text: string) => push(encoder.encode(text)),
+    /** A summary receipt and the head that makes it current; returns the head's offset. */
+    commit: (job: number) => {
+      const record = summaryReceipt(session, { summary: `summary ${job}`, observedAt: OBSERVED_AT, jobId: hex(job) })
+      const receipt = encoder.encode(`${JSON.stringify(record)}\n`)
+      const receiptOffset = push(receipt)
+      lastHead = encoder.encode(`${JSON.stringify(makeHead(session.id, receiptOffset, receipt))}\n`)
+      return push(lastHead)
+    },
+    /** A head line that becomes the one titles repeat, whether or not it verifies. */
+    head: (head: unknown) => {
+      lastHead = encoder.encode(`${JSON.stringify(head)}\n`)
+      return push(lastHead)
+    },
+    /** A title receipt followed by the current head repeated, as settle writes it. */
+    title: (job: number) => {
+      const offset = line(
+        JSON.stringify(titleReceipt(session, { title: `title ${job}`, observedAt: OBSERVED_AT, jobId: hex(job) }))
+      )
+      const headOffset = lastHead === undefined ? undefined : push(lastHead)
+      return { offset, headOffset }
+    },
+    bytes: () => {
+      const all = new Uint8Array(size)
+      let at = 0
+      for (const part of parts) {
+        all.set(part, at)
+        at += part.length
+      }
+      return all
+    }
+  }
+}
+
+const writeSidecar = (root: string, bytes: Uint8Array) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const path = yield* Path.Path
+    const sidecar = path.join(root, "materializations-v4", "project", "session.jsonl")
+    yield* fs.makeDirectory(path.dirname(sidecar), { recursive: true })
+    yield* fs.writeFile(sidecar, bytes)
+    return sidecar
+  })
+
+const kindsAndOffsets = (findings: ReadonlyArray<{ readonly kind: string; readonly offset: number | null }>) =>
+  findings.map((item) => `${item.kind}@${item.offset}`)
+
+fileSystemSuite("SidecarAudit", (it) => {
+  it.effect("a sidecar of commits and titles is clean, and every head is counted", ({ root }) =>
+    Effect.gen(function*() {
+      const builder = sidecarBuilder()
+      builder.title(1)
+      builder.commit(2)
+      builder.title(3)
+      builder.commit(4)
+      const sidecar = yield* writeSidecar(root, builder.bytes())
+      const report = yield* auditStore({ rarebitRoot: root })
+      assert.isTrue(report.ok)
+      assert.deepStrictEqual(report.findings, [])
+      assert.deepStrictEqual(report.sidecars.map((item) => [item.path, item.receipts, item.heads, item.bytes]), [
+        [sidecar, 4, 3, builder.size]
+      ])
+      assert.deepStrictEqual(report.sidecars[0].current, { availability: "available", reason: null })
+    }))
+
+  it.effect("lines that straddle the 1 MiB read chunks are scanned like any other", ({ root }) =>
+    Effect.gen(function*() {
+      const builder = sidecarBuilder()
+      let job = 0
+      while (builder.size + 4096 < MAX_HISTORY_BYTES) builder.commit(++job)
+      const garbage = builder.line(`not json ${"x".repeat(MAX_HISTORY_BYTES - builder.size + 300)}`)
+      while (builder.size < 2 * MAX_HISTORY_BYTES + 500) builder.commit(++job)
+      const tornAt = builder.raw("{\"type\":\"rarebit_")
+      yield* writeSidecar(root, builder.bytes())
+      const report = yield* auditStore({ rarebitRoot: root })
+      assert.isTrue(garbage < MAX_HISTORY_BYTES && garbage + 300 < builder.size)
+      assert.deepStrictEqual(kindsAndOffsets(report.findings), [`invalid_record@${garbage}`, `torn_tail@${tornAt}`])
+      assert.strictEqual(report.sidecars[0].receipts, job)
+      assert.strictEqual(report.sidecars[0].heads, job)
+    }))
+
+  it.effect("a line longer than any record is invalid, without holding it all in memory", ({ root }) =>
+    Effect.gen(function*() {
+      const builder = sidecarBuilder()
+      builder.commit(1)
+      const long = builder.line(`{"type":"rarebit_summary","x":"${"y".repeat(200_000)}"}`)
+      builder.commit(2)
+      yield* writeSidecar(root, builder.bytes())
+      const report = yield* auditStore({ rarebitRoot: root })
+      assert.deepStrictEqual(kindsAndOffsets(report.findings), [`invalid_record@${long}`])
+      assert.match(report.findings[0].detail, /exceeds the 49152-byte protocol limit/)
+    }))
+
+  it.effect("removeCommitLock removes only the lock it was given the key of", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const lockPath = `${root}/session.jsonl.commit-lock`
+      const write = (token: string) =>
+        fs.writeFileString(lockPath, `${JSON.stringify({ token, claimedAt: "2026-01-01T00:00:00.000Z" })}\n`)
+
+      yield* write("a".repeat(48))
+      const inspected = yield* inspectCommitLock(lockPath)
+      assert.isDefined(inspected)
+      // Between the inspection and the removal, another writer takes a new lock.
+      yield* write("b".repeat(48))
+      assert.deepStrictEqual(yield* removeCommitLock(lockPath, inspected!.key), {
+        _tag: "Changed",
+        tokenPrefix: "bbbbbbbbbbbb"
+      })
+      assert.include(yield* fs.readFileString(lockPath), "b".repeat(48))
+
+      const current = yield* inspectCommitLock(lockPath)
+      yield* fs.writeFileString(`${lockPath}.break-${current!.key}`, "{}\n")
+      assert.deepStrictEqual(yield* removeCommitLock(lockPath, current!.key), {
+        _tag: "BreakInProgress",
+        breakPath: `${lockPath}.break-${current!.key}`
+      })
+      assert.isTrue(yield* fs.exists(lockPath))
+      yield* fs.remove(`${lockPath}.break-${current!.key}`)
+
+      assert.deepStrictEqual(yield* removeCommitLock(lockPath, current!.key.slice(0, 8)), { _tag: "Removed" })
+      assert.isFalse(yield* fs.exists(lockPath))
+      assert.deepStrictEqual(yield* fs.readDirectory(root), [])
+      assert.deepStrictEqual(yield* removeCommitLock(lockPath, current!.key), { _tag: "Absent" })
+    }))
+
+  it.effect("a torn lock (no token) is keyed by its content, so it can be repaired too", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const lockPath = `${root}/session.jsonl.commit-lock`
+      yield* fs.writeFileString(lockPath, "")
+      const inspected = yield* inspectCommitLock(lockPath)
+      assert.isTrue(inspected!.lock.torn)
+      assert.isNull(inspected!.lock.tokenPrefix)
+      assert.strictEqual(inspected!.lock.liveness, "no_evidence")
+      assert.match(inspected!.key, /^torn-[0-9a-f]{32}$/)
+      assert.deepStrictEqual(yield* removeCommitLock(lockPath, "short"), { _tag: "Changed", tokenPrefix: null })
+      assert.deepStrictEqual(yield* removeCommitLock(lockPath, inspected!.key), { _tag: "Removed" })
+    }))
+
+  it.effect("lock evidence: age from claimedAt, liveness from the LockOwner probe", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const lockPath = `${root}/session.jsonl.commit-lock`
+      yield* TestClock.setTime(Date.parse("2026-01-01T00:01:00.000Z"))
+      const owner = { pid: 4242, hostname: "host-a", bootId: "boot-1", startTicks: "77" }
+      yield* fs.writeFileString(
+        lockPath,
+        `${JSON.stringify({ token: "c".repeat(48), claimedAt: "2026-01-01T00:00:00.000Z", owner })}\n`
+      )
+      const unknown = yield* inspectCommitLock(lockPath)
+      assert.deepStrictEqual(
+        { ...unknown!.lock, breakFiles: [] },
+        {
+          path: lockPath,
+          tokenPrefix: "cccccccccccc",
+          claimedAt: "2026-01-01T00:00:00.000Z",
+          ageMs: 60_000,
+          owner,
+          liveness: "unknown",
+          torn: false,
+          breakFiles: []
+        }
+      )
+      const dead = yield* inspectCommitLock(lockPath).pipe(
+        Effect.provideService(LockOwner, {
+          current: undefined,
+          isProvablyDead: (evidence) => Effect.succeed(evidence.pid === 4242)
+        })
+      )
+      assert.strictEqual(dead!.lock.liveness, "dead")
+    }))
+})
+
+describe("SidecarAudit on a file system that refuses reads", () => {
+  it.effect("reports a sidecar it cannot open as unreadable, and goes on with the rest", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const good = sidecarBuilder()
+      good.commit(1)
+      yield* fs.makeDirectory("/store/materializations-v4/p", { recursive: true })
+      yield* fs.writeFile("/store/materializations-v4/p/a.jsonl", good.bytes())
+      yield* fs.writeFile("/store/materializations-v4/p/b.jsonl", good.bytes())
+      const refusing: FileSystem.FileSystem = {
+        ...fs,
+        open: (path, options) =>
+          path.endsWith("/a.jsonl")
+            ? Effect.fail(PlatformError.systemError({
+              _tag: "PermissionDenied",
+              module: "FileSystem",
+              method: "open",
+              pathOrDescriptor: path,
+              cause: Object.assign(new Error("EACCES"), { code: "EACCES" })
+            }))
+            : fs.open(path, options)
+      }
+      const report = yield* auditStore({ rarebitRoot: "/store" }).pipe(
+        Effect.provideService(FileSystem.FileSystem, refusing)
+      )
+      assert.deepStrictEqual(report.findings.map((item) => [item.kind, item.path, item.detail]), [
+        ["sidecar_unreadable", "/store/materializations-v4/p/a.jsonl", "cannot be read (PermissionDenied, EACCES)"]
+      ])
+      assert.deepStrictEqual(report.sidecars.map((item) => item.receipts), [0, 1])
+    }).pipe(Effect.provide(memoryWorld.layer)))
+})
+
+// ---------------------------------------------------------------------------
+// The scan against a model
+// ---------------------------------------------------------------------------
+
+const Segment = Schema.Literals(["commit", "title", "garbage", "badHead", "brokenHead", "blank"])
+
+/** What the protocol says about a sidecar made of these segments. */
+const plant = (segments: ReadonlyArray<typeof Segment.Type>, torn: boolean) => {
+  const builder = sidecarBuilder()
+  const expected: Array<string> = []
+  let headSeen = false
+  let headBroken = false
+  let firstAfterHead: number | undefined
+  let job = 0
+  const afterHead = (offset: number) => {
+    if (headSeen && firstAfterHead === undefined) firstAfterHead = offset
+  }
+  for (const segment of segments) {
+    switch (segment) {
+      case "commit":
+        builder.commit(++job)
+        headSeen = true
+        headBroken = false
+        firstAfterHead = undefined
+        break
+      case "title": {
+        // settle repeats the current head after a title, if there is one,
+        // and a repeated head that does not verify is checked again.
+        const { headOffset, offset } = builder.title(++job)
+        if (headOffset === undefined) afterHead(offset)
+        else {
+          firstAfterHead = undefined
+          if (headBroken) expected.push(`head_range_invalid@${headOffset}`)
+        }
+        break
+      }
+      case "garbage": {
+        const offset = builder.line("{\"not\": \"a receipt\"}")
+        expected.push(`invalid_record@${offset}`)
+        afterHead(offset)
+        break
+      }
+      case "badHead":
+        expected.push(`invalid_head@${builder.line("{\"type\":\"rarebit_head\",\"protocolVersion\":2}")}`)
+        break
+      case "brokenHead": {
+        const head = makeHead(session.id, 0, encoder.encode("not the receipt\n"))
+        expected.push(`head_range_invalid@${builder.head(head)}`)
+        headSeen = true
+        headBroken = true
+        firstAfterHead = undefined
+        break
+      }
+      case "blank":
+        builder.line("")
+        break
+    }
+  }
+  if (torn) expected.push(`torn_tail@${builder.raw("{\"type\":\"rarebit_su")}`)
+  if (firstAfterHead !== undefined) expected.push(`uncommitted_tail@${firstAfterHead}`)
+  return { bytes: builder.bytes(), expected, receipts: job }
+}
+
+describe("SidecarAudit against a model of the protocol", () => {
+  it.effect.prop(
+    "finds exactly the planted damage, at its offsets",
+    [Schema.Array(Segment), Schema.Boolean],
+    ([segments, torn]) =>
+      Effect.gen(function*() {
+        const { bytes, expected, receipts } = plant(segments, torn)
+        yield* writeSidecar("/store", bytes)
+        const report = yield* auditStore({ rarebitRoot: "/store" })
+        const order = (list: ReadonlyArray<string>) => [...list].sort()
+        assert.deepStrictEqual(
+          order(kindsAndOffsets(report.findings)),
+          order(expected),
+          `segments ${JSON.stringify(segments)}, torn ${torn}`
+        )
+        assert.strictEqual(report.sidecars[0].receipts, receipts)
+        assert.strictEqual(report.ok, expected.length === 0)
+      }).pipe(Effect.provide(Layer.merge(MemoryFileSystem.layer, Path.layer))),
+    { arbitrary: { runs: fuzzRuns(1000) } }
+  )
+})
