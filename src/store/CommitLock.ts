@@ -108,11 +108,16 @@ const breakDeadLock = (fs: FileSystem, lockPath: string, deadToken: string): Eff
       mode: 0o600
     }).pipe(Effect.as(true), Effect.catchIf(isAlreadyExists, () => Effect.succeed(false)))
     if (!created) return false
-    const current = yield* readJsonFile(fs, lockPath)
-    const broken = (current as { token?: unknown } | null | undefined)?.token === deadToken
-    if (broken) yield* removeIgnoringMissing(fs, lockPath)
-    yield* removeIgnoringMissing(fs, breakPath)
-    return broken
+    // The break file goes whatever happens here: left behind after a failed
+    // read or removal, it would stop every later waiter from breaking the
+    // dead lock. Removing it is safe at any point, since a lock can only be
+    // removed while it still holds the dead token.
+    return yield* Effect.gen(function*() {
+      const current = yield* readJsonFile(fs, lockPath)
+      const broken = (current as { token?: unknown } | null | undefined)?.token === deadToken
+      if (broken) yield* removeIgnoringMissing(fs, lockPath)
+      return broken
+    }).pipe(Effect.ensuring(Effect.ignore(removeIgnoringMissing(fs, breakPath))))
   })
 
 /**

@@ -34,7 +34,7 @@ import { claimExpired, claimIsActiveFor, settledReceiptRef } from "../protocol/J
 import { MAX_HEAD_BYTES, MAX_HISTORY_BYTES, MAX_HISTORY_RECORDS, MAX_RECEIPT_BYTES } from "../protocol/Limits.js"
 import { explainSummaryReceipt, validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
 import { explainTitleReceipt, validateTitleReceipt } from "../protocol/TitleReceipt.js"
-import { nativeObservation } from "../session/SessionReader.js"
+import { make as makeSessionCache } from "../session/SessionCache.js"
 import type { ArtifactState, NativeObservation, ProjectionInput } from "../state/ArtifactState.js"
 import { projectArtifactStateResult, type ProjectionInputInvalid } from "../state/ArtifactState.js"
 import { acquireCommitLock, makeLockQueues, randomToken } from "./CommitLock.js"
@@ -51,10 +51,11 @@ import {
   ReceiptInvalid,
   ReceiptTooLarge,
   ReceiptTypeUnsupported,
+  ReservationNotAcquired,
   type SessionFileRequired,
   type SessionOutsideRoot,
   SettleHookFailed,
-  type StoreIo,
+  StoreIo,
   storeIo
 } from "./Errors.js"
 import { type ClaimRead, createClaimExclusive, readClaim, removeClaim, replaceClaim } from "./JobClaims.js"
@@ -131,6 +132,7 @@ export type ReserveError = PathError | InvalidJobId | InvalidLease | HeadInvalid
 
 /** Failures of `settle`. @category errors @since 0.1.0 */
 export type SettleError =
+  | ReservationNotAcquired
   | ReceiptTypeUnsupported
   | ReceiptInvalid
   | ReceiptTooLarge
@@ -209,11 +211,14 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
       onSuccess: Effect.succeed
     })
 
+  // Polling readers and settlers read the same growing Sessions again and
+  // again; the cache parses only what was appended since the last read.
+  const sessions = yield* makeSessionCache().pipe(
+    Effect.provideService(FileSystem, fs),
+    Effect.provideService(Path, path)
+  )
   const observeNative = (sessionFile: string, location: StoreLocation) =>
-    nativeObservation(sessionFile, { sessionRoot: location.sessionRoot }).pipe(
-      Effect.provideService(FileSystem, fs),
-      Effect.provideService(Path, path)
-    ) as Effect.Effect<NativeObservation>
+    sessions.observe(sessionFile, { sessionRoot: location.sessionRoot }) as Effect.Effect<NativeObservation>
 
   const project = (input: ProjectionInput) =>
     Result.match(projectArtifactStateResult(input), { onFailure: Effect.fail, onSuccess: Effect.succeed })
@@ -318,7 +323,17 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
       Effect.mapError(storeIo("stat sidecar", sidecar))
     )
 
-  const reserve = Effect.fn("RarebitStore.reserve")(function*(options: ReserveOptions) {
+  const reserve = (options: ReserveOptions) => reserveWith(options, () => Effect.void)
+
+  /**
+   * `reserve`, running `onAcquired` in the same uninterruptible step that
+   * writes the claim, so a caller can attach its release before any
+   * interruption can separate the two.
+   */
+  const reserveWith = Effect.fn("RarebitStore.reserve")(function*<R>(
+    options: ReserveOptions,
+    onAcquired: (acquired: Acquired) => Effect.Effect<void, never, R>
+  ) {
     const { jobId } = options
     if (typeof jobId !== "string" || !SHA256_HEX_PATTERN.test(jobId)) return yield* new InvalidJobId({ jobId })
     const leaseMs = options.leaseMs ?? config.leaseMs
@@ -358,7 +373,13 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     const io = storeIo("write job claim", claimPath)
 
     const created = yield* sidecarSize(sidecar).pipe(
-      Effect.flatMap((offset) => createClaimExclusive(fs, claimPath, activeClaim(offset)).pipe(Effect.mapError(io)))
+      Effect.flatMap((offset) =>
+        createClaimExclusive(fs, claimPath, activeClaim(offset)).pipe(
+          Effect.mapError(io),
+          Effect.tap((claimed) => (claimed ? onAcquired(acquired) : Effect.void)),
+          Effect.uninterruptible
+        )
+      )
     )
     if (created) return acquired as Reservation
 
@@ -379,7 +400,11 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
         const recovered = yield* recoverSettlement(again, reservationLocation, claimPath, acquired.leaseToken)
         if (recovered !== undefined) return recovered as Reservation
         const offset = yield* sidecarSize(sidecar)
-        yield* replaceClaim(fs, path, claimPath, activeClaim(offset)).pipe(Effect.mapError(io))
+        yield* replaceClaim(fs, path, claimPath, activeClaim(offset)).pipe(
+          Effect.mapError(io),
+          Effect.andThen(onAcquired(acquired)),
+          Effect.uninterruptible
+        )
         return acquired as Reservation
       })
     )
@@ -414,6 +439,15 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
       let found: HistoryRecord | undefined
       while (offset !== null && offset < size) {
         const page: HistoryPage = yield* readSidecarHistoryPage(fs, sidecar, offset, MAX_HISTORY_RECORDS)
+        // A sidecar we cannot read may hold the receipt: taking the job over
+        // now would run it a second time, so the reservation fails instead.
+        if (page.availability === "unreadable") {
+          return yield* new StoreIo({
+            operation: "scan sidecar for a crashed settlement",
+            path: sidecar,
+            cause: new HistoryUnreadable({ path: sidecar, offset })
+          })
+        }
         if (page.availability !== "available") return undefined
         for (const entry of page.records) {
           if (entry.record.jobId === location.jobId) found = entry
@@ -424,7 +458,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
       const receiptRef = yield* receiptRefAt(sidecar, found.offset)
       if (receiptRef === undefined) return undefined
       const verified = yield* readReceiptReference(fs, sidecar, receiptRef, false).pipe(
-        Effect.catch(() => Effect.succeed(undefined))
+        Effect.mapError((cause) => new StoreIo({ operation: "verify a crashed settlement", path: sidecar, cause }))
       )
       if (verified === undefined) return undefined
       yield* appendHeadIfCurrent(location, verified, receiptRef)
@@ -493,8 +527,20 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     const io = storeIo("append to sidecar", sidecar)
     return Effect.scoped(Effect.gen(function*() {
       const file = yield* Effect.mapError(fs.open(sidecar, { flag: "a+", mode: 0o600, noFollow: true }), io)
-      const offset = Number((yield* Effect.mapError(file.stat, io)).size)
-      const bytes = yield* build(offset)
+      const size = Number((yield* Effect.mapError(file.stat, io)).size)
+      // A torn write can leave an unterminated line at the end. Appended
+      // straight after it, our record would share its line: readers would
+      // skip the record, and so would the recovery scan. Ending the fragment
+      // first leaves it an unparsable line of its own, which readers skip.
+      const last = size === 0 ? undefined : yield* Effect.mapError(file.readAlloc(1, { position: BigInt(size - 1) }), io)
+      const torn = last !== undefined && Option.getOrUndefined(last)?.[0] !== 10
+      const offset = torn ? size + 1 : size
+      const record = yield* build(offset)
+      const bytes = torn ? new Uint8Array(record.length + 1) : record
+      if (torn) {
+        bytes[0] = 10
+        bytes.set(record, 1)
+      }
       yield* Effect.mapError(file.writeAll(bytes), io)
       yield* Effect.mapError(file.sync, io)
       return offset
@@ -529,6 +575,8 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     receipt: unknown,
     options: SettleOptions = {}
   ) {
+    // The type says Acquired, but plain callers and casts can pass any outcome.
+    if (!isRecord(reservation) || reservation._tag !== "Acquired") return yield* new ReservationNotAcquired()
     const sidecar = reservation.materializationPath
     yield* makePrivateDirectory(path.dirname(sidecar))
     const { line, settled } = yield* validateForSettle(reservation, receipt)
@@ -603,15 +651,22 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     derive: (reservation: Acquired) => Effect.Effect<unknown, E, R>,
     settleOptions: SettleOptions = {}
   ): Effect.Effect<JobOutcome, ReserveError | SettleError | E, R> =>
-    Effect.gen(function*() {
-      const reservation = yield* reserve(options)
-      if (reservation._tag !== "Acquired") return reservation as JobOutcome
-      const receipt = yield* derive(reservation).pipe(
-        Effect.flatMap((derived) => settle(reservation, derived, settleOptions)),
-        Effect.onExit((exit) => (exit._tag === "Success" ? Effect.void : Effect.ignore(release(reservation))))
+    Effect.scoped(Effect.gen(function*() {
+      let settled = false
+      // The release is attached when the claim is written, so whatever ends
+      // this scope early — a failure, an interruption even during reserve —
+      // gives the claim back instead of leaving it until its lease runs out.
+      const reservation = yield* reserveWith(
+        options,
+        (acquired) =>
+          Effect.addFinalizer(() => Effect.suspend(() => (settled ? Effect.void : Effect.ignore(release(acquired)))))
       )
+      if (reservation._tag !== "Acquired") return reservation as JobOutcome
+      const derived = yield* derive(reservation)
+      const receipt = yield* settle(reservation, derived, settleOptions)
+      settled = true
       return { _tag: "Settled", receipt } as JobOutcome
-    }).pipe(Effect.withSpan("RarebitStore.withJob"))
+    })).pipe(Effect.withSpan("RarebitStore.withJob"))
 
   return RarebitStore.of({
     config,

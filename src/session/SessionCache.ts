@@ -1,0 +1,840 @@
+/**
+ * Incremental, cached reads of Pi Sessions for callers that poll.
+ *
+ * A Pi Session is append-only JSONL, so a Session read again after it grew
+ * only needs its new lines parsed. The cache keeps, per resolved Session
+ * path, a compact summary of what was parsed so far (header, the selected
+ * texts and tree links, never the long tool outputs) plus fingerprints of the
+ * bytes it was built from, and on the next read parses only the bytes after
+ * the last complete line.
+ *
+ * Guarantees:
+ * - A read answers exactly what `readSession` (and the reference's
+ *   `readRarebitSession`) would answer for the bytes on disk at read time:
+ *   the same projection, or the same `SessionInvalid` with the same line
+ *   number. An unterminated last line is parsed but never committed, so a
+ *   torn write that is completed later is read again whole.
+ * - The cached prefix is reused only when the file has the same identity
+ *   (device and inode), did not shrink, and still holds the same bytes at its
+ *   head (first 4 KiB) and just before the old end of its last complete line
+ *   (8 KiB). A same-size read with a different modification time is parsed
+ *   in full. Anything else (a replaced, truncated or rewritten file) is
+ *   parsed again from the start.
+ * - Memory is bounded: at most `capacity` Sessions (least recently used are
+ *   dropped) and `maxBytes` of estimated retained state in total. Full parses
+ *   stream the file in 64 KiB pieces, so a read never holds the whole file.
+ *
+ * **Gotchas**
+ *
+ * A rewrite that keeps the file's size, inode and modification time (to the
+ * millisecond) and changes bytes only between the two fingerprints is not
+ * seen. Pi never rewrites a Session like that; the check exists for appends.
+ * References that are not an existing regular file (Session ids, missing
+ * paths) are passed to the uncached reader unchanged.
+ *
+ * @since 0.1.0
+ */
+import { Cache, Effect, FileSystem, Option, Path, Result, Semaphore } from "effect"
+import type { PlatformError } from "effect/PlatformError"
+import { sha256Hex, stableJson } from "../protocol/CanonicalJson.js"
+import { measureRarebits, type RarebitMeasurement } from "./Measurement.js"
+import {
+  messageTextBlocks,
+  type RarebitManifest,
+  type RarebitManifestOccurrence,
+  type RarebitMetadata,
+  type RarebitOccurrence,
+  type RarebitPayload,
+  rarebitMetadata,
+  type RarebitSelection,
+  RAREBIT_SELECTOR_VERSION
+} from "./Selector.js"
+import { isSessionMissing, type SessionError, SessionInvalid } from "./SessionErrors.js"
+import type { SessionHeader } from "./SessionParse.js"
+import {
+  type NativeObservation,
+  RAREBIT_QUERY_SCHEMA_VERSION,
+  readSession,
+  type SessionProjection,
+  type SessionReaderOptions
+} from "./SessionReader.js"
+
+// ---------------------------------------------------------------------------
+// the pure accumulator
+// ---------------------------------------------------------------------------
+
+/** What a selected entry contributes, independent of its position on the branch. */
+interface Pick {
+  readonly metadata: RarebitMetadata
+  readonly text: string
+  /** SHA-256 of `text`, computed the first time the entry is on a branch. */
+  hash: string | undefined
+  /** The branch position `json` and `payloadJson` were rendered for. */
+  renderedOrder: number
+  /** `stableJson` of the manifest occurrence at `renderedOrder`. */
+  json: string
+  /** `stableJson` of the manifest payload when this is its only occurrence. */
+  payloadJson: string
+}
+
+/** A tree entry, reduced to what the branch walk, selection and measurement read. */
+interface TreeNode {
+  readonly id: string
+  readonly parentId: unknown
+  readonly prose: number
+  readonly pick: Pick | null
+}
+
+type Mode = "empty" | "invalid" | "linear" | "tree"
+
+// Property reads on arbitrary JSON values, with the semantics of `value?.key`.
+const field = (value: unknown, key: string): unknown =>
+  value === null || value === undefined ? undefined : (value as Record<string, unknown>)[key]
+
+const parseLine = (line: string): { readonly ok: true; readonly value: unknown } | { readonly ok: false } => {
+  try {
+    return { ok: true, value: JSON.parse(line) }
+  } catch {
+    return { ok: false }
+  }
+}
+
+/** Prose chars (as `measureRarebits` counts them) and the selection pick of one entry. */
+const contributionOf = (entry: unknown): { readonly prose: number; readonly pick: Pick | null } => {
+  const message = field(entry, "type") === "message" ? field(entry, "message") : undefined
+  if (message === undefined) return { prose: 0, pick: null }
+  const blocks = messageTextBlocks(message)
+  let prose = 0
+  for (const text of blocks) prose += text.length
+  if (blocks.length === 0) return { prose, pick: null }
+  const metadata = rarebitMetadata(entry, 0)
+  return {
+    prose,
+    pick: metadata === null
+      ? null
+      : { metadata, text: blocks.join("\n"), hash: undefined, renderedOrder: -1, json: "", payloadJson: "" }
+  }
+}
+
+const ENTRY_OVERHEAD_BYTES = 96
+
+// Text, hash and the two rendered JSON strings, roughly.
+const pickBytes = (pick: Pick | null): number => (pick === null ? 0 : 2 * pick.text.length + 800)
+
+const malformed = (source: string, line: number) =>
+  new SessionInvalid({
+    kind: "malformed_json",
+    message: `${source} contains malformed JSON at line ${line}`,
+    source,
+    line
+  })
+
+const invalidHeader = (source: string) =>
+  new SessionInvalid({
+    kind: "invalid_header",
+    message: `${source} does not begin with a valid Pi Session header`,
+    source
+  })
+
+const withoutId = (source: string) =>
+  new SessionInvalid({
+    kind: "entry_without_id",
+    message: `${source} contains a Session entry without an ID`,
+    source
+  })
+
+const duplicateId = (source: string, entryId: string) =>
+  new SessionInvalid({
+    kind: "duplicate_id",
+    message: `${source} contains duplicate Session entry ID ${entryId}`,
+    source,
+    entryId
+  })
+
+const isValidHeader = (header: unknown): header is SessionHeader => {
+  const id = field(header, "id")
+  return field(header, "type") === "session" && typeof id === "string" && id.length > 0
+}
+
+/** The outcome of a Session read: its projection or the rule it breaks. */
+export type SessionOutcome = Result.Result<SessionProjection, SessionInvalid>
+
+/**
+ * The parse of a Session's complete lines so far, fed line by line.
+ *
+ * **Details**
+ *
+ * `addLine` takes each complete line (without its newline) in file order;
+ * `finish` projects the lines fed so far plus an optional unterminated last
+ * line, which is parsed but not kept. The outcome equals that of
+ * `parseSessionResult`, `resolveActiveBranchResult` and `projectSession` on
+ * the same text, errors included; only the reduced state is kept, never the
+ * entries themselves.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export class SessionAccumulator {
+  /** Lines fed so far (newlines consumed). */
+  lines = 0
+  /** First malformed line (1-based); once set, nothing later matters. */
+  private malformedLine: number | undefined = undefined
+  private mode: Mode = "empty"
+  private header: SessionHeader | undefined = undefined
+  // linear Sessions: every entry is on the branch, in file order
+  private entryCount = 0
+  private readonly linearPicks: Array<{ readonly order: number; readonly pick: Pick }> = []
+  private linearProse = 0
+  // tree Sessions
+  private readonly byId = new Map<string, TreeNode>()
+  private leaf: TreeNode | undefined = undefined
+  private treeError: SessionInvalid | undefined = undefined
+  /** Estimated bytes this accumulator keeps alive. */
+  retainedBytes = 0
+
+  constructor(readonly source: string) {}
+
+  /** Feeds one complete line. */
+  addLine(line: string): void {
+    this.lines++
+    if (this.malformedLine !== undefined || !line.trim()) return
+    const parsed = parseLine(line)
+    if (!parsed.ok) {
+      this.malformedLine = this.lines
+      return
+    }
+    this.addRecord(parsed.value)
+  }
+
+  private addRecord(record: unknown): void {
+    switch (this.mode) {
+      case "empty": {
+        if (!isValidHeader(record)) {
+          this.mode = "invalid"
+          return
+        }
+        this.header = record
+        // The comparison is JavaScript's own, as in `parseSessionResult`.
+        this.mode = ((record.version ?? 1) as number) < 2 ? "linear" : "tree"
+        return
+      }
+      case "invalid":
+        return
+      case "linear": {
+        const { pick, prose } = contributionOf(record)
+        if (pick !== null) {
+          this.linearPicks.push({ order: this.entryCount, pick })
+          this.retainedBytes += pickBytes(pick)
+        }
+        this.linearProse += prose
+        this.entryCount++
+        return
+      }
+      case "tree": {
+        if (this.treeError !== undefined) return
+        const node = this.treeNodeOf(record)
+        if (node instanceof SessionInvalid) {
+          this.treeError = node
+          return
+        }
+        this.byId.set(node.id, node)
+        this.leaf = node
+        this.retainedBytes += ENTRY_OVERHEAD_BYTES + 2 * node.id.length + pickBytes(node.pick)
+        return
+      }
+    }
+  }
+
+  private treeNodeOf(record: unknown): TreeNode | SessionInvalid {
+    const id = field(record, "id")
+    if (typeof id !== "string" || !id) return withoutId(this.source)
+    if (this.byId.has(id)) return duplicateId(this.source, id)
+    const { pick, prose } = contributionOf(record)
+    return { id, parentId: field(record, "parentId"), prose, pick }
+  }
+
+  /**
+   * The outcome for the lines fed so far followed by `trailing`, an
+   * unterminated last line (empty when the text ends with a newline).
+   */
+  finish(trailing: string): SessionOutcome {
+    if (this.malformedLine !== undefined) return Result.fail(malformed(this.source, this.malformedLine))
+    let extra: { readonly value: unknown } | undefined
+    if (trailing.trim()) {
+      const parsed = parseLine(trailing)
+      if (!parsed.ok) return Result.fail(malformed(this.source, this.lines + 1))
+      extra = { value: parsed.value }
+    }
+    switch (this.mode) {
+      case "empty":
+        // The unterminated line, if any, is the header and there are no entries.
+        return extra !== undefined && isValidHeader(extra.value)
+          ? Result.succeed(project(extra.value, true, [], 0, null))
+          : Result.fail(invalidHeader(this.source))
+      case "invalid":
+        return Result.fail(invalidHeader(this.source))
+      case "linear":
+        return Result.succeed(this.finishLinear(extra))
+      case "tree":
+        return this.finishTree(extra)
+    }
+  }
+
+  private finishLinear(extra: { readonly value: unknown } | undefined): SessionProjection {
+    let picks: ReadonlyArray<{ readonly order: number; readonly pick: Pick }> = this.linearPicks
+    let prose = this.linearProse
+    if (extra !== undefined) {
+      const contribution = contributionOf(extra.value)
+      prose += contribution.prose
+      if (contribution.pick !== null) picks = [...picks, { order: this.entryCount, pick: contribution.pick }]
+    }
+    return project(this.header!, true, picks, prose, null)
+  }
+
+  private finishTree(extra: { readonly value: unknown } | undefined): SessionOutcome {
+    if (this.treeError !== undefined) return Result.fail(this.treeError)
+    let leaf = this.leaf
+    let provisional: TreeNode | undefined
+    if (extra !== undefined) {
+      const node = this.treeNodeOf(extra.value)
+      if (node instanceof SessionInvalid) return Result.fail(node)
+      leaf = provisional = node
+    }
+    if (leaf === undefined) return Result.succeed(project(this.header!, false, [], 0, null))
+    // The walk of `resolveActiveBranchResult`, over the reduced nodes.
+    const reversed: Array<TreeNode> = []
+    const visited = new Set<string>()
+    let current: TreeNode | undefined = leaf
+    while (current !== undefined) {
+      if (visited.has(current.id)) {
+        return Result.fail(
+          new SessionInvalid({
+            kind: "cycle",
+            message: `${this.source} contains a cycle at Session entry ${current.id}`,
+            source: this.source,
+            entryId: current.id
+          })
+        )
+      }
+      visited.add(current.id)
+      reversed.push(current)
+      const parentId: unknown = current.parentId
+      if (parentId === null || parentId === undefined) break
+      // The unterminated entry is not in `byId`, but an older entry may still name it as parent.
+      current = provisional !== undefined && parentId === provisional.id
+        ? provisional
+        : this.byId.get(parentId as string)
+      if (current === undefined) {
+        return Result.fail(
+          new SessionInvalid({
+            kind: "missing_parent",
+            message: `${this.source} is missing parent Session entry ${parentId}`,
+            source: this.source,
+            entryId: `${parentId}`
+          })
+        )
+      }
+    }
+    const picks: Array<{ readonly order: number; readonly pick: Pick }> = []
+    let prose = 0
+    for (let order = 0, index = reversed.length - 1; index >= 0; order++, index--) {
+      const node = reversed[index]
+      prose += node.prose
+      if (node.pick !== null) picks.push({ order, pick: node.pick })
+    }
+    return Result.succeed(project(this.header!, false, picks, prose, leaf.id))
+  }
+}
+
+// The measurement's constant fields, taken from the measurement itself.
+const measurementTemplate = measureRarebits([], { occurrences: [] })
+
+const SELECTOR_VERSION_JSON = JSON.stringify(RAREBIT_SELECTOR_VERSION)
+
+/**
+ * `projectSession`, assembled from cached picks instead of entries.
+ *
+ * The manifest hash is `sha256(manifest)` as `selectRarebits` computes it,
+ * but its `stableJson` is put together from per-occurrence renderings kept on
+ * the picks, so a poll re-renders only occurrences whose position changed.
+ */
+const project = (
+  header: SessionHeader,
+  linear: boolean,
+  picks: ReadonlyArray<{ readonly order: number; readonly pick: Pick }>,
+  totalMessageProseChars: number,
+  leafId: string | null
+): SessionProjection => {
+  const occurrences: Array<RarebitOccurrence> = []
+  const manifestOccurrences: Array<RarebitManifestOccurrence> = []
+  const occurrenceJsons: Array<string> = []
+  const payloadsByHash = new Map<string, { readonly payload: RarebitPayload; readonly first: Pick }>()
+  let rarebitChars = 0
+  for (const { order, pick } of picks) {
+    const { metadata, text } = pick
+    const contentHash = pick.hash ??= sha256Hex(text)
+    const occurrenceId = `${metadata.sourceEntryId ?? "message"}:${order}`
+    const listed: RarebitManifestOccurrence = {
+      occurrenceId,
+      sourceEntryId: metadata.sourceEntryId,
+      order,
+      role: metadata.role,
+      outcome: metadata.outcome,
+      timestamp: metadata.timestamp,
+      contentHash
+    }
+    if (pick.renderedOrder !== order) {
+      pick.json = stableJson(listed)
+      pick.payloadJson = stableJson({ contentHash, occurrenceIds: [occurrenceId] })
+      pick.renderedOrder = order
+    }
+    manifestOccurrences.push(listed)
+    occurrenceJsons.push(pick.json)
+    occurrences.push({ ...listed, text })
+    rarebitChars += text.length
+    const prior = payloadsByHash.get(contentHash)
+    if (prior) prior.payload.occurrenceIds.push(occurrenceId)
+    else payloadsByHash.set(contentHash, { payload: { contentHash, text, occurrenceIds: [occurrenceId] }, first: pick })
+  }
+  const payloads: Array<RarebitPayload> = []
+  const payloadJsons: Array<string> = []
+  for (const { first, payload } of payloadsByHash.values()) {
+    payloads.push(payload)
+    payloadJsons.push(
+      payload.occurrenceIds.length === 1
+        ? first.payloadJson
+        : stableJson({ contentHash: payload.contentHash, occurrenceIds: payload.occurrenceIds })
+    )
+  }
+  const manifest: RarebitManifest = {
+    selectorVersion: RAREBIT_SELECTOR_VERSION,
+    occurrences: manifestOccurrences,
+    payloads: payloads.map(({ contentHash, occurrenceIds }) => ({ contentHash, occurrenceIds }))
+  }
+  // `stableJson(manifest)`: its keys in sorted order around the kept renderings.
+  const manifestJson = `{"occurrences":[${occurrenceJsons.join(",")}],"payloads":[${
+    payloadJsons.join(",")
+  }],"selectorVersion":${SELECTOR_VERSION_JSON}}`
+  const selection: RarebitSelection = { occurrences, payloads, manifest, manifestHash: sha256Hex(manifestJson) }
+  const measurement: RarebitMeasurement = {
+    ...measurementTemplate,
+    totalMessageProseChars,
+    rarebitChars,
+    estimatedTotalTokens: Math.ceil(totalMessageProseChars / 4),
+    estimatedRarebitTokens: Math.ceil(rarebitChars / 4),
+    rarebitRatio: totalMessageProseChars === 0 ? null : rarebitChars / totalMessageProseChars,
+    rarebitOccurrenceCount: occurrences.length
+  }
+  const startedAt = header.timestamp
+  return {
+    schemaVersion: RAREBIT_QUERY_SCHEMA_VERSION,
+    selectorVersion: RAREBIT_SELECTOR_VERSION,
+    session: {
+      id: header.id,
+      activeLeafId: linear ? null : leafId,
+      startedAt: typeof startedAt === "string" ? startedAt : null
+    },
+    selection,
+    measurement
+  }
+}
+
+const NEWLINE = 10
+const utf8 = new TextDecoder("utf-8", { ignoreBOM: true })
+
+/**
+ * Feeds the complete lines of `bytes` (which must end with a newline, or be
+ * empty) to an accumulator.
+ *
+ * **Details**
+ *
+ * Splitting UTF-8 at a newline never splits a character, so decoding line
+ * groups separately gives the same text as decoding the whole file.
+ *
+ * @category parsing
+ * @since 0.1.0
+ */
+export const feedCompleteLines = (accumulator: SessionAccumulator, bytes: Uint8Array): void => {
+  if (bytes.length === 0) return
+  const text = utf8.decode(bytes)
+  let start = 0
+  for (;;) {
+    const newline = text.indexOf("\n", start)
+    if (newline < 0) break
+    accumulator.addLine(text.slice(start, newline))
+    start = newline + 1
+  }
+}
+
+/**
+ * The outcome of a whole Session text, computed through an accumulator (for
+ * tests and one-shot callers).
+ *
+ * @category parsing
+ * @since 0.1.0
+ */
+export const accumulateText = (text: string, source?: string): SessionOutcome => {
+  const accumulator = new SessionAccumulator(source ?? "Pi Session")
+  const lines = String(text).split("\n")
+  const trailing = lines.pop() ?? ""
+  for (const line of lines) accumulator.addLine(line)
+  return accumulator.finish(trailing)
+}
+
+// ---------------------------------------------------------------------------
+// the cache
+// ---------------------------------------------------------------------------
+
+/** Size of the read buffers: large enough for few reads, small enough to stay out of the large-object heap. */
+const READ_CHUNK_BYTES = 64 * 1024
+const HEAD_PRINT_BYTES = 4 * 1024
+const TAIL_PRINT_BYTES = 8 * 1024
+const TRAILING_KEPT_BYTES = 64 * 1024
+
+/** The bytes the cached prefix was built from, kept to recognise the same prefix later. */
+interface Prints {
+  /** The first `min(4 KiB, committedEnd)` bytes. */
+  readonly head: Uint8Array
+  /** The last `min(8 KiB, committedEnd)` bytes before `committedEnd`. */
+  readonly tail: Uint8Array
+}
+
+const emptyPrints: Prints = { head: new Uint8Array(0), tail: new Uint8Array(0) }
+
+const concatBytes = (a: Uint8Array, b: Uint8Array): Uint8Array => {
+  const out = new Uint8Array(a.length + b.length)
+  out.set(a, 0)
+  out.set(b, a.length)
+  return out
+}
+
+/** Prints after `piece` was committed at the end of a prefix of `committedEnd` bytes. */
+const extendPrints = (prints: Prints, committedEnd: number, piece: Uint8Array): Prints => {
+  if (piece.length === 0) return prints
+  const head = committedEnd >= HEAD_PRINT_BYTES
+    ? prints.head
+    : concatBytes(prints.head, piece.subarray(0, HEAD_PRINT_BYTES - committedEnd))
+  const tail = piece.length >= TAIL_PRINT_BYTES
+    ? piece.slice(piece.length - TAIL_PRINT_BYTES)
+    : concatBytes(prints.tail.subarray(Math.max(0, prints.tail.length + piece.length - TAIL_PRINT_BYTES)), piece)
+  return { head, tail }
+}
+
+const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => {
+  if (a.length !== b.length) return false
+  for (let index = 0; index < a.length; index++) if (a[index] !== b[index]) return false
+  return true
+}
+
+/** One Session's cached parse, valid for exactly the file state it records. */
+interface CachedSession {
+  readonly identity: string
+  readonly size: number
+  readonly mtimeMs: number
+  /** Offset just past the last newline parsed. */
+  readonly committedEnd: number
+  readonly accumulator: SessionAccumulator
+  readonly prints: Prints
+  /** Bytes after `committedEnd` at read time, when few enough to keep. */
+  readonly trailing: Uint8Array | undefined
+  readonly outcome: SessionOutcome
+  readonly bytes: number
+}
+
+interface Slot {
+  readonly lock: Semaphore.Semaphore
+  state: CachedSession | undefined
+}
+
+/**
+ * Counters of how reads were answered.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface SessionCacheStats {
+  /** Parsed from the first byte. */
+  readonly full: number
+  /** Parsed only past the cached prefix. */
+  readonly incremental: number
+  /** Same bytes as last time: answered from the cache. */
+  readonly unchanged: number
+  /** Not an existing regular file, or I/O failed: read by the uncached reader. */
+  readonly uncached: number
+}
+
+/**
+ * Limits of a Session cache.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface SessionCacheOptions {
+  /** Sessions kept; the least recently read are dropped first. Default 32. */
+  readonly capacity?: number | undefined
+  /** Estimated bytes of retained state over all Sessions. Default 64 MiB. */
+  readonly maxBytes?: number | undefined
+}
+
+/**
+ * A read answered by the cache: the projection and the resolved file.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface CachedSessionRead extends SessionProjection {
+  readonly sessionFile: string
+}
+
+/**
+ * Incremental Session reads with a bounded cache.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface SessionCache {
+  /** Resolves and reads a Session like `readSession`, without `parsed` and `branch`. */
+  readonly read: (reference: unknown, options: SessionReaderOptions) => Effect.Effect<CachedSessionRead, SessionError>
+  /** What the store observes of a native Session, like `nativeObservation`. */
+  readonly observe: (reference: unknown, options: SessionReaderOptions) => Effect.Effect<NativeObservation>
+  readonly stats: Effect.Effect<SessionCacheStats>
+}
+
+type OpenFile = FileSystem.File
+
+const identityOf = (info: FileSystem.File.Info): string | undefined =>
+  Option.match(info.ino, { onNone: () => undefined, onSome: (ino) => `${info.dev}:${ino}` })
+
+const mtimeOf = (info: FileSystem.File.Info): number =>
+  Option.match(info.mtime, { onNone: () => -1, onSome: (date) => date.getTime() })
+
+/**
+ * Builds a Session cache over the `FileSystem` and `Path` in context.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {}) {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const maxBytes = options.maxBytes ?? 64 * 1024 * 1024
+  const cache = yield* Cache.make<string, Slot>({
+    capacity: options.capacity ?? 32,
+    lookup: () => Effect.sync(() => ({ lock: Semaphore.makeUnsafe(1), state: undefined }))
+  })
+  const counters = { full: 0, incremental: 0, unchanged: 0, uncached: 0 }
+  // Read buffers are reused: fresh large allocations are what makes whole-file reads slow.
+  const buffers: Array<Uint8Array> = []
+  const takeBuffer = () => buffers.pop() ?? new Uint8Array(READ_CHUNK_BYTES)
+  const giveBuffer = (buffer: Uint8Array) => {
+    if (buffer.length === READ_CHUNK_BYTES && buffers.length < 4) buffers.push(buffer)
+  }
+
+  /** Reads exactly `length` bytes at `position`, or `undefined` if the file is shorter now. */
+  const readExact = (file: OpenFile, position: number, length: number) =>
+    Effect.gen(function*() {
+      if (length === 0) return new Uint8Array(0)
+      const bytes = Option.getOrUndefined(yield* file.readAlloc(length, { position: BigInt(position) }))
+      return bytes !== undefined && bytes.length === length ? bytes : undefined
+    })
+
+  /**
+   * Streams `[from, end)` into the accumulator, committing complete lines.
+   * Returns the new committed end, the prints and the unterminated rest.
+   */
+  const scan = (
+    file: OpenFile,
+    accumulator: SessionAccumulator,
+    from: number,
+    end: number,
+    startPrints: Prints
+  ) =>
+    Effect.gen(function*() {
+      let buffer = takeBuffer()
+      let filled = 0
+      let position = from
+      let committedEnd = from
+      let prints = startPrints
+      try {
+        while (position < end) {
+          if (filled === buffer.length) {
+            // One line longer than the buffer: grow it for this line.
+            const grown = new Uint8Array(buffer.length * 2)
+            grown.set(buffer.subarray(0, filled))
+            buffer = grown
+          }
+          const wanted = Math.min(buffer.length - filled, end - position)
+          const count = yield* file.read(buffer.subarray(filled, filled + wanted), { position: BigInt(position) })
+          if (count === 0) break
+          position += count
+          filled += count
+          const last = buffer.lastIndexOf(NEWLINE, filled - 1)
+          if (last < 0) continue
+          const complete = buffer.subarray(0, last + 1)
+          feedCompleteLines(accumulator, complete)
+          prints = extendPrints(prints, committedEnd, complete)
+          committedEnd += complete.length
+          buffer.copyWithin(0, last + 1, filled)
+          filled -= last + 1
+        }
+        return { committedEnd, prints, trailing: buffer.slice(0, filled), size: position }
+      } finally {
+        giveBuffer(buffer)
+      }
+    })
+
+  const remember = (
+    slot: Slot,
+    identity: string | undefined,
+    mtimeMs: number,
+    accumulator: SessionAccumulator,
+    scanned: { readonly committedEnd: number; readonly prints: Prints; readonly trailing: Uint8Array; readonly size: number }
+  ): SessionOutcome => {
+    const outcome = accumulator.finish(utf8.decode(scanned.trailing))
+    const trailing = scanned.trailing.length <= TRAILING_KEPT_BYTES ? scanned.trailing : undefined
+    const bytes = accumulator.retainedBytes + scanned.prints.head.length + scanned.prints.tail.length +
+      (trailing?.length ?? 0)
+    if (identity !== undefined && bytes <= maxBytes) {
+      slot.state = {
+        identity,
+        size: scanned.size,
+        mtimeMs,
+        committedEnd: scanned.committedEnd,
+        accumulator,
+        prints: scanned.prints,
+        trailing,
+        outcome,
+        bytes
+      }
+    }
+    return outcome
+  }
+
+  /** Reuses the cached prefix if the file provably still starts with it. */
+  const tryIncremental = (
+    slot: Slot,
+    prior: CachedSession,
+    file: OpenFile,
+    size: number,
+    mtimeMs: number
+  ) =>
+    Effect.gen(function*() {
+      const tailStart = prior.committedEnd - prior.prints.tail.length
+      const verifyEnd = size - tailStart <= READ_CHUNK_BYTES ? size : prior.committedEnd
+      const verified = yield* readExact(file, tailStart, verifyEnd - tailStart)
+      if (verified === undefined) return undefined
+      if (!sameBytes(verified.subarray(0, prior.prints.tail.length), prior.prints.tail)) return undefined
+      if (tailStart > 0) {
+        const head = yield* readExact(file, 0, prior.prints.head.length)
+        if (head === undefined || !sameBytes(head, prior.prints.head)) return undefined
+      }
+      const rest = verified.subarray(prior.prints.tail.length)
+      if (
+        size === prior.size && mtimeMs === prior.mtimeMs && verifyEnd === size && prior.trailing !== undefined &&
+        sameBytes(rest, prior.trailing)
+      ) {
+        counters.unchanged++
+        slot.state = prior
+        return prior.outcome
+      }
+      counters.incremental++
+      const accumulator = prior.accumulator
+      if (verifyEnd === size) {
+        // Everything new is already in memory.
+        const last = rest.lastIndexOf(NEWLINE)
+        const complete = rest.subarray(0, last + 1)
+        feedCompleteLines(accumulator, complete)
+        return remember(slot, prior.identity, mtimeMs, accumulator, {
+          committedEnd: prior.committedEnd + complete.length,
+          prints: extendPrints(prior.prints, prior.committedEnd, complete),
+          trailing: rest.slice(last + 1),
+          size
+        })
+      }
+      const scanned = yield* scan(file, accumulator, prior.committedEnd, size, prior.prints)
+      return remember(slot, prior.identity, mtimeMs, accumulator, scanned)
+    })
+
+  const refresh = (slot: Slot, sessionFile: string) =>
+    Effect.scoped(Effect.gen(function*() {
+      const prior = slot.state
+      // Cleared first: an interrupted or failed refresh must not leave a half-fed accumulator behind.
+      slot.state = undefined
+      const file = yield* fs.open(sessionFile, { flag: "r" })
+      const info = yield* file.stat
+      const size = Number(info.size)
+      const identity = identityOf(info)
+      const mtimeMs = mtimeOf(info)
+      if (
+        prior !== undefined && identity !== undefined && prior.identity === identity && size >= prior.size &&
+        !(size === prior.size && mtimeMs !== prior.mtimeMs)
+      ) {
+        const outcome = yield* tryIncremental(slot, prior, file, size, mtimeMs)
+        if (outcome !== undefined) return outcome
+      }
+      counters.full++
+      const accumulator = new SessionAccumulator(sessionFile)
+      // Like `readFile`, read to the end even if the file grew since `stat`.
+      const scanned = yield* scan(file, accumulator, 0, Number.MAX_SAFE_INTEGER, emptyPrints)
+      return remember(slot, identity, mtimeMs, accumulator, scanned)
+    }))
+
+  /** Drops the least recently used Sessions' state until the total fits. */
+  const enforceBudget = (current: Slot) =>
+    Effect.gen(function*() {
+      const slots = Array.from(yield* Cache.values(cache))
+      let total = 0
+      for (const slot of slots) total += slot.state?.bytes ?? 0
+      for (const slot of slots) {
+        if (total <= maxBytes) break
+        if (slot === current || slot.state === undefined) continue
+        total -= slot.state.bytes
+        slot.state = undefined
+      }
+    })
+
+  const uncached = (reference: unknown, options: SessionReaderOptions) => {
+    counters.uncached++
+    return readSession(reference as string, options).pipe(
+      Effect.map(({ branch: _branch, parsed: _parsed, ...projection }): CachedSessionRead => projection),
+      Effect.provideService(FileSystem.FileSystem, fs),
+      Effect.provideService(Path.Path, path)
+    )
+  }
+
+  const read = (reference: unknown, options: SessionReaderOptions): Effect.Effect<CachedSessionRead, SessionError> =>
+    Effect.gen(function*() {
+      if (typeof reference !== "string" || !reference.trim()) return yield* uncached(reference, options)
+      const sessionFile = path.resolve(reference.trim())
+      // `stat` follows symlinks exactly as the reader's resolution does.
+      const info = yield* Effect.option(fs.stat(sessionFile))
+      if (Option.isNone(info) || info.value.type !== "File") return yield* uncached(reference, options)
+      const slot = yield* Cache.get(cache, sessionFile)
+      const outcome = yield* slot.lock.withPermits(1)(refresh(slot, sessionFile)).pipe(
+        Effect.map(Option.some),
+        Effect.catch((_: PlatformError) => Effect.succeedNone)
+      )
+      if (Option.isNone(outcome)) return yield* uncached(reference, options)
+      yield* enforceBudget(slot)
+      const projection = yield* Effect.fromResult(outcome.value)
+      return { sessionFile, ...projection } satisfies CachedSessionRead
+    })
+
+  const observe = (reference: unknown, options: SessionReaderOptions): Effect.Effect<NativeObservation> =>
+    read(reference, options).pipe(
+      Effect.map(({ selection, session }): NativeObservation => ({
+        availability: "available",
+        sessionId: session.id,
+        selection: { ...selection, selectorVersion: selection.manifest.selectorVersion }
+      })),
+      Effect.catch((error: SessionError) =>
+        Effect.succeed<NativeObservation>(
+          isSessionMissing(error) ? { availability: "missing" } : { availability: "unreadable" }
+        )
+      )
+    )
+
+  const stats = Effect.sync((): SessionCacheStats => ({ ...counters }))
+
+  return { read, observe, stats } satisfies SessionCache
+})

@@ -1,0 +1,508 @@
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, FileSystem, Layer, Option, Path, Result } from "effect"
+import fc from "fast-check"
+import { accumulateText, make as makeSessionCache, SessionAccumulator } from "../../src/session/SessionCache.js"
+import {
+  nativeObservation,
+  parseSessionResult,
+  projectSession,
+  readSession,
+  resolveActiveBranchResult,
+  type SessionError,
+  type SessionInvalid,
+  type SessionProjection
+} from "../../src/session/index.js"
+import { fileSystemSuite } from "../support/FileSystemSuite.js"
+import { fuzzRuns } from "../support/FuzzRuns.js"
+import { Session } from "./Reference.js"
+import { sessionTextArb, textArb } from "./SessionArbitrary.js"
+
+// ---- helpers --------------------------------------------------------------
+
+type Outcome = Result.Result<SessionProjection, SessionInvalid>
+
+/** The uncached reader's outcome for a text: parse, walk the branch, project. */
+const freshOutcome = (text: string, source: string): Outcome => {
+  const parsed = parseSessionResult(text, source)
+  if (Result.isFailure(parsed)) return Result.fail(parsed.failure)
+  const branch = resolveActiveBranchResult(parsed.success, source)
+  if (Result.isFailure(branch)) return Result.fail(branch.failure)
+  return Result.succeed(projectSession(parsed.success, branch.success))
+}
+
+const errorFields = (error: SessionInvalid) => ({
+  kind: error.kind,
+  message: error.message,
+  source: error.source,
+  line: error.line,
+  entryId: error.entryId
+})
+
+const assertSameOutcome = (actual: Outcome, expected: Outcome, label: string) => {
+  if (Result.isSuccess(expected)) {
+    assert.isTrue(Result.isSuccess(actual), `${label}: expected success, got ${JSON.stringify(actual)}`)
+    const value = (actual as Result.Success<SessionProjection, SessionInvalid>).success
+    assert.deepStrictEqual(value, expected.success, label)
+    // Key order too: JSON renderings must agree byte for byte.
+    assert.strictEqual(JSON.stringify(value), JSON.stringify(expected.success), `${label}: JSON`)
+  } else {
+    assert.isTrue(Result.isFailure(actual), `${label}: expected ${expected.failure.message}`)
+    const failure = (actual as Result.Failure<SessionProjection, SessionInvalid>).failure
+    assert.deepStrictEqual(errorFields(failure), errorFields(expected.failure), label)
+  }
+}
+
+const header = (id: string, extra: Record<string, unknown> = {}) =>
+  JSON.stringify({ type: "session", version: 3, id, timestamp: "2026-01-01T00:00:00.000Z", cwd: "/project", ...extra })
+
+const message = (id: string, parentId: string | null, role: string, text: string, stopReason = "stop") =>
+  JSON.stringify({
+    type: "message",
+    id,
+    parentId,
+    timestamp: "2026-01-01T00:00:01.000Z",
+    message: { role, content: [{ type: "text", text }], stopReason }
+  })
+
+/** A tree Session of `turns` user/assistant pairs, each line newline-terminated. */
+const turnsText = (turns: number, id = "sess-a", from = 0) => {
+  const lines: Array<string> = from === 0 ? [header(id)] : []
+  for (let turn = from; turn < from + turns; turn++) {
+    lines.push(message(`u${turn}`, turn === 0 ? null : `a${turn - 1}`, "user", `question ${turn}`))
+    lines.push(message(`a${turn}`, `u${turn}`, "assistant", `answer ${turn}`))
+  }
+  return lines.map((line) => `${line}\n`).join("")
+}
+
+/** A long tool output, so fingerprints cover only part of the file. */
+const toolOutput = (id: string, parentId: string, size: number) =>
+  JSON.stringify({
+    type: "message",
+    id,
+    parentId,
+    timestamp: "2026-01-01T00:00:02.000Z",
+    message: { role: "toolResult", content: [{ type: "text", text: "x".repeat(size) }] }
+  })
+
+// ---- the accumulator --------------------------------------------------------
+
+describe("SessionAccumulator", () => {
+  it("a whole text gives the uncached reader's outcome", () => {
+    const text = turnsText(3)
+    assertSameOutcome(accumulateText(text, "s.jsonl"), freshOutcome(text, "s.jsonl"), "turns")
+    assertSameOutcome(accumulateText("", "s.jsonl"), freshOutcome("", "s.jsonl"), "empty")
+    assertSameOutcome(accumulateText(header("h"), "s.jsonl"), freshOutcome(header("h"), "s.jsonl"), "header only")
+  })
+
+  it("an unterminated last line is parsed, and re-parsed once it is completed", () => {
+    const accumulator = new SessionAccumulator("s.jsonl")
+    const complete = turnsText(2).split("\n").slice(0, -1)
+    for (const line of complete) accumulator.addLine(line)
+    const next = message("u2", "a1", "user", "question 2")
+    const torn = next.slice(0, 20)
+    const tornText = `${complete.join("\n")}\n${torn}`
+    const tornOutcome = accumulator.finish(torn)
+    assertSameOutcome(tornOutcome, freshOutcome(tornText, "s.jsonl"), "torn")
+    assert.strictEqual(Result.isFailure(tornOutcome) && tornOutcome.failure.line, complete.length + 1)
+    assertSameOutcome(
+      accumulator.finish(next),
+      freshOutcome(`${complete.join("\n")}\n${next}`, "s.jsonl"),
+      "completed"
+    )
+  })
+
+  it("feeding any prefix of a Session, in any pieces, gives the uncached reader's outcome for it", () => {
+    fc.assert(
+      fc.property(sessionTextArb, fc.array(fc.nat(), { maxLength: 6 }), (text, rawCuts) => {
+      const cuts = [...new Set([...rawCuts.map((cut) => cut % (text.length + 1)), text.length])].sort((a, b) => a - b)
+      const accumulator = new SessionAccumulator("s.jsonl")
+      let fed = 0
+      for (const cut of cuts) {
+        // Lines complete before `cut` are committed; the rest up to `cut` is the unterminated tail.
+        const lastNewline = text.lastIndexOf("\n", cut - 1)
+        if (lastNewline + 1 > fed) {
+          for (const line of text.slice(fed, lastNewline).split("\n")) accumulator.addLine(line)
+          fed = lastNewline + 1
+        }
+        const prefix = text.slice(0, cut)
+        assertSameOutcome(accumulator.finish(text.slice(fed, cut)), freshOutcome(prefix, "s.jsonl"), `cut ${cut}`)
+      }
+      }),
+      { numRuns: fuzzRuns(1000) }
+    )
+  })
+
+  it("branch switches and duplicated texts keep the manifest hash right", () => {
+    const stepsArb = fc.array(fc.tuple(fc.nat(20), textArb, fc.constantFrom("user", "assistant")), {
+      minLength: 1,
+      maxLength: 30
+    })
+    fc.assert(
+      fc.property(stepsArb, (steps) => {
+      // Every entry hangs off an earlier one, so the active branch jumps around as lines arrive.
+      const lines = [header("sess-b")]
+      const accumulator = new SessionAccumulator("s.jsonl")
+      accumulator.addLine(lines[0])
+      steps.forEach(([parent, text, role], index) => {
+        const parentId = index === 0 ? null : `e${parent % index}`
+        const line = message(`e${index}`, parentId, role, text)
+        lines.push(line)
+        accumulator.addLine(line)
+        assertSameOutcome(accumulator.finish(""), freshOutcome(`${lines.join("\n")}\n`, "s.jsonl"), `step ${index}`)
+      })
+      }),
+      { numRuns: fuzzRuns(300) }
+    )
+  })
+})
+
+// ---- the cache on a file system ------------------------------------------------
+
+/** What `readSession` says now, without the parsed entries (which the cache does not keep). */
+const freshRead = (file: string, sessionRoot: string) =>
+  readSession(file, { sessionRoot }).pipe(
+    Effect.map(({ branch: _branch, parsed: _parsed, ...projection }) => projection),
+    Effect.result
+  )
+
+const cachedRead = (cache: Effect.Success<ReturnType<typeof makeSessionCache>>, file: string, sessionRoot: string) =>
+  Effect.result(cache.read(file, { sessionRoot }))
+
+const assertSameRead = (
+  actual: Result.Result<unknown, SessionError>,
+  expected: Result.Result<unknown, SessionError>,
+  label: string
+) => {
+  if (Result.isSuccess(expected)) {
+    assert.isTrue(Result.isSuccess(actual), `${label}: expected success, got ${JSON.stringify(actual)}`)
+    assert.deepStrictEqual((actual as Result.Success<unknown, SessionError>).success, expected.success, label)
+  } else {
+    assert.isTrue(Result.isFailure(actual), `${label}: expected failure ${expected.failure.message}`)
+    const failure = (actual as Result.Failure<unknown, SessionError>).failure
+    assert.strictEqual(failure._tag, expected.failure._tag, label)
+    assert.strictEqual(failure.message, expected.failure.message, label)
+  }
+}
+
+const append = (file: string, text: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    yield* fs.writeFileString(file, text, { flag: "a" })
+  })
+
+/** Rewrites a file in place (same inode) and puts its modification time back. */
+const rewriteInPlace = (file: string, text: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const before = yield* fs.stat(file)
+    const mtimeMs = Option.getOrThrow(before.mtime).getTime()
+    yield* fs.writeFileString(file, text)
+    // In seconds, aimed at the middle of the millisecond so float rounding cannot move it.
+    const seconds = (mtimeMs + 0.5) / 1000
+    yield* fs.utimes(file, seconds, seconds)
+    const after = yield* fs.stat(file)
+    assert.strictEqual(Option.getOrThrow(after.mtime).getTime(), mtimeMs, "mtime restored")
+    assert.deepStrictEqual(after.ino, before.ino, "same inode")
+  })
+
+const replace = (file: string, text: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    yield* fs.writeFileString(`${file}.tmp`, text)
+    yield* fs.rename(`${file}.tmp`, file)
+  })
+
+/** Reads with the cache and fresh, asserts they agree, and returns the cache's counters. */
+const check = Effect.fnUntraced(function*(
+  cache: Effect.Success<ReturnType<typeof makeSessionCache>>,
+  file: string,
+  root: string,
+  label: string
+) {
+  const actual = yield* cachedRead(cache, file, root)
+  const expected = yield* freshRead(file, root)
+  assertSameRead(actual, expected, label)
+  return yield* cache.stats
+})
+
+const historyArb = fc.tuple(
+  sessionTextArb,
+  fc.array(
+    fc.oneof(
+      { weight: 6, arbitrary: fc.record({ op: fc.constant("append" as const), text: sessionTextArb }) },
+      { weight: 2, arbitrary: fc.record({ op: fc.constant("truncate" as const), at: fc.nat() }) },
+      {
+        weight: 2,
+        arbitrary: fc.record({ op: fc.constant("rewrite" as const), at: fc.nat(), char: fc.constantFrom("x", "{", "\n", " ") })
+      },
+      { weight: 1, arbitrary: fc.record({ op: fc.constant("replace" as const), text: sessionTextArb }) }
+    ),
+    { maxLength: 8 }
+  )
+)
+
+fileSystemSuite("SessionCache", (it) => {
+  it.effect("appended lines are parsed incrementally and read like a fresh read", ({ root }) =>
+    Effect.gen(function*() {
+      const cache = yield* makeSessionCache()
+      const file = `${root}/s.jsonl`
+      yield* append(file, turnsText(3))
+      assert.strictEqual((yield* check(cache, file, root, "first")).full, 1)
+      for (let step = 3; step < 6; step++) {
+        yield* append(file, turnsText(1, "sess-a", step))
+        const stats = yield* check(cache, file, root, `after append ${step}`)
+        assert.strictEqual(stats.full, 1)
+        assert.strictEqual(stats.incremental, step - 2)
+      }
+    }))
+
+  it.effect("an unchanged file is answered from the cache", ({ root }) =>
+    Effect.gen(function*() {
+      const cache = yield* makeSessionCache()
+      const file = `${root}/s.jsonl`
+      yield* append(file, turnsText(2))
+      yield* check(cache, file, root, "first")
+      const stats = yield* check(cache, file, root, "again")
+      assert.deepStrictEqual(stats, { full: 1, incremental: 0, unchanged: 1, uncached: 0 })
+    }))
+
+  it.effect("a torn last line reads as malformed, and whole once completed", ({ root }) =>
+    Effect.gen(function*() {
+      const cache = yield* makeSessionCache()
+      const file = `${root}/s.jsonl`
+      yield* append(file, turnsText(2))
+      yield* check(cache, file, root, "first")
+      const next = `${message("u2", "a1", "user", "question 2")}\n`
+      yield* append(file, next.slice(0, 17))
+      const torn = yield* cachedRead(cache, file, root)
+      assert.isTrue(Result.isFailure(torn))
+      assert.strictEqual((torn as Result.Failure<unknown, SessionError>).failure.message, `${file} contains malformed JSON at line 6`)
+      yield* check(cache, file, root, "torn")
+      yield* append(file, next.slice(17))
+      const stats = yield* check(cache, file, root, "completed")
+      assert.strictEqual(stats.full, 1)
+    }))
+
+  it.effect("a truncated file is parsed from the start", ({ root }) =>
+    Effect.gen(function*() {
+      const cache = yield* makeSessionCache()
+      const fs = yield* FileSystem.FileSystem
+      const file = `${root}/s.jsonl`
+      const text = turnsText(4)
+      yield* append(file, text)
+      yield* check(cache, file, root, "first")
+      yield* fs.truncate(file, text.length - 30)
+      assert.strictEqual((yield* check(cache, file, root, "truncated mid-line")).full, 2)
+      yield* fs.truncate(file, turnsText(2).length)
+      assert.strictEqual((yield* check(cache, file, root, "truncated at a line")).full, 3)
+    }))
+
+  it.effect("an in-place rewrite with the same size and modification time is noticed", ({ root }) =>
+    Effect.gen(function*() {
+      const cache = yield* makeSessionCache()
+      const file = `${root}/s.jsonl`
+      const text = turnsText(3)
+      yield* append(file, text)
+      yield* check(cache, file, root, "first")
+      // Same length, different last answer: the tail fingerprint changes.
+      yield* rewriteInPlace(file, text.replace("answer 2", "answer X"))
+      const stats = yield* check(cache, file, root, "rewritten tail")
+      assert.strictEqual(stats.full, 2)
+    }))
+
+  it.effect("a rewritten header is noticed even when the tail is unchanged", ({ root }) =>
+    Effect.gen(function*() {
+      const cache = yield* makeSessionCache()
+      const file = `${root}/s.jsonl`
+      // A long tool output pushes the header out of the tail fingerprint.
+      const text = `${header("sess-a")}\n${message("u0", null, "user", "q")}\n${toolOutput("t0", "u0", 20_000)}\n${
+        message("a0", "t0", "assistant", "a")
+      }\n`
+      yield* append(file, text)
+      yield* check(cache, file, root, "first")
+      yield* rewriteInPlace(file, text.replace("sess-a", "sess-z"))
+      yield* append(file, `${message("u1", "a0", "user", "next")}\n`)
+      const stats = yield* check(cache, file, root, "rewritten header, then appended")
+      assert.strictEqual(stats.full, 2)
+    }))
+
+  it.effect("a rewrite just before the old end is noticed when the file also grew", ({ root }) =>
+    Effect.gen(function*() {
+      const cache = yield* makeSessionCache()
+      const file = `${root}/s.jsonl`
+      const text = turnsText(3)
+      yield* append(file, text)
+      yield* check(cache, file, root, "first")
+      yield* rewriteInPlace(file, `${text.replace("answer 2", "answer Y")}${message("u3", "a2", "user", "more")}\n`)
+      assert.strictEqual((yield* check(cache, file, root, "rewritten and grown")).full, 2)
+    }))
+
+  it.effect("a file replaced by rename is parsed from the start", ({ root }) =>
+    Effect.gen(function*() {
+      const cache = yield* makeSessionCache()
+      const file = `${root}/s.jsonl`
+      const text = turnsText(3)
+      yield* append(file, text)
+      yield* check(cache, file, root, "first")
+      yield* replace(file, text.replace("question 1", "question Q"))
+      assert.strictEqual((yield* check(cache, file, root, "replaced, same size")).full, 2)
+      yield* replace(file, `${text}${message("u3", "a2", "user", "more")}\n`)
+      assert.strictEqual((yield* check(cache, file, root, "replaced by a longer file")).full, 3)
+    }))
+
+  it.effect("a touched file of the same size is parsed again", ({ root }) =>
+    Effect.gen(function*() {
+      const cache = yield* makeSessionCache()
+      const fs = yield* FileSystem.FileSystem
+      const file = `${root}/s.jsonl`
+      yield* append(file, turnsText(2))
+      yield* check(cache, file, root, "first")
+      const later = new Date(Date.UTC(2030, 0, 1))
+      yield* fs.utimes(file, later, later)
+      assert.strictEqual((yield* check(cache, file, root, "touched")).full, 2)
+    }))
+
+  it.effect("large appends stream in pieces and long lines span pieces", ({ root }) =>
+    Effect.gen(function*() {
+      const cache = yield* makeSessionCache()
+      const file = `${root}/s.jsonl`
+      yield* append(file, `${header("sess-a")}\n${message("u0", null, "user", "q")}\n`)
+      yield* check(cache, file, root, "first")
+      const lines = [toolOutput("t0", "u0", 150_000)]
+      for (let index = 1; index < 40; index++) lines.push(toolOutput(`t${index}`, `t${index - 1}`, 3000 + index))
+      lines.push(message("a0", "t39", "assistant", "done"))
+      yield* append(file, `${lines.join("\n")}\n`)
+      const stats = yield* check(cache, file, root, "after a large append")
+      assert.strictEqual(stats.incremental, 1)
+    }))
+
+  it.effect("after any sequence of appends, truncations, rewrites and replacements it reads like a fresh read", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      for (const [run, [initial, operations]] of fc.sample(historyArb, { numRuns: fuzzRuns(60), seed: 5 }).entries()) {
+        const cache = yield* makeSessionCache()
+        const file = `${root}/s${run}.jsonl`
+        const label = `run ${run} ${JSON.stringify(operations.map((operation) => operation.op))}`
+        yield* fs.writeFileString(file, initial)
+        yield* check(cache, file, root, `${label} initial`)
+        for (const [index, operation] of operations.entries()) {
+          const current = yield* fs.readFileString(file)
+          switch (operation.op) {
+            case "append":
+              // Generated texts start with their own header; appending one is still just more lines.
+              yield* append(file, operation.text)
+              break
+            case "truncate":
+              yield* fs.truncate(file, operation.at % (current.length + 1))
+              break
+            case "rewrite": {
+              if (current.length === 0) break
+              const at = operation.at % current.length
+              yield* rewriteInPlace(file, `${current.slice(0, at)}${operation.char}${current.slice(at + 1)}`)
+              break
+            }
+            case "replace":
+              yield* replace(file, operation.text)
+              break
+          }
+          yield* check(cache, file, root, `${label} after ${index}: ${operation.op}`)
+        }
+      }
+    }))
+
+  it.effect("observations match the uncached observation, missing and unreadable included", ({ root }) =>
+    Effect.gen(function*() {
+      const cache = yield* makeSessionCache()
+      const fs = yield* FileSystem.FileSystem
+      const path = yield* Path.Path
+      const good = `${root}/good.jsonl`
+      const bad = `${root}/bad.jsonl`
+      yield* fs.writeFileString(good, turnsText(2))
+      yield* fs.writeFileString(bad, `${header("x")}\n{"type":`)
+      yield* fs.makeDirectory(`${root}/dir.jsonl`)
+      const references: ReadonlyArray<unknown> = [
+        good,
+        bad,
+        `${root}/nothing.jsonl`,
+        `${root}/dir.jsonl`,
+        "sess-a",
+        "no-such-id",
+        "  ",
+        path.relative(process.cwd(), good)
+      ]
+      for (const reference of references) {
+        const expected = yield* nativeObservation(reference as string, { sessionRoot: root })
+        for (let round = 0; round < 2; round++) {
+          assert.deepStrictEqual(
+            yield* cache.observe(reference, { sessionRoot: root }),
+            expected,
+            `${String(reference)} round ${round}`
+          )
+        }
+      }
+    }))
+
+  it.effect("the least recently read Session is dropped beyond capacity", ({ root }) =>
+    Effect.gen(function*() {
+      const cache = yield* makeSessionCache({ capacity: 1 })
+      const a = `${root}/a.jsonl`
+      const b = `${root}/b.jsonl`
+      yield* append(a, turnsText(2, "sess-a"))
+      yield* append(b, turnsText(2, "sess-b"))
+      yield* check(cache, a, root, "a")
+      yield* check(cache, b, root, "b")
+      const stats = yield* check(cache, a, root, "a again")
+      assert.strictEqual(stats.full, 3)
+    }))
+
+  it.effect("state beyond the byte budget is not kept", ({ root }) =>
+    Effect.gen(function*() {
+      const cache = yield* makeSessionCache({ maxBytes: 1024 })
+      const file = `${root}/s.jsonl`
+      yield* append(file, turnsText(20))
+      yield* check(cache, file, root, "first")
+      const stats = yield* check(cache, file, root, "again")
+      assert.strictEqual(stats.full, 2)
+    }))
+})
+
+const nodeLayer = Layer.merge(NodeFileSystem.layer, Path.layer)
+
+describe("SessionCache against the reference", () => {
+  it.effect("cached reads of a growing Session equal the reference's readRarebitSession", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const root = yield* fs.makeTempDirectoryScoped({ prefix: "rarebit-cache-" })
+      const cases = fc.sample(fc.tuple(sessionTextArb, sessionTextArb, fc.nat()), { numRuns: fuzzRuns(100), seed: 9 })
+      for (const [run, [first, more, cut]] of cases.entries()) {
+        const file = `${root}/s${run}.jsonl`
+        const cache = yield* makeSessionCache()
+        const whole = `${first}${more}`
+        const splitAt = first.length + (cut % (more.length + 1))
+        let written = 0
+        for (const end of [first.length, splitAt, whole.length]) {
+          yield* fs.writeFileString(file, whole.slice(written, end), { flag: "a" })
+          written = end
+          const label = `run ${run} at ${end}`
+          const mine = yield* Effect.result(cache.read(file, { sessionRoot: root }))
+          const reference = yield* Effect.promise(() =>
+            Session.readRarebitSession(file, { sessionRoot: root }).then(
+              ({ branch: _branch, parsed: _parsed, ...projection }: Record<string, unknown>) =>
+                ({ ok: true as const, value: projection }),
+              (error: Error) => ({ ok: false as const, error })
+            )
+          )
+          if (reference.ok) {
+            assert.isTrue(Result.isSuccess(mine), `${label}: expected success: ${JSON.stringify(mine)}`)
+            const value = (mine as Result.Success<unknown, SessionError>).success
+            assert.deepStrictEqual(value, reference.value, label)
+            assert.strictEqual(JSON.stringify(value), JSON.stringify(reference.value), label)
+          } else {
+            assert.isTrue(Result.isFailure(mine), `${label}: expected ${reference.error.message}`)
+            assert.strictEqual((mine as Result.Failure<unknown, SessionError>).failure.message, reference.error.message, label)
+          }
+        }
+      }
+    }).pipe(Effect.provide(nodeLayer)))
+})

@@ -1,0 +1,367 @@
+/**
+ * The commit lock: retries driven by the TestClock, in-process queueing,
+ * token-checked release, interruption of waiters and holders, and breaking
+ * locks whose owner is provably dead (never by age, never twice).
+ */
+import { assert } from "@effect/vitest"
+import { Clock, Deferred, Effect, Exit, Fiber, Random } from "effect"
+import { acquireCommitLock, makeLockQueues } from "../../src/store/CommitLock.js"
+import { LockOwner, type LockOwnerProbe, type OwnerEvidence } from "../../src/store/LockOwner.js"
+import type { Acquired, Reservation } from "../../src/store/Reservation.js"
+import { FaultPlan, makeFaultFileSystem } from "../../src/testing/FaultFileSystem.js"
+import { fileSystemSuite } from "../support/FileSystemSuite.js"
+import { type Json, jobId, summaryReceipt } from "../support/Receipts.js"
+import {
+  assertNoOpenHandles,
+  claimOf,
+  driveSleeps,
+  FAST_RETRY,
+  type Kit,
+  makeSleepProbe,
+  readIfExists,
+  runDriven,
+  setup,
+  sidecarRecords,
+  strayFiles,
+  writeLock
+} from "./StoreKit.js"
+
+const JOB = jobId(1)
+const FOREIGN = { token: "held-by-another-process", claimedAt: "2026-07-26T00:00:00.000Z" }
+const HERE: OwnerEvidence = { pid: 1, hostname: "here" }
+const DEAD: OwnerEvidence = { pid: 999, hostname: "here" }
+
+const acquired = (reservation: Reservation): Acquired => {
+  assert.strictEqual(reservation._tag, "Acquired")
+  return reservation as Acquired
+}
+
+const reserve = (kit: Kit, job = JOB) => Effect.map(kit.store.reserve({ jobId: job, sessionFile: kit.sessionFile }), acquired)
+
+const settle = (kit: Kit, reservation: Acquired, hook?: Effect.Effect<void, unknown>) =>
+  kit.store.settle(
+    reservation,
+    summaryReceipt(kit.branch, "s"),
+    hook === undefined ? {} : { hooks: { afterLeaseValidated: hook } }
+  )
+
+/** A probe that writes `HERE` as our evidence and judges owners by `dead`. */
+const probeOf = (dead: (owner: OwnerEvidence) => Effect.Effect<boolean>): LockOwnerProbe => ({
+  current: HERE,
+  isProvablyDead: dead
+})
+
+const failureTag = (exit: Exit.Exit<unknown, unknown>): unknown =>
+  Exit.isFailure(exit) ? (exit.cause.reasons.find((reason) => reason._tag === "Fail") as any)?.error?._tag : "Success"
+
+const assertNoLeftovers = (kit: Kit, label: string) =>
+  Effect.gen(function*() {
+    assert.isFalse(yield* kit.fs.exists(kit.lockPath), `no lock ${label}`)
+    assert.deepStrictEqual(yield* strayFiles(kit), [], `no temp files ${label}`)
+    yield* assertNoOpenHandles(kit.fs, label)
+  })
+
+fileSystemSuite("Commit lock", (it) => {
+  it.effect("a lock held by someone else fails with LockHeld after the configured attempts", ({ root }) =>
+    Effect.gen(function*() {
+      const kit = yield* setup(root, { config: { lockRetry: FAST_RETRY } })
+      const reservation = yield* reserve(kit)
+      yield* writeLock(kit, FOREIGN)
+      const { exit, sleeps } = yield* runDriven(settle(kit, reservation))
+      assert.strictEqual(failureTag(exit), "LockHeld")
+      if (Exit.isFailure(exit)) {
+        const error = exit.cause.reasons.find((reason) => reason._tag === "Fail") as any
+        assert.strictEqual(error.error.message, "Rarebit Session commit lock is held; explicit repair is required if its owner crashed")
+        assert.strictEqual(error.error.lockPath, kit.lockPath)
+        assert.strictEqual(error.error.attempts, FAST_RETRY.attempts)
+      }
+      // One wait between each two attempts, driven by the TestClock alone.
+      assert.deepStrictEqual(sleeps, [5, 5, 5])
+      assert.strictEqual(yield* Clock.currentTimeMillis, 15)
+      assert.strictEqual(yield* readIfExists(kit.fs, kit.lockPath), `${JSON.stringify(FOREIGN)}\n`, "never broken")
+      assert.deepStrictEqual(yield* strayFiles(kit), [])
+      // The seed keeps the claim when the lock was never acquired.
+      assert.strictEqual((yield* claimOf(kit, JOB)).leaseToken, reservation.leaseToken)
+      assert.isFalse(yield* kit.fs.exists(kit.sidecar))
+      yield* assertNoOpenHandles(kit.fs, "after LockHeld")
+    }))
+
+  it.effect("the protocol's schedule is 2000 attempts 5 ms apart", ({ root }) =>
+    Effect.gen(function*() {
+      const kit = yield* setup(root)
+      const reservation = yield* reserve(kit)
+      yield* writeLock(kit, FOREIGN)
+      const { exit, sleeps } = yield* runDriven(settle(kit, reservation))
+      assert.strictEqual(failureTag(exit), "LockHeld")
+      assert.strictEqual(sleeps.length, 1999)
+      assert.isTrue(sleeps.every((ms) => ms === 5))
+      assert.strictEqual(yield* Clock.currentTimeMillis, 9995)
+    }))
+
+  it.effect("release and a takeover wait for the lock too", ({ root }) =>
+    Effect.gen(function*() {
+      const kit = yield* setup(root, { config: { lockRetry: FAST_RETRY } })
+      const reservation = yield* reserve(kit)
+      yield* writeLock(kit, FOREIGN)
+      const released = yield* runDriven(kit.store.release(reservation))
+      assert.strictEqual(failureTag(released.exit), "LockHeld")
+      assert.strictEqual((yield* claimOf(kit, JOB)).state, "active")
+      const takeover = yield* runDriven(
+        kit.store.reserve({ jobId: JOB, sessionFile: kit.sessionFile, now: 10 * 60_000 * 60 })
+      )
+      assert.strictEqual(failureTag(takeover.exit), "LockHeld")
+      assert.strictEqual(released.sleeps.length + takeover.sleeps.length, 6)
+      assert.strictEqual((yield* claimOf(kit, JOB)).leaseToken, reservation.leaseToken)
+    }))
+
+  it.effect("fibers of one process queue for a lock instead of polling it", ({ root }) =>
+    Effect.gen(function*() {
+      const kit = yield* setup(root)
+      const queues = makeLockQueues()
+      const single = { intervalMs: 5, attempts: 1 }
+      const lock = (fiberName: string, gate?: Deferred.Deferred<void>, held?: Deferred.Deferred<void>) =>
+        Effect.scoped(Effect.gen(function*() {
+          const heldLock = yield* acquireCommitLock(kit.fs, queues, kit.lockPath, single, false)
+          if (held !== undefined) yield* Deferred.succeed(held, undefined)
+          if (gate !== undefined) yield* Deferred.await(gate)
+          return `${fiberName}:${heldLock.token === JSON.parse((yield* kit.fs.readFileString(kit.lockPath))).token}`
+        }))
+      yield* kit.fs.makeDirectory(kit.path.dirname(kit.lockPath), { recursive: true })
+      const gate = yield* Deferred.make<void>()
+      const held = yield* Deferred.make<void>()
+      const first = yield* Effect.forkChild(lock("first", gate, held))
+      yield* Deferred.await(held)
+      const second = yield* Effect.forkChild(lock("second"))
+      // The second fiber is now queued in process; with one attempt, a poll of the file would fail.
+      yield* Effect.yieldNow
+      yield* Effect.yieldNow
+      assert.isUndefined(second.pollUnsafe())
+      yield* Deferred.succeed(gate, undefined)
+      assert.deepStrictEqual(yield* Fiber.joinAll([first, second]), ["first:true", "second:true"])
+      assert.isFalse(yield* kit.fs.exists(kit.lockPath))
+      assert.strictEqual(queues.size(), 0, "queues are dropped when unused")
+    }))
+
+  it.effect("concurrent settles on one sidecar all succeed with a single lock attempt each", ({ root }) =>
+    Effect.gen(function*() {
+      const kit = yield* setup(root, { config: { lockRetry: { intervalMs: 5, attempts: 1 } } })
+      const jobs = [1, 2, 3, 4, 5, 6].map(jobId)
+      const reservations = yield* Effect.forEach(jobs, (job) => reserve(kit, job))
+      const hook = Effect.andThen(Effect.yieldNow, Effect.yieldNow)
+      const settled = yield* Effect.forEach(reservations, (r) => settle(kit, r, hook), { concurrency: "unbounded" })
+      assert.strictEqual(settled.length, jobs.length)
+      const receipts = (yield* sidecarRecords(kit)).filter((r) => r.type === "rarebit_summary")
+      assert.deepStrictEqual(receipts.map((r) => r.jobId).sort(), [...jobs].sort())
+      for (const job of jobs) assert.strictEqual((yield* claimOf(kit, job)).state, "settled")
+      yield* assertNoLeftovers(kit, "after concurrent settles")
+    }))
+
+  it.effect("the lock file holds a fresh token, the Clock's time and our owner evidence", ({ root }) =>
+    Effect.gen(function*() {
+      const kit = yield* setup(root)
+      const reservation = yield* reserve(kit)
+      const seen: Array<Json> = []
+      const hook = Effect.orDie(Effect.map(kit.fs.readFileString(kit.lockPath), (text) => seen.push(JSON.parse(text))))
+      yield* settle(kit, reservation, hook).pipe(
+        Effect.provideService(LockOwner, probeOf(() => Effect.succeed(false)))
+      )
+      assert.deepStrictEqual(Object.keys(seen[0]!), ["token", "claimedAt", "owner"])
+      assert.match(String(seen[0]!.token), /^[0-9a-f]{48}$/)
+      assert.notStrictEqual(seen[0]!.token, reservation.leaseToken)
+      assert.strictEqual(seen[0]!.claimedAt, new Date(0).toISOString())
+      assert.deepStrictEqual(seen[0]!.owner, HERE)
+      yield* assertNoLeftovers(kit, "after settle")
+    }).pipe(Random.withSeed("lock-content")))
+
+  it.effect("release removes the lock only while it still holds our token", ({ root }) =>
+    Effect.gen(function*() {
+      const kit = yield* setup(root)
+      // Someone replaces the lock mid-way (e.g. a repair followed by another writer).
+      const replace = Effect.orDie(kit.fs.writeFileString(kit.lockPath, `${JSON.stringify(FOREIGN)}\n`))
+      yield* settle(kit, yield* reserve(kit, jobId(1)), replace)
+      assert.strictEqual(yield* readIfExists(kit.fs, kit.lockPath), `${JSON.stringify(FOREIGN)}\n`)
+      yield* kit.fs.remove(kit.lockPath)
+      // The lock removed under us: releasing is not an error.
+      yield* settle(kit, yield* reserve(kit, jobId(2)), Effect.orDie(kit.fs.remove(kit.lockPath)))
+      assert.strictEqual((yield* claimOf(kit, jobId(2))).state, "settled")
+      // An unparsable lock is not ours either.
+      yield* settle(kit, yield* reserve(kit, jobId(3)), Effect.orDie(kit.fs.writeFileString(kit.lockPath, "{")))
+      assert.strictEqual(yield* readIfExists(kit.fs, kit.lockPath), "{")
+      yield* kit.fs.remove(kit.lockPath)
+      yield* assertNoLeftovers(kit, "after foreign replacements")
+    }))
+
+  it.effect("interrupting a fiber that waits for another process's lock leaves nothing behind", ({ root }) =>
+    Effect.gen(function*() {
+      const kit = yield* setup(root)
+      const reservation = yield* reserve(kit)
+      yield* writeLock(kit, FOREIGN)
+      const probe = yield* makeSleepProbe
+      const fiber = yield* Effect.forkChild(probe.instrument(settle(kit, reservation)))
+      yield* probe.next
+      yield* Fiber.interrupt(fiber)
+      assert.isTrue(Exit.hasInterrupts(yield* Fiber.await(fiber)))
+      assert.strictEqual(yield* readIfExists(kit.fs, kit.lockPath), `${JSON.stringify(FOREIGN)}\n`)
+      assert.deepStrictEqual(yield* strayFiles(kit), [])
+      assert.strictEqual((yield* claimOf(kit, JOB)).leaseToken, reservation.leaseToken, "the claim is untouched")
+      yield* assertNoOpenHandles(kit.fs, "after interrupting a waiter")
+      // The in-process queue was released too: the same store settles once the lock is gone.
+      yield* kit.fs.remove(kit.lockPath)
+      yield* settle(kit, reservation)
+      yield* assertNoLeftovers(kit, "after the retried settle")
+    }))
+
+  it.effect("interrupting a fiber queued behind another in-process holder leaves nothing behind", ({ root }) =>
+    Effect.gen(function*() {
+      const kit = yield* setup(root)
+      const first = yield* reserve(kit, jobId(1))
+      const second = yield* reserve(kit, jobId(2))
+      const inHook = yield* Deferred.make<void>()
+      const gate = yield* Deferred.make<void>()
+      const holder = yield* Effect.forkChild(
+        settle(kit, first, Effect.andThen(Deferred.succeed(inHook, undefined), Deferred.await(gate)))
+      )
+      yield* Deferred.await(inHook)
+      const waiter = yield* Effect.forkChild(settle(kit, second))
+      yield* Effect.yieldNow
+      yield* Fiber.interrupt(waiter)
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.join(holder)
+      assert.strictEqual((yield* claimOf(kit, jobId(1))).state, "settled")
+      assert.strictEqual((yield* claimOf(kit, jobId(2))).state, "active", "the waiter never held the lock")
+      yield* assertNoLeftovers(kit, "after interrupting a queued waiter")
+      yield* settle(kit, second)
+      assert.strictEqual((yield* claimOf(kit, jobId(2))).state, "settled")
+    }))
+
+  it.effect("interrupting the holder inside the hook removes the lock and the claim, and appends nothing", ({ root }) =>
+    Effect.gen(function*() {
+      const kit = yield* setup(root)
+      const reservation = yield* reserve(kit)
+      const inHook = yield* Deferred.make<void>()
+      const fiber = yield* Effect.forkChild(
+        settle(kit, reservation, Effect.andThen(Deferred.succeed(inHook, undefined), Effect.never))
+      )
+      yield* Deferred.await(inHook)
+      assert.isTrue(yield* kit.fs.exists(kit.lockPath), "the hook runs under the lock")
+      yield* Fiber.interrupt(fiber)
+      assert.isFalse(yield* kit.fs.exists(kit.claimPath(JOB)), "the owner's claim is removed so the job can run again")
+      assert.isFalse(yield* kit.fs.exists(kit.sidecar))
+      yield* assertNoLeftovers(kit, "after interrupting the holder")
+      assert.strictEqual((yield* kit.store.reserve({ jobId: JOB, sessionFile: kit.sessionFile }))._tag, "Acquired")
+    }))
+
+  it.effect("a lock whose owner is provably dead is broken", ({ root }) =>
+    Effect.gen(function*() {
+      const kit = yield* setup(root, { config: { lockRetry: FAST_RETRY } })
+      const reservation = yield* reserve(kit)
+      yield* writeLock(kit, { token: "dead-token", claimedAt: FOREIGN.claimedAt, owner: DEAD })
+      const judged: Array<OwnerEvidence> = []
+      const probe = probeOf((owner) => Effect.sync(() => (judged.push(owner), owner.pid === DEAD.pid)))
+      const { exit, sleeps } = yield* runDriven(settle(kit, reservation).pipe(Effect.provideService(LockOwner, probe)))
+      assert.strictEqual(failureTag(exit), "Success")
+      assert.deepStrictEqual(sleeps, [], "broken at once, no waiting")
+      assert.deepStrictEqual(judged, [DEAD])
+      assert.strictEqual((yield* claimOf(kit, JOB)).state, "settled")
+      yield* assertNoLeftovers(kit, "after breaking a dead lock")
+    }))
+
+  it.effect("a lock without evidence, with a live owner, or with breaking disabled is never broken", ({ root }) =>
+    Effect.gen(function*() {
+      const everyoneDead = probeOf(() => Effect.succeed(true))
+      const locks: Array<[string, Json, boolean]> = [
+        ["no evidence (the reference's lock)", FOREIGN, true],
+        ["malformed evidence", { ...FOREIGN, owner: { pid: "1", hostname: "here" } }, true],
+        ["no token", { claimedAt: FOREIGN.claimedAt, owner: DEAD }, true],
+        ["breaking disabled", { ...FOREIGN, owner: DEAD }, false]
+      ]
+      for (const [label, lock, breakDeadLocks] of locks) {
+        const kit = yield* setup(`${root}/${locks.findIndex((l) => l[0] === label)}`, {
+          config: { lockRetry: FAST_RETRY, breakDeadLocks }
+        })
+        const reservation = yield* reserve(kit)
+        yield* writeLock(kit, lock)
+        const { exit } = yield* runDriven(settle(kit, reservation).pipe(Effect.provideService(LockOwner, everyoneDead)))
+        assert.strictEqual(failureTag(exit), "LockHeld", label)
+        assert.strictEqual(yield* readIfExists(kit.fs, kit.lockPath), `${JSON.stringify(lock)}\n`, label)
+      }
+      const kit = yield* setup(`${root}/alive`, { config: { lockRetry: FAST_RETRY } })
+      const reservation = yield* reserve(kit)
+      yield* writeLock(kit, { ...FOREIGN, owner: DEAD })
+      const alive = probeOf(() => Effect.succeed(false))
+      const { exit } = yield* runDriven(settle(kit, reservation).pipe(Effect.provideService(LockOwner, alive)))
+      assert.strictEqual(failureTag(exit), "LockHeld")
+    }))
+
+  it.effect("two waiters racing to break one dead lock: one breaks it, the fresh lock survives", ({ root }) =>
+    Effect.gen(function*() {
+      const world = yield* setup(root)
+      const logged = makeFaultFileSystem(world.fs, FaultPlan.none)
+      const kit = yield* setup(root, { fs: logged, writeSession: false, config: { lockRetry: { intervalMs: 5, attempts: 50 } } })
+      const other = yield* kit.otherStore()
+      const r1 = yield* reserve(kit, jobId(1))
+      const r2 = yield* reserve(kit, jobId(2))
+      yield* writeLock(kit, { token: "dead-token", claimedAt: FOREIGN.claimedAt, owner: DEAD })
+
+      // Both waiters must have judged the dead lock before either may act on it. The
+      // waiter that lost then looks at the fresh lock once, and is held there until
+      // the winner is done, so the TestClock cannot run its attempts out meanwhile.
+      const bothJudged = yield* Deferred.make<void>()
+      const retriedAgainstFresh = yield* Deferred.make<void>()
+      const winnerDone = yield* Deferred.make<void>()
+      let deadJudgements = 0
+      const probe = probeOf((owner) =>
+        owner.pid === DEAD.pid
+          ? Effect.suspend(() => {
+            deadJudgements++
+            return Effect.as(
+              deadJudgements === 2 ? Deferred.succeed(bothJudged, undefined) : Deferred.await(bothJudged),
+              true
+            )
+          })
+          : Deferred.succeed(retriedAgainstFresh, undefined).pipe(
+            Effect.andThen(Deferred.await(winnerDone)),
+            Effect.as(false)
+          )
+      )
+
+      let holders = 0
+      let entered = 0
+      const overlaps: Array<string> = []
+      const contender = (run: (hook: Effect.Effect<void>) => Effect.Effect<unknown, unknown>) =>
+        Effect.suspend(() => {
+          let first = false
+          const hook = Effect.gen(function*() {
+            first = entered++ === 0
+            holders++
+            if (holders !== 1) overlaps.push(first ? "first" : "second")
+            const token = JSON.parse(yield* kit.fs.readFileString(kit.lockPath)).token
+            assert.notStrictEqual(token, "dead-token")
+            // The winner holds the lock until the other waiter has tried again against it.
+            if (first) yield* Deferred.await(retriedAgainstFresh)
+            const after = JSON.parse(yield* kit.fs.readFileString(kit.lockPath)).token
+            assert.strictEqual(after, token, "the fresh lock survives the other waiter")
+            holders--
+          }).pipe(Effect.orDie)
+          return run(hook).pipe(Effect.ensuring(Effect.suspend(() => first ? Deferred.succeed(winnerDone, undefined) : Effect.void)))
+        })
+
+      const race = Effect.all([
+        contender((hook) => settle(kit, r1, hook)),
+        contender((hook) => other.settle(r2, summaryReceipt(kit.branch, "s"), { hooks: { afterLeaseValidated: hook } }))
+      ], { concurrency: 2 }).pipe(Effect.provideService(LockOwner, probe))
+      const sleepProbe = yield* makeSleepProbe
+      const fiber = yield* Effect.forkChild(sleepProbe.instrument(race))
+      const { exit } = yield* driveSleeps(fiber, sleepProbe)
+      assert.strictEqual(failureTag(exit), "Success")
+      assert.deepStrictEqual(overlaps, [])
+      // Each waiter judged the dead lock at least once (a waiter may look again before it is gone).
+      assert.isAtLeast(deadJudgements, 2)
+      assert.strictEqual((yield* claimOf(kit, jobId(1))).state, "settled")
+      assert.strictEqual((yield* claimOf(kit, jobId(2))).state, "settled")
+      // The dead lock was removed once by a breaker and each holder removed its own lock.
+      const lockRemovals = logged.operations().filter((op) => op.method === "remove" && op.path === kit.lockPath)
+      assert.strictEqual(lockRemovals.length, 3)
+      yield* assertNoLeftovers(world, "after the race")
+    }))
+})

@@ -1,0 +1,300 @@
+/**
+ * Typed handles on the reference package (`@hypercarrier/rarebit`) for the
+ * interoperability tests, plus builders for the Sessions and receipts they
+ * write. Tests only: nothing under `src/` may import this.
+ *
+ * The store and model modules have no subpath export, so they are imported
+ * by path; the reference's own service module imports the same store file,
+ * so `Service.processRarebitSummary` writes through the very `Store` below.
+ */
+import * as ArtifactModule from "@hypercarrier/rarebit/artifact-state"
+import * as CoreModule from "@hypercarrier/rarebit/core"
+import * as ServiceModule from "@hypercarrier/rarebit/service"
+import * as SessionModule from "@hypercarrier/rarebit/session"
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises"
+import { tmpdir } from "node:os"
+import { dirname, join } from "node:path"
+import * as ModelModule from "../../node_modules/@hypercarrier/rarebit/src/rarebit-model.mjs"
+import * as StoreModule from "../../node_modules/@hypercarrier/rarebit/src/rarebit-store.mjs"
+
+type Json = Record<string, unknown>
+
+/** The reference store's Promise API, the one ours must match. */
+export interface RefStore {
+  readonly DEFAULT_RAREBIT_ROOT: string
+  readonly DEFAULT_RAREBIT_SESSION_ROOT: string
+  readonly DEFAULT_RAREBIT_LEASE_MS: number
+  readonly RAREBIT_SIDECAR_PROTOCOL_VERSION: number
+  readonly rarebitMaterializationPath: (sessionFile: unknown, options?: Json) => string
+  readonly readRarebitCurrent: (input?: Json) => Promise<any>
+  readonly readRarebitHistory: (input?: Json) => Promise<any>
+  readonly reserveRarebitJob: (input?: Json) => Promise<any>
+  readonly settleRarebitJob: (reservation: unknown, record: unknown) => Promise<any>
+  readonly releaseRarebitJob: (reservation: unknown) => Promise<void>
+}
+
+export interface RefCore {
+  readonly selectRarebits: (branch: ReadonlyArray<unknown>) => any
+  readonly sha256: (value: unknown) => string
+  readonly stableJson: (value: unknown) => string
+}
+
+export interface RefSession {
+  readonly readRarebitSession: (reference: unknown, options?: { sessionRoot?: string }) => Promise<any>
+}
+
+export interface RefArtifactState {
+  readonly validateRarebitArtifactReceipt: (record: unknown) => { readonly valid: boolean }
+  readonly validateRarebitTitleReceipt: (record: unknown) => { readonly valid: boolean }
+  readonly projectRarebitArtifactState: (input?: unknown) => any
+}
+
+export interface RefService {
+  readonly processRarebitSummary: (ctx: unknown, config?: Json) => Promise<any>
+  readonly processRarebitTitle: (ctx: unknown, config?: Json) => Promise<any>
+}
+
+export interface RefModel {
+  readonly extractRarebitSynthesisReceipt: (response: unknown, options?: Json) => Json
+}
+
+export const Store = StoreModule as unknown as RefStore
+export const Core = CoreModule as unknown as RefCore
+export const Session = SessionModule as unknown as RefSession
+export const ArtifactState = ArtifactModule as unknown as RefArtifactState
+export const Service = ServiceModule as unknown as RefService
+export const Model = ModelModule as unknown as RefModel
+
+/** Absolute path of the reference store module, for child processes. */
+export const referenceStorePath = new URL(
+  "../../node_modules/@hypercarrier/rarebit/src/rarebit-store.mjs",
+  import.meta.url
+).pathname
+
+// ---------------------------------------------------------------------------
+// Sessions
+// ---------------------------------------------------------------------------
+
+/** A Pi message entry as the reference's own tests write them. */
+export const entry = (id: string, role: "user" | "assistant", text: string): Json => ({
+  id,
+  type: "message",
+  message: { role, content: text, ...(role === "assistant" ? { stopReason: "stop" } : {}) }
+})
+
+/** A linear Session file: header line, then one line per entry. */
+export const sessionText = (sessionId: string, branch: ReadonlyArray<Json>): string =>
+  [JSON.stringify({ type: "session", id: sessionId }), ...branch.map((value) => JSON.stringify(value))].join("\n") +
+  "\n"
+
+export const writeSession = async (file: string, sessionId: string, branch: ReadonlyArray<Json>): Promise<void> => {
+  await mkdir(dirname(file), { recursive: true })
+  await writeFile(file, sessionText(sessionId, branch))
+}
+
+/** One temporary root holding a Session root and a Rarebit root. */
+export interface Roots {
+  readonly root: string
+  readonly sessionRoot: string
+  readonly rarebitRoot: string
+  /** A Session file under the Session root (created by `writeSession`). */
+  readonly sessionFile: string
+  readonly location: { readonly sessionRoot: string; readonly rarebitRoot: string }
+  readonly cleanup: () => Promise<void>
+}
+
+export const makeRoots = async (prefix = "rarebit-interop-"): Promise<Roots> => {
+  const root = await mkdtemp(join(tmpdir(), prefix))
+  const sessionRoot = join(root, "sessions")
+  const rarebitRoot = join(root, "rarebit")
+  const sessionFile = join(sessionRoot, "project", "trace.jsonl")
+  await mkdir(dirname(sessionFile), { recursive: true })
+  return {
+    root,
+    sessionRoot,
+    rarebitRoot,
+    sessionFile,
+    location: { sessionRoot, rarebitRoot },
+    cleanup: () => rm(root, { recursive: true, force: true })
+  }
+}
+
+/** The seed's native observation of a Session, built on the reference reader. */
+export const referenceNative = async (sessionFile: string, sessionRoot: string): Promise<Json> => {
+  try {
+    const session = await Session.readRarebitSession(sessionFile, { sessionRoot })
+    return {
+      availability: "available",
+      sessionId: session.session.id,
+      selection: { ...session.selection, selectorVersion: session.selection.manifest.selectorVersion }
+    }
+  } catch (error) {
+    return { availability: (error as { code?: unknown } | null)?.code === "ENOENT" ? "missing" : "unreadable" }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Receipts
+// ---------------------------------------------------------------------------
+
+const OBSERVED_AT = "2026-07-26T00:00:00.000Z"
+const MODEL = { provider: "test", id: "model" }
+
+/** A 64-hex job id from a small number, so tests can reuse ids on purpose. */
+export const jobId = (n: number): string => n.toString(16).padStart(64, "0")
+
+const branchRef = (branch: ReadonlyArray<Json>) => ({
+  leafId: (branch.at(-1)?.id as string | undefined) ?? null,
+  entryCount: branch.length,
+  pathHash: Core.sha256(branch.map((value) => String(value?.id ?? "")))
+})
+
+const synthesis = () =>
+  Model.extractRarebitSynthesisReceipt({}, {
+    requestedModel: MODEL,
+    startedAt: OBSERVED_AT,
+    completedAt: OBSERVED_AT,
+    durationMs: 0
+  })
+
+/**
+ * A valid `ok` Summary receipt for `branch`, shaped like the reference test
+ * suite's compact receipt. `jobId` is a placeholder: settle replaces it.
+ */
+export const summaryReceipt = (branch: ReadonlyArray<Json>, sessionId: string, overrides: Json = {}): Json => {
+  const selected = Core.selectRarebits(branch)
+  const latestUser = (selected.occurrences as Array<Json>).filter((value) => value.role === "user").at(-1)
+  return {
+    schemaVersion: 4,
+    type: "rarebit_summary",
+    status: "ok",
+    jobId: "0".repeat(64),
+    sessionId,
+    branch: branchRef(branch),
+    observedAt: OBSERVED_AT,
+    selection: {
+      manifestHash: selected.manifestHash,
+      selectorVersion: selected.manifest.selectorVersion,
+      occurrenceCount: selected.occurrences.length,
+      uniquePayloadCount: selected.payloads.length,
+      latestUserSourceEntryId: latestUser?.sourceEntryId ?? null
+    },
+    lifecycleBoundary: "manual",
+    implementationVersion: "hc-rarebit-summary-v4",
+    synthesisMode: "forced",
+    inputCoveragePolicy: { strategy: "complete_or_explicit_overflow", maxPromptChars: 1_000 },
+    promptVersion: "rarebit-summary-v4",
+    model: MODEL,
+    modelProvenance: { source: "test", status: "resolved" },
+    summary: "ok",
+    sessionStatus: "finished",
+    statusReason: "all_requests_accomplished",
+    synthesis: synthesis(),
+    ...overrides
+  }
+}
+
+/** A valid Title receipt (`proposal` unless overridden) for `branch`. */
+export const titleReceipt = (branch: ReadonlyArray<Json>, sessionId: string, overrides: Json = {}): Json => {
+  const selected = Core.selectRarebits(branch)
+  const firstUser = (selected.occurrences as Array<Json>).find((value) => value.role === "user")
+  return {
+    schemaVersion: 4,
+    type: "rarebit_title",
+    status: "proposal",
+    jobId: "0".repeat(64),
+    implementationVersion: "hc-rarebit-title-v4",
+    sessionId,
+    branch: branchRef(branch),
+    selectionManifestHash: selected.manifestHash,
+    titleEvidence: {
+      provenance: "captured_interactive_rpc",
+      sourceEntryId: (firstUser?.sourceEntryId as string | undefined) ?? null
+    },
+    promptVersion: "rarebit-title-v1",
+    model: MODEL,
+    modelProvenance: { source: "test", status: "resolved" },
+    applicationMode: "proposal",
+    priorTitle: null,
+    title: "2026-07-26 Test title",
+    observedAt: OBSERVED_AT,
+    synthesis: synthesis(),
+    ...overrides
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The reference's service, writing through its own store
+// ---------------------------------------------------------------------------
+
+const sessionContext = (sessionFile: string, sessionId: string, branch: ReadonlyArray<Json>) => ({
+  sessionManager: {
+    getHeader: () => ({ id: sessionId }),
+    getSessionFile: () => sessionFile,
+    getBranch: () => branch
+  }
+})
+
+/**
+ * Writes the Session and derives a Summary through the reference's
+ * `processRarebitSummary` with a scripted model, as its own tests do.
+ */
+export const referenceSummary = async (
+  roots: Roots,
+  sessionId: string,
+  branch: ReadonlyArray<Json>,
+  options: Json = {}
+): Promise<any> => {
+  await writeSession(roots.sessionFile, sessionId, branch)
+  return Service.processRarebitSummary(sessionContext(roots.sessionFile, sessionId, branch), {
+    ...roots.location,
+    summaryPolicy: { minTotalLength: 0, maxRarebitRatio: 1 },
+    model: MODEL,
+    modelClient: {
+      complete: async () =>
+        JSON.stringify({ summary: "ok", sessionStatus: "finished", statusReason: "all_requests_accomplished" })
+    },
+    ...options
+  })
+}
+
+/** Derives a Title through the reference's `processRarebitTitle` (the Session must exist). */
+export const referenceTitle = async (
+  roots: Roots,
+  sessionId: string,
+  branch: ReadonlyArray<Json>,
+  sourceEntryId: string,
+  options: Json = {}
+): Promise<any> =>
+  Service.processRarebitTitle(sessionContext(roots.sessionFile, sessionId, branch), {
+    ...roots.location,
+    sourceEntryId,
+    titleDate: "2026-07-26",
+    model: MODEL,
+    modelClient: { complete: async () => ({ text: "Compact protocol" }) },
+    ...options
+  })
+
+// ---------------------------------------------------------------------------
+// Outcomes
+// ---------------------------------------------------------------------------
+
+/** How a call ended, in a form two implementations can be compared by. */
+export type Outcome =
+  | { readonly ok: true; readonly value: unknown }
+  | { readonly ok: false; readonly errorClass: string; readonly message: string; readonly code?: unknown }
+
+/** Runs `f`, catching a synchronous throw or a rejection into an `Outcome`. */
+export const outcomeOf = async (f: () => unknown): Promise<Outcome> => {
+  try {
+    return { ok: true, value: await f() }
+  } catch (error) {
+    const e = error as { constructor?: { name?: string }; message?: unknown; code?: unknown } | null
+    return {
+      ok: false,
+      errorClass: e?.constructor?.name ?? typeof error,
+      message: String(e?.message ?? error),
+      ...(e?.code !== undefined ? { code: e.code } : {})
+    }
+  }
+}
