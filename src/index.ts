@@ -38,6 +38,7 @@ export {
   makeStoreConfig,
   type StoreConfig
 } from "./store/StoreConfig.js"
+export * as SidecarAudit from "./store/SidecarAudit.js"
 export * as NodeStore from "./platform/NodeStore.js"
 export * as Protocol from "./protocol/index.js"
 export * as Session from "./session/index.js"
