@@ -10,7 +10,9 @@
  * @since 0.1.0
  */
 import { Effect } from "effect"
-import { DEFAULT_LEASE_MS, SIDECAR_PROTOCOL_VERSION } from "../protocol/Limits.js"
+import { dirname, join, resolve } from "node:path"
+import { SHA256_HEX_PATTERN } from "../protocol/CanonicalJson.js"
+import { DEFAULT_LEASE_MS, MAX_HISTORY_RECORDS, SIDECAR_PROTOCOL_VERSION } from "../protocol/Limits.js"
 import type { Acquired, Reservation } from "../store/Reservation.js"
 import { DEFAULT_RAREBIT_ROOT, DEFAULT_RAREBIT_SESSION_ROOT } from "../store/StoreConfig.js"
 import { runStore as run, runStoreSync as runSync } from "./Runtime.js"
@@ -36,13 +38,45 @@ const locationOf = (options: LocationOptions) => ({
 })
 
 /**
+ * Rejects roots that are neither absent nor strings, as the reference does.
+ *
+ * The reference defaults a root only when it is `undefined` and hands
+ * anything else to `node:path`, which throws its own `TypeError`
+ * (`ERR_INVALID_ARG_TYPE`); the store treats `null` as absent, which would
+ * silently move the files to the default roots under the home directory.
+ * The same `node:path` calls are made here, in the reference's order: the
+ * Rarebit root first, the Session root only once the Session file is known.
+ */
+const checkRoots = (sessionFile: unknown, options: LocationOptions): void => {
+  if (options.rarebitRoot !== undefined && typeof options.rarebitRoot !== "string") {
+    join(options.rarebitRoot as unknown as string, "materializations-v4")
+  }
+  if (
+    options.sessionRoot !== undefined && typeof options.sessionRoot !== "string" &&
+    typeof sessionFile === "string" && sessionFile.trim() !== ""
+  ) {
+    resolve(options.sessionRoot as unknown as string)
+  }
+}
+
+/** Only `undefined` takes a default in the reference; `null` is a value its checks reject. */
+const nullAsInvalid = (value: unknown): unknown => (value === null ? Number.NaN : value)
+
+/**
  * The sidecar path of a Session.
  *
  * @category store
  * @since 0.1.0
  */
 export function rarebitMaterializationPath(sessionFile: unknown, options: LocationOptions = {}): string {
-  return runSync((store) => store.materializationPath(sessionFile, locationOf(options)))
+  // Read in the reference's order, so a `null` options object fails with its message.
+  const location = {
+    sessionRoot: options.sessionRoot,
+    rarebitRoot: options.rarebitRoot,
+    allowExternalSession: options.allowExternalSession
+  }
+  checkRoots(sessionFile, location)
+  return runSync((store) => store.materializationPath(sessionFile, locationOf(location)))
 }
 
 /**
@@ -52,13 +86,19 @@ export function rarebitMaterializationPath(sessionFile: unknown, options: Locati
  * @since 0.1.0
  */
 export function readRarebitCurrent(
-  { deadlineExpired, expectation, native = null, sessionFile, ...options }: {
+  // Parameters are destructured in the reference's order, which decides the TypeError for `null`.
+  { sessionFile, native = null, expectation, deadlineExpired, ...options }: {
     readonly sessionFile?: unknown
     readonly native?: any
     readonly expectation?: any
     readonly deadlineExpired?: any
   } & LocationOptions = {}
 ): Promise<any> {
+  try {
+    checkRoots(sessionFile, options)
+  } catch (error) {
+    return Promise.reject(error)
+  }
   return run((store) =>
     store.readCurrent({ sessionFile, native, expectation, deadlineExpired, ...locationOf(options) })
   )
@@ -71,17 +111,37 @@ export function readRarebitCurrent(
  * @since 0.1.0
  */
 export function readRarebitHistory(
-  { fromOffset = 0, limit = 100, sessionFile, ...options }: {
+  { sessionFile, fromOffset = 0, limit = 100, ...options }: {
     readonly sessionFile?: unknown
     readonly fromOffset?: any
     readonly limit?: any
   } & LocationOptions = {}
 ): Promise<any> {
-  return run((store) => store.readHistory({ sessionFile, fromOffset, limit, ...locationOf(options) }))
+  // The reference checks the bounds before it computes the path.
+  const inBounds = Number.isSafeInteger(fromOffset) && fromOffset >= 0 && Number.isInteger(limit) && limit >= 1 &&
+    limit <= MAX_HISTORY_RECORDS
+  try {
+    if (inBounds) checkRoots(sessionFile, options)
+  } catch (error) {
+    return Promise.reject(error)
+  }
+  return run((store) =>
+    store.readHistory({
+      sessionFile,
+      fromOffset: nullAsInvalid(fromOffset) as number,
+      limit: nullAsInvalid(limit) as number,
+      ...locationOf(options)
+    })
+  )
 }
 
-/** The reference's reservation object for an Effect reservation. */
-const plainReservation = (reservation: Reservation, hooks: unknown) => {
+/**
+ * The reference's reservation object for an Effect reservation.
+ *
+ * `allowExternalSession` is echoed as the caller passed it, as the
+ * reference does (the store has already normalized it to a boolean).
+ */
+const plainReservation = (reservation: Reservation, hooks: unknown, allowExternalSession: unknown) => {
   const shared = {
     jobId: reservation.jobId,
     materializationPath: reservation.materializationPath
@@ -90,7 +150,7 @@ const plainReservation = (reservation: Reservation, hooks: unknown) => {
     sessionFile: reservation.sessionFile,
     rarebitRoot: reservation.rarebitRoot,
     sessionRoot: reservation.sessionRoot,
-    allowExternalSession: reservation.allowExternalSession
+    allowExternalSession
   }
   switch (reservation._tag) {
     case "Acquired":
@@ -104,7 +164,7 @@ const plainReservation = (reservation: Reservation, hooks: unknown) => {
         native: reservation.native,
         rarebitRoot: reservation.rarebitRoot,
         sessionRoot: reservation.sessionRoot,
-        allowExternalSession: reservation.allowExternalSession,
+        allowExternalSession,
         hooks
       }
     case "Duplicate":
@@ -136,15 +196,15 @@ const acquiredFrom = (reservation: any): Acquired => ({
  */
 export async function reserveRarebitJob(
   {
-    allowExternalSession = false,
-    hooks = null,
     jobId,
-    leaseMs = DEFAULT_RAREBIT_LEASE_MS,
-    native = null,
-    now,
-    rarebitRoot = DEFAULT_RAREBIT_ROOT,
     sessionFile,
-    sessionRoot = DEFAULT_RAREBIT_SESSION_ROOT
+    native = null,
+    rarebitRoot = DEFAULT_RAREBIT_ROOT,
+    sessionRoot = DEFAULT_RAREBIT_SESSION_ROOT,
+    leaseMs = DEFAULT_RAREBIT_LEASE_MS,
+    allowExternalSession = false,
+    now,
+    hooks = null
   }: {
     readonly jobId?: any
     readonly sessionFile?: any
@@ -153,23 +213,28 @@ export async function reserveRarebitJob(
     readonly sessionRoot?: string
     readonly leaseMs?: any
     readonly allowExternalSession?: boolean
-    readonly now?: number
+    readonly now?: number | null
     readonly hooks?: any
   } = {}
 ): Promise<any> {
+  // The reference checks the job id and the lease before it computes the path.
+  const argumentsValid = typeof jobId === "string" && SHA256_HEX_PATTERN.test(jobId) && Number.isFinite(leaseMs) &&
+    leaseMs >= 1
+  if (argumentsValid) checkRoots(sessionFile, { rarebitRoot, sessionRoot })
   const reservation = await run((store) =>
     store.reserve({
       jobId,
       sessionFile,
       native,
-      leaseMs,
-      now: now ?? Date.now(),
+      leaseMs: nullAsInvalid(leaseMs) as number,
+      // The reference stamps `new Date(now)` and computes `now - claimedAt`; both read `null` as 0.
+      now: now === undefined ? Date.now() : now === null ? 0 : now,
       rarebitRoot,
       sessionRoot,
       allowExternalSession
     })
   )
-  return plainReservation(reservation, hooks)
+  return plainReservation(reservation, hooks, allowExternalSession)
 }
 
 /**
@@ -182,10 +247,13 @@ export async function settleRarebitJob(reservation: any, record: unknown): Promi
   if (!reservation?.acquired) {
     throw new Error("An acquired Rarebit reservation is required")
   }
-  const hook = reservation.hooks?.afterLeaseValidated
-  const afterLeaseValidated = typeof hook === "function"
-    ? Effect.tryPromise({ try: async () => await hook(), catch: (error) => error })
-    : undefined
+  // The reference's first step; a reservation without a path fails here with Node's TypeError.
+  if (typeof reservation.materializationPath !== "string") dirname(reservation.materializationPath)
+  // Called as the reference calls it: as a method of `hooks`, looked up when it runs, and
+  // failing with a TypeError when it is present but not a function.
+  const afterLeaseValidated = reservation.hooks?.afterLeaseValidated == null
+    ? undefined
+    : Effect.tryPromise({ try: async () => await reservation.hooks?.afterLeaseValidated?.(), catch: (error) => error })
   return run((store) =>
     store.settle(acquiredFrom(reservation), record, afterLeaseValidated ? { hooks: { afterLeaseValidated } } : {})
   )

@@ -128,10 +128,11 @@ export type JobOutcome =
 export type PathError = SessionFileRequired | SessionOutsideRoot
 
 /** Failures of `reserve`. @category errors @since 0.1.0 */
-export type ReserveError = PathError | InvalidJobId | InvalidLease | HeadInvalid | LockHeld | StoreIo
+export type ReserveError = PathError | InvalidJobId | InvalidLease | HeadInvalid | NotRegularFile | LockHeld | StoreIo
 
 /** Failures of `settle`. @category errors @since 0.1.0 */
 export type SettleError =
+  | PathError
   | ReservationNotAcquired
   | ReceiptTypeUnsupported
   | ReceiptInvalid
@@ -302,8 +303,11 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     Effect.gen(function*() {
       const ref = read._tag === "Parsed" ? settledReceiptRef(read.claim) : undefined
       if (ref === undefined) return undefined
+      // A sidecar that is not a regular file is reported as such, as the
+      // reference does; any other failure to read the pointer's bytes means
+      // the pointer does not verify.
       const record = yield* readReceiptReference(fs, location.materializationPath, ref, false).pipe(
-        Effect.catch(() => Effect.succeed(undefined))
+        Effect.catchTag("PlatformError", () => Effect.succeed(undefined))
       )
       if (record === undefined) {
         return yield* new HeadInvalid({ claimPath, materializationPath: location.materializationPath })
@@ -598,6 +602,9 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
         Effect.mapError(storeIo("stat sidecar", sidecar))
       )
       if (Option.isSome(existing) && existing.value.type !== "File") return yield* new NotRegularFile({ path: sidecar })
+      // The reference re-derives the sidecar path from the Session file here,
+      // so a reservation whose Session file is not a valid one fails the same way.
+      yield* sidecarPath(reservation.sessionFile, reservation)
       const native = yield* observeNative(reservation.sessionFile, reservation)
       const current = yield* readSidecarCurrent(fs, sidecar)
       const semanticCurrent = isSemanticCurrent(native, current, settled)
