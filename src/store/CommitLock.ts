@@ -130,7 +130,13 @@ const breakDeadLock = (fs: FileSystem, lockPath: string, deadToken: string): Eff
  * interruption lands either before the link (nothing to undo) or after the
  * release finalizer is registered (the lock is removed).
  */
-const acquireFileLock = (fs: FileSystem, lockPath: string, retry: LockRetry, breakDeadLocks: boolean) =>
+const acquireFileLock = (
+  fs: FileSystem,
+  lockPath: string,
+  retry: LockRetry,
+  breakDeadLocks: boolean,
+  release: (lock: HeldLock) => Effect.Effect<void>
+) =>
   Effect.uninterruptibleMask((restore) =>
     Effect.gen(function*() {
       const probe = yield* LockOwner
@@ -146,12 +152,9 @@ const acquireFileLock = (fs: FileSystem, lockPath: string, retry: LockRetry, bre
             Effect.catchIf(isAlreadyExists, () => Effect.succeed(false))
           )
           if (linked) {
-            yield* Effect.addFinalizer(() =>
-              releaseFileLock(fs, lockPath, token).pipe(
-                Effect.catch((error) => Effect.logWarning("commit lock release failed", error))
-              )
-            )
-            return { lockPath, token } satisfies HeldLock
+            const lock: HeldLock = { lockPath, token }
+            yield* Effect.addFinalizer(() => release(lock))
+            return lock
           }
           if (breakDeadLocks) {
             const holder = yield* readJsonFile(fs, lockPath)
@@ -169,35 +172,94 @@ const acquireFileLock = (fs: FileSystem, lockPath: string, retry: LockRetry, bre
   ).pipe(Effect.catchTag("PlatformError", (error) => Effect.fail(storeIo("acquire commit lock", lockPath)(error))))
 
 /**
+ * How many times in a row a file lock may pass from one fiber of this
+ * process to the next before it is given back, so that other processes
+ * waiting for the same sidecar are not starved.
+ *
+ * @category constants
+ * @since 0.1.0
+ */
+export const MAX_LOCK_HANDOFFS = 16
+
+interface LockQueue {
+  readonly semaphore: Semaphore.Semaphore
+  /** Fibers waiting for or holding the queue. */
+  users: number
+  /** A file lock passed on by the previous holder, not yet taken up. */
+  handedOver: HeldLock | undefined
+  handoffs: number
+}
+
+const releaseLogged = (fs: FileSystem, lock: HeldLock) =>
+  releaseFileLock(fs, lock.lockPath, lock.token).pipe(
+    Effect.catch((error) => Effect.logWarning("commit lock release failed", error))
+  )
+
+/**
  * In-process queues, one per lock path, so that fibers of this process wait
  * for each other without polling the file every few milliseconds.
+ *
+ * **Details**
+ *
+ * When a holder finishes while other fibers of this process are queued, it
+ * hands its file lock to the next one instead of removing and re-creating
+ * it (at most `MAX_LOCK_HANDOFFS` times in a row): under contention a
+ * settle then costs no lock-file creation, fsync or removal. The next holder
+ * re-reads the lock file and creates a fresh lock if the handed-over one is
+ * no longer there (an operator removed it). The last fiber to leave the
+ * queue removes a lock nobody took up.
  *
  * @category constructors
  * @since 0.1.0
  */
-export const makeLockQueues = () => {
-  const queues = new Map<string, { readonly semaphore: Semaphore.Semaphore; users: number }>()
+export const makeLockQueues = (fs: FileSystem) => {
+  const queues = new Map<string, LockQueue>()
   const enter = (lockPath: string) =>
     Effect.sync(() => {
       let entry = queues.get(lockPath)
       if (entry === undefined) {
-        entry = { semaphore: Semaphore.makeUnsafe(1), users: 0 }
+        entry = { semaphore: Semaphore.makeUnsafe(1), users: 0, handedOver: undefined, handoffs: 0 }
         queues.set(lockPath, entry)
       }
       entry.users++
       return entry
     })
-  const leave = (lockPath: string) =>
-    Effect.sync(() => {
-      const entry = queues.get(lockPath)
-      if (entry !== undefined && --entry.users === 0) queues.delete(lockPath)
+  const leave = (lockPath: string, entry: LockQueue) =>
+    Effect.suspend(() => {
+      if (--entry.users > 0) return Effect.void
+      queues.delete(lockPath)
+      const orphan = entry.handedOver
+      entry.handedOver = undefined
+      return orphan === undefined ? Effect.void : releaseLogged(fs, orphan)
     })
-  /** Holds the in-process queue of `lockPath` for the current scope. */
-  const hold = (lockPath: string): Effect.Effect<void, never, Scope.Scope> =>
-    Effect.acquireRelease(enter(lockPath), () => leave(lockPath)).pipe(
-      Effect.flatMap((entry) => entry.semaphore.takeScoped(1))
+  /** Takes the in-process queue of `lockPath` for the current scope. */
+  const hold = (lockPath: string): Effect.Effect<LockQueue, never, Scope.Scope> =>
+    Effect.acquireRelease(enter(lockPath), (entry) => leave(lockPath, entry)).pipe(
+      Effect.tap((entry) => entry.semaphore.takeScoped(1))
     )
-  return { hold, size: () => queues.size }
+  /** Passes the lock to the next queued fiber, or removes it. Runs while the queue is still held. */
+  const handOffOrRelease = (entry: LockQueue, lock: HeldLock): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      if (entry.users > 1 && entry.handoffs < MAX_LOCK_HANDOFFS) {
+        entry.handedOver = lock
+        entry.handoffs++
+        return Effect.void
+      }
+      entry.handoffs = 0
+      return releaseLogged(fs, lock)
+    })
+  /** Takes up a handed-over lock if it is still on disk with its token. */
+  const takeHandedOver = (entry: LockQueue) =>
+    Effect.gen(function*() {
+      const lock = entry.handedOver
+      entry.handedOver = undefined
+      if (lock === undefined) return undefined
+      const current = yield* readJsonFile(fs, lock.lockPath).pipe(Effect.orElseSucceed(() => undefined))
+      if ((current as { token?: unknown } | null | undefined)?.token === lock.token) return lock
+      entry.handoffs = 0
+      return undefined
+    })
+  return { hold, handOffOrRelease, takeHandedOver, size: () => queues.size }
 }
 
 /** The in-process queues of one store. @category models @since 0.1.0 */
@@ -209,9 +271,10 @@ export type LockQueues = ReturnType<typeof makeLockQueues>
  * **Details**
  *
  * The release step runs whatever ends the scope (success, failure,
- * interruption) and removes the file only if it still holds our token; a
- * failed release is logged, since the protocol can recover from a leftover
- * lock only by repair.
+ * interruption): it hands the lock to a queued fiber of this process or
+ * removes the file, only if it still holds our token. A failed release is
+ * logged, since the protocol can recover from a leftover lock only by
+ * repair (or, for our locks, once the owner is provably gone).
  *
  * @category resources
  * @since 0.1.0
@@ -223,4 +286,12 @@ export const acquireCommitLock = (
   retry: LockRetry,
   breakDeadLocks: boolean
 ): Effect.Effect<HeldLock, LockHeld | StoreIo, Scope.Scope> =>
-  Effect.andThen(queues.hold(lockPath), acquireFileLock(fs, lockPath, retry, breakDeadLocks))
+  Effect.gen(function*() {
+    const entry = yield* queues.hold(lockPath)
+    const release = (lock: HeldLock) => queues.handOffOrRelease(entry, lock)
+    const handedOver = yield* Effect.uninterruptible(
+      Effect.tap(queues.takeHandedOver(entry), (lock) => (lock ? Effect.addFinalizer(() => release(lock)) : Effect.void))
+    )
+    if (handedOver !== undefined) return handedOver
+    return yield* acquireFileLock(fs, lockPath, retry, breakDeadLocks, release)
+  })

@@ -204,7 +204,7 @@ const isNotFound = (error: PlatformError) => error.reason._tag === "NotFound"
 export const make = Effect.fnUntraced(function*(config: StoreConfig) {
   const fs = yield* FileSystem
   const path = yield* Path
-  const lockQueues = makeLockQueues()
+  const lockQueues = makeLockQueues(fs)
 
   const sidecarPath = (sessionFile: unknown, location: StoreLocation) =>
     Result.match(materializationPath(path, sessionFile, location), {

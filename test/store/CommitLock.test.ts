@@ -4,7 +4,7 @@
  * locks whose owner is provably dead (never by age, never twice).
  */
 import { assert } from "@effect/vitest"
-import { Clock, Deferred, Effect, Exit, Fiber, Random } from "effect"
+import { Clock, Deferred, Effect, Exit, Fiber, FileSystem, Random } from "effect"
 import { acquireCommitLock, makeLockQueues } from "../../src/store/CommitLock.js"
 import { LockOwner, type LockOwnerProbe, type OwnerEvidence } from "../../src/store/LockOwner.js"
 import type { Acquired, Reservation } from "../../src/store/Reservation.js"
@@ -16,6 +16,7 @@ import {
   claimOf,
   driveSleeps,
   FAST_RETRY,
+  interceptFileSystem,
   type Kit,
   makeSleepProbe,
   readIfExists,
@@ -117,7 +118,7 @@ fileSystemSuite("Commit lock", (it) => {
   it.effect("fibers of one process queue for a lock instead of polling it", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
-      const queues = makeLockQueues()
+      const queues = makeLockQueues(kit.fs)
       const single = { intervalMs: 5, attempts: 1 }
       const lock = (fiberName: string, gate?: Deferred.Deferred<void>, held?: Deferred.Deferred<void>) =>
         Effect.scoped(Effect.gen(function*() {
@@ -154,6 +155,28 @@ fileSystemSuite("Commit lock", (it) => {
       assert.deepStrictEqual(receipts.map((r) => r.jobId).sort(), [...jobs].sort())
       for (const job of jobs) assert.strictEqual((yield* claimOf(kit, job)).state, "settled")
       yield* assertNoLeftovers(kit, "after concurrent settles")
+    }))
+
+  it.effect("queued fibers of one process take the file lock over instead of re-creating it", ({ root }) =>
+    Effect.gen(function*() {
+      let links = 0
+      const base = yield* FileSystem.FileSystem
+      const fs = interceptFileSystem(base, (method) => Effect.sync(() => void (method === "link" && links++)))
+      const kit = yield* setup(root, { fs, config: { lockRetry: { intervalMs: 5, attempts: 1 } } })
+      const jobs = [11, 12, 13, 14, 15, 16].map(jobId)
+      const reservations = yield* Effect.forEach(jobs, (job) => reserve(kit, job))
+      links = 0
+      const tokensSeen: Array<string> = []
+      const hook = Effect.orDie(
+        Effect.map(base.readFileString(kit.lockPath), (text) => void tokensSeen.push(JSON.parse(text).token))
+      ).pipe(Effect.andThen(Effect.yieldNow))
+      yield* Effect.forEach(reservations, (r) => settle(kit, r, hook), { concurrency: "unbounded" })
+      // Every settle ran under a lock file, but fewer lock files were created than settles.
+      assert.strictEqual(tokensSeen.length, jobs.length)
+      assert.isBelow(links, jobs.length)
+      assert.isBelow(new Set(tokensSeen).size, jobs.length)
+      for (const job of jobs) assert.strictEqual((yield* claimOf(kit, job)).state, "settled")
+      yield* assertNoLeftovers(kit, "after handed-over settles")
     }))
 
   it.effect("the lock file holds a fresh token, the Clock's time and our owner evidence", ({ root }) =>
