@@ -1,0 +1,99 @@
+/**
+ * Receipts for the stress workers, derived from a Session as it is on disk,
+ * shaped like the reference test suite's compact receipts. Each one names
+ * the lease that wrote it (`<impl>:<worker>:<leaseToken>` in its free text),
+ * so the checker can tell which lease owner wrote every receipt it finds.
+ */
+import { selectRarebits, sha256 } from "@hypercarrier/rarebit/core"
+import { readRarebitSession } from "@hypercarrier/rarebit/session"
+import { extractRarebitSynthesisReceipt } from "../node_modules/@hypercarrier/rarebit/src/rarebit-model.mjs"
+
+const OBSERVED_AT = "2026-07-26T00:00:00.000Z"
+const MODEL = { provider: "stress", id: "model" }
+
+const synthesis = () =>
+  extractRarebitSynthesisReceipt({}, {
+    requestedModel: MODEL,
+    startedAt: OBSERVED_AT,
+    completedAt: OBSERVED_AT,
+    durationMs: 0
+  })
+
+const branchRef = (branch) => ({
+  leafId: branch.at(-1)?.id ?? null,
+  entryCount: branch.length,
+  pathHash: sha256(branch.map((entry) => String(entry?.id ?? "")))
+})
+
+/** The lease a receipt names, or `undefined`. */
+export const leaseOf = (record) => {
+  const text = record?.type === "rarebit_title" ? record.title : record?.summary
+  const match = typeof text === "string" ? /^(ours|reference):(\d+):([a-f0-9]+)$/.exec(text) : null
+  return match === null ? undefined : { impl: match[1], worker: Number(match[2]), token: match[3] }
+}
+
+/**
+ * A receipt of `kind` for the Session's active branch now, signed with
+ * `signature`; `undefined` when the Session cannot be read (a torn append).
+ */
+export const receiptFor = async (sessionFile, sessionRoot, kind, signature) => {
+  let session
+  try {
+    session = await readRarebitSession(sessionFile, { sessionRoot })
+  } catch {
+    return undefined
+  }
+  const branch = session.branch
+  const sessionId = session.session.id
+  const selected = selectRarebits(branch)
+  if (kind === "title") {
+    const firstUser = selected.occurrences.find((occurrence) => occurrence.role === "user")
+    return {
+      schemaVersion: 4,
+      type: "rarebit_title",
+      status: "proposal",
+      jobId: "0".repeat(64),
+      implementationVersion: "hc-rarebit-title-v4",
+      sessionId,
+      branch: branchRef(branch),
+      selectionManifestHash: selected.manifestHash,
+      titleEvidence: { provenance: "captured_interactive_rpc", sourceEntryId: firstUser?.sourceEntryId ?? null },
+      promptVersion: "rarebit-title-v1",
+      model: MODEL,
+      modelProvenance: { source: "stress", status: "resolved" },
+      applicationMode: "proposal",
+      priorTitle: null,
+      title: signature,
+      observedAt: OBSERVED_AT,
+      synthesis: synthesis()
+    }
+  }
+  const latestUser = selected.occurrences.filter((occurrence) => occurrence.role === "user").at(-1)
+  return {
+    schemaVersion: 4,
+    type: "rarebit_summary",
+    status: "ok",
+    jobId: "0".repeat(64),
+    sessionId,
+    branch: branchRef(branch),
+    observedAt: OBSERVED_AT,
+    selection: {
+      manifestHash: selected.manifestHash,
+      selectorVersion: selected.manifest.selectorVersion,
+      occurrenceCount: selected.occurrences.length,
+      uniquePayloadCount: selected.payloads.length,
+      latestUserSourceEntryId: latestUser?.sourceEntryId ?? null
+    },
+    lifecycleBoundary: "manual",
+    implementationVersion: "hc-rarebit-summary-v4",
+    synthesisMode: "forced",
+    inputCoveragePolicy: { strategy: "complete_or_explicit_overflow", maxPromptChars: 1_000 },
+    promptVersion: "rarebit-summary-v4",
+    model: MODEL,
+    modelProvenance: { source: "stress", status: "resolved" },
+    summary: signature,
+    sessionStatus: "finished",
+    statusReason: "all_requests_accomplished",
+    synthesis: synthesis()
+  }
+}

@@ -1,0 +1,255 @@
+/**
+ * Shared material of the fuzz tests: a valid sidecar built line by line
+ * (receipts of two Sessions' worth of branches, their heads, a title), byte
+ * mutations that a crash, a hostile writer or a broken disk could leave, and
+ * the side-by-side read of one directory by our Promise API and the
+ * reference's.
+ */
+import { assert } from "@effect/vitest"
+import fc from "fast-check"
+import { createHash } from "node:crypto"
+import { mkdir, writeFile } from "node:fs/promises"
+import { dirname } from "node:path"
+import * as Ours from "../../src/promise/index.js"
+import {
+  entry,
+  jobId,
+  outcomeOf,
+  type Outcome,
+  type Roots,
+  Store as Ref,
+  summaryReceipt,
+  titleReceipt
+} from "../support/Reference.js"
+
+export const SESSION_ID = "fuzz-session"
+
+export const branches = [
+  [entry("u1", "user", "first question"), entry("a1", "assistant", "first answer")],
+  [
+    entry("u1", "user", "first question"),
+    entry("a1", "assistant", "first answer"),
+    entry("u2", "user", "second question"),
+    entry("a2", "assistant", "second answer")
+  ]
+]
+
+const encoder = new TextEncoder()
+const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex")
+
+/** One line of a sidecar and where it starts. */
+export interface Line {
+  readonly offset: number
+  readonly bytes: Uint8Array
+  readonly kind: "summary" | "title" | "head"
+}
+
+/** A valid sidecar: for each record its receipt line, then a head for summaries. */
+export const validSidecar = (): { readonly bytes: Uint8Array; readonly lines: ReadonlyArray<Line> } => {
+  const records: Array<Record<string, unknown>> = [
+    { ...summaryReceipt(branches[0], SESSION_ID), jobId: jobId(1) },
+    { ...titleReceipt(branches[0], SESSION_ID), jobId: jobId(2) },
+    { ...summaryReceipt(branches[1], SESSION_ID), jobId: jobId(3) },
+    { ...summaryReceipt(branches[0], SESSION_ID), jobId: jobId(4) },
+    { ...titleReceipt(branches[1], SESSION_ID), jobId: jobId(5) }
+  ]
+  const lines: Array<Line> = []
+  let offset = 0
+  let lastHead: Uint8Array | undefined
+  for (const record of records) {
+    const receipt = encoder.encode(`${JSON.stringify(record)}\n`)
+    lines.push({ offset, bytes: receipt, kind: record.type === "rarebit_title" ? "title" : "summary" })
+    const receiptOffset = offset
+    offset += receipt.length
+    if (record.type === "rarebit_summary") {
+      lastHead = encoder.encode(`${JSON.stringify({
+        type: "rarebit_head",
+        protocolVersion: 1,
+        sessionId: SESSION_ID,
+        receiptOffset,
+        receiptLength: receipt.length,
+        receiptHash: sha256(receipt)
+      })}\n`)
+    }
+    if (lastHead !== undefined) {
+      lines.push({ offset, bytes: lastHead, kind: "head" })
+      offset += lastHead.length
+    }
+  }
+  const bytes = new Uint8Array(offset)
+  for (const line of lines) bytes.set(line.bytes, line.offset)
+  return { bytes, lines }
+}
+
+const concat = (...parts: ReadonlyArray<Uint8Array>): Uint8Array => {
+  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0))
+  let at = 0
+  for (const part of parts) {
+    out.set(part, at)
+    at += part.length
+  }
+  return out
+}
+
+const insertAt = (bytes: Uint8Array, at: number, inserted: Uint8Array) =>
+  concat(bytes.subarray(0, at), inserted, bytes.subarray(at))
+
+/** A head line pointing at `ref`, with `sessionId` unless overridden. */
+const headLine = (ref: Record<string, unknown>) =>
+  encoder.encode(`${JSON.stringify({ type: "rarebit_head", protocolVersion: 1, sessionId: SESSION_ID, ...ref })}\n`)
+
+/** A mutation of a sidecar, given the sidecar and its valid lines. */
+export type Mutation = (bytes: Uint8Array, lines: ReadonlyArray<Line>) => Uint8Array
+
+const position = fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true })
+const at = (fraction: number, length: number) => Math.floor(fraction * (length + 1))
+
+const invalidUtf8 = fc.constantFrom(
+  Uint8Array.of(0xff),
+  Uint8Array.of(0xfe, 0xff),
+  Uint8Array.of(0x80),
+  Uint8Array.of(0xc0, 0xaf),
+  Uint8Array.of(0xed, 0xa0, 0x80),
+  Uint8Array.of(0xf4, 0x90, 0x80, 0x80),
+  Uint8Array.of(0xe2, 0x82)
+)
+
+const hexChar = fc.constantFrom(..."0123456789abcdef")
+
+/**
+ * Every kind of damage the fuzzers apply; each picks its positions from the
+ * sidecar it is given, so mutations compose.
+ */
+export const mutation: fc.Arbitrary<Mutation> = fc.oneof(
+  // Truncated anywhere: a torn tail, or a cut through a line.
+  position.map((f): Mutation => (bytes) => bytes.subarray(0, at(f, bytes.length))),
+  // Random bytes instead of the sidecar.
+  fc.uint8Array({ maxLength: 600 }).map((random): Mutation => () => random),
+  // Random bytes, or a random line, inserted anywhere.
+  fc.tuple(position, fc.uint8Array({ minLength: 1, maxLength: 80 })).map(([f, random]): Mutation => (bytes) =>
+    insertAt(bytes, at(f, bytes.length), random)
+  ),
+  fc.tuple(position, fc.string({ maxLength: 80 })).map(([f, text]): Mutation => (bytes) =>
+    insertAt(bytes, at(f, bytes.length), encoder.encode(`${text}\n`))
+  ),
+  // One byte flipped.
+  fc.tuple(position, fc.integer({ min: 1, max: 255 })).map(([f, xor]): Mutation => (bytes) => {
+    if (bytes.length === 0) return bytes
+    const copy = bytes.slice()
+    copy[Math.min(copy.length - 1, at(f, copy.length - 1))] ^= xor
+    return copy
+  }),
+  // Invalid UTF-8 inside a line (receipts hash over bytes, so this also breaks hashes).
+  fc.tuple(position, invalidUtf8).map(([f, bad]): Mutation => (bytes) => insertAt(bytes, at(f, bytes.length), bad)),
+  // Lines spliced: a random selection of whole lines, reordered, repeated or dropped.
+  fc.array(fc.nat(), { maxLength: 12 }).map((picks): Mutation => (bytes, lines) =>
+    lines.length === 0 ? bytes : concat(...picks.map((pick) => lines[pick % lines.length].bytes))
+  ),
+  // A line cut short and glued to the next one.
+  fc.tuple(fc.nat(), position).map(([pick, f]): Mutation => (bytes, lines) => {
+    if (lines.length === 0) return bytes
+    const line = lines[pick % lines.length]
+    const cut = line.offset + at(f, line.bytes.length - 1)
+    return concat(bytes.subarray(0, cut), bytes.subarray(line.offset + line.bytes.length))
+  }),
+  // A huge line: beyond the 64 KiB current-read window, or beyond the 48 KiB receipt limit.
+  fc.tuple(position, fc.constantFrom(49 * 1024, 70 * 1024), fc.boolean(), fc.boolean()).map(
+    ([f, size, mentionsHead, terminated]): Mutation => (bytes) => {
+      const filler = "x".repeat(size)
+      const text = mentionsHead ? `{"type":"rarebit_head","pad":"${filler}"}` : filler
+      return insertAt(bytes, at(f, bytes.length), encoder.encode(terminated ? `${text}\n` : text))
+    }
+  ),
+  // A head pointing anywhere, appended.
+  fc.record({
+    receiptOffset: fc.oneof(fc.nat({ max: 5000 }), fc.integer(), fc.double()),
+    receiptLength: fc.oneof(fc.nat({ max: 5000 }), fc.integer({ min: 48 * 1024 - 2, max: 48 * 1024 + 2 })),
+    receiptHash: fc.oneof(fc.stringMatching(/^[a-f0-9]{64}$/), fc.string({ maxLength: 70 }))
+  }).map((ref): Mutation => (bytes) => concat(bytes, headLine(ref))),
+  // A near-miss of a real head: offset or length off by one, one hex digit changed, another session, a title.
+  fc.tuple(fc.nat(), fc.constantFrom("offset-", "offset+", "length-", "length+", "hash", "session", "title"), hexChar)
+    .map(([pick, miss, digit]): Mutation => (bytes, lines) => {
+      const receipts = lines.filter((line) => line.kind !== "head")
+      if (receipts.length === 0) return bytes
+      const target = receipts[pick % receipts.length]
+      const ref: Record<string, unknown> = {
+        receiptOffset: target.offset,
+        receiptLength: target.bytes.length,
+        receiptHash: sha256(target.bytes)
+      }
+      if (miss === "offset-") ref.receiptOffset = target.offset - 1
+      if (miss === "offset+") ref.receiptOffset = target.offset + 1
+      if (miss === "length-") ref.receiptLength = target.bytes.length - 1
+      if (miss === "length+") ref.receiptLength = target.bytes.length + 1
+      if (miss === "hash") {
+        const hash = ref.receiptHash as string
+        const index = pick % 64
+        const replaced = hash[index] === digit ? (digit === "0" ? "1" : "0") : digit
+        ref.receiptHash = hash.slice(0, index) + replaced + hash.slice(index + 1)
+      }
+      if (miss === "session") ref.sessionId = "another-session"
+      // "title": a valid pointer, but heads may only point at summaries.
+      const pointed = miss === "title"
+        ? lines.find((line) => line.kind === "title")
+        : undefined
+      if (pointed !== undefined) {
+        ref.receiptOffset = pointed.offset
+        ref.receiptLength = pointed.bytes.length
+        ref.receiptHash = sha256(pointed.bytes)
+      }
+      return concat(bytes, headLine(ref))
+    }),
+  // A head-typed line that is not a valid head, or an unparsable one mentioning it.
+  fc.constantFrom(
+    "{\"type\":\"rarebit_head\"}\n",
+    "{\"type\":\"rarebit_head\",\"protocolVersion\":2}\n",
+    "not json \"rarebit_head\"\n",
+    "{\"type\":\"rarebit_head\",\"protocolVersion\":1,\"sessionId\":\"\",\"receiptOffset\":0,\"receiptLength\":1,\"receiptHash\":\"x\"}\n",
+    "\n\n",
+    "[]\n",
+    "null\n"
+  ).map((text): Mutation => (bytes) => concat(bytes, encoder.encode(text)))
+)
+
+/** Applies mutations in order. */
+export const mutate = (base: Uint8Array, lines: ReadonlyArray<Line>, mutations: ReadonlyArray<Mutation>) =>
+  mutations.reduce((bytes, apply) => apply(bytes, lines), base)
+
+export const writeBytes = async (path: string, bytes: Uint8Array): Promise<void> => {
+  await mkdir(dirname(path), { recursive: true, mode: 0o700 })
+  await writeFile(path, bytes, { mode: 0o600 })
+}
+
+/** An outcome as text, to compare key order too (both implementations read the same directory, so paths agree). */
+const show = (outcome: Outcome) => JSON.stringify(outcome)
+
+/**
+ * Reads one directory with both implementations and asserts identical
+ * answers: the current read (with the given native observation and with
+ * the Session read from disk) and every history page from 0 and from
+ * `fromOffset`. Neither may throw for any content.
+ */
+export const assertSameReads = async (
+  roots: Roots,
+  native: unknown,
+  options: { readonly limit: number; readonly fromOffset: number; readonly label: string }
+): Promise<void> => {
+  const base = { sessionFile: roots.sessionFile, ...roots.location }
+  for (const variant of [{ native }, {}]) {
+    const mine = await outcomeOf(() => Ours.readRarebitCurrent({ ...base, ...variant }))
+    const theirs = await outcomeOf(() => Ref.readRarebitCurrent({ ...base, ...variant }))
+    assert.isTrue(mine.ok, `our current read threw ${show(mine)} (${options.label})`)
+    assert.strictEqual(show(mine), show(theirs), `current read (${options.label})`)
+  }
+  for (const start of [0, options.fromOffset]) {
+    let offset: number | null = start
+    for (let page = 0; offset !== null && page < 10_000; page++) {
+      const from: number = offset
+      const mine = await outcomeOf(() => Ours.readRarebitHistory({ ...base, fromOffset: from, limit: options.limit }))
+      const theirs = await outcomeOf(() => Ref.readRarebitHistory({ ...base, fromOffset: from, limit: options.limit }))
+      assert.isTrue(mine.ok, `our history threw ${show(mine)} (${options.label})`)
+      assert.strictEqual(show(mine), show(theirs), `history page at ${from} (${options.label})`)
+      offset = (mine as { value: { nextOffset: number | null } }).value.nextOffset
+    }
+  }
+}

@@ -1,0 +1,207 @@
+/**
+ * The store operations the reliability tests break: each one starts from a
+ * fixed state built by an earlier worker (10) and runs as worker 100, so a
+ * crash or a fault can be injected at any step and a later worker (300)
+ * can finish the job.
+ */
+import { assert } from "@effect/vitest"
+import { Effect, Exit, FileSystem, type Path } from "effect"
+import { TestClock } from "effect/testing"
+import type { Acquired } from "../../src/store/Reservation.js"
+import { makeFaultFileSystem } from "../../src/testing/FaultFileSystem.js"
+import type { MemoryFileSystemShape } from "../../src/testing/MemoryFileSystem.js"
+import {
+  acquire,
+  asWorker,
+  currentSummary,
+  JOB0,
+  JOB1,
+  LEASE_MS,
+  LOCK,
+  makeWorld,
+  SESSION_FILE,
+  settleJob,
+  staleSummary,
+  type Store,
+  storeOn,
+  T0,
+  title
+} from "./StoreWorld.js"
+
+export interface Scenario {
+  readonly name: string
+  /** Builds the initial state as worker 10 at `T0`; returns the reservation the program uses, if any. */
+  readonly setup: (world: MemoryFileSystemShape) => Effect.Effect<Acquired | undefined, unknown, Path.Path>
+  readonly programAt: number
+  /** What worker 100 does, crashed at every step. */
+  readonly program: (store: Store, reservation: Acquired | undefined) => Effect.Effect<unknown, unknown>
+  /** The job the program works on, and its receipt (the restart settles the same one). */
+  readonly job: string
+  readonly receipt: unknown
+  /** The job whose receipt must be current once everything is finished. */
+  readonly finalCurrent: string
+  /** How many crash points the enumeration must find: mutating steps of the crash-free run, plus the end. */
+  readonly expectedPoints: number
+  /** Whether the program settles (appends a receipt and writes a settled claim). */
+  readonly settles: boolean
+  /** What the crash-free program must return. */
+  readonly expect?: (result: unknown) => void
+}
+
+/** Job 0 settled with the current summary: there is a previous receipt and head. */
+const seeded = (world: MemoryFileSystemShape) =>
+  Effect.gen(function*() {
+    const store = yield* storeOn(world)
+    yield* settleJob(store, JOB0, currentSummary)
+    return store
+  }).pipe(asWorker(10, "setup"))
+
+const seededWithClaim = (world: MemoryFileSystemShape) =>
+  Effect.flatMap(seeded(world), (store) => acquire(store, JOB1).pipe(asWorker(10, "setup-claim")))
+
+const settleWith = (receipt: unknown) => (store: Store, reservation: Acquired | undefined) =>
+  store.settle(reservation!, receipt)
+
+const deadOwnerLock = JSON.stringify({
+  token: "d".repeat(48),
+  claimedAt: new Date(T0).toISOString(),
+  owner: { pid: 10, hostname: "crash-host", bootId: "boot-1", startTicks: "10" }
+}) + "\n"
+
+/** Writes a whole file and fsyncs it, as a lock writer does before linking it into place. */
+const writeDurably = (world: MemoryFileSystemShape, path: string, content: string) =>
+  Effect.scoped(Effect.gen(function*() {
+    const file = yield* world.open(path, { flag: "wx", mode: 0o600 })
+    yield* file.writeAll(new TextEncoder().encode(content))
+    yield* file.sync
+  }))
+
+export const scenarios: ReadonlyArray<Scenario> = [
+  {
+    name: "reserve",
+    settles: false,
+    setup: (world) => Effect.as(seeded(world), undefined),
+    programAt: T0 + 1_000,
+    program: (store) => acquire(store, JOB1),
+    job: JOB1,
+    receipt: currentSummary,
+    finalCurrent: JOB1,
+    // Two private directories (mkdir + chmod each) and the exclusive claim: temp open, write, fsync, link, temp removal.
+    expectedPoints: 10
+  },
+  {
+    name: "takeover, then settle",
+    settles: true,
+    setup: (world) => Effect.as(seededWithClaim(world), undefined),
+    programAt: T0 + LEASE_MS + 1_000,
+    program: (store) => settleJob(store, JOB1, currentSummary),
+    job: JOB1,
+    receipt: currentSummary,
+    finalCurrent: JOB1,
+    // Reserve: directories 4, failed exclusive create 5, lock 6, claim replace 5 (temp open, write, fsync, rename, directory fsync); then settle 17.
+    expectedPoints: 38
+  },
+  {
+    name: "settle a summary (new head)",
+    settles: true,
+    setup: seededWithClaim,
+    programAt: T0 + 1_000,
+    program: settleWith(currentSummary),
+    job: JOB1,
+    receipt: currentSummary,
+    finalCurrent: JOB1,
+    // Settle: sidecar directory 2, lock 6 (temp open, write, fsync, link, temp removal, release), append 4 (open, write, fsync, chmod), settled claim 5.
+    expectedPoints: 18
+  },
+  {
+    name: "settle a summary (repeated head)",
+    settles: true,
+    setup: seededWithClaim,
+    programAt: T0 + 1_000,
+    program: settleWith(staleSummary),
+    job: JOB1,
+    receipt: staleSummary,
+    finalCurrent: JOB0,
+    // As with a new head: the repeated head goes out in the same single write.
+    expectedPoints: 18
+  },
+  {
+    name: "settle a title",
+    settles: true,
+    setup: seededWithClaim,
+    programAt: T0 + 1_000,
+    program: settleWith(title),
+    job: JOB1,
+    receipt: title,
+    finalCurrent: JOB0,
+    // As with a summary.
+    expectedPoints: 18
+  },
+  {
+    name: "release",
+    settles: false,
+    setup: seededWithClaim,
+    programAt: T0 + 1_000,
+    program: (store, reservation) => store.release(reservation!),
+    job: JOB1,
+    receipt: currentSummary,
+    finalCurrent: JOB1,
+    // Lock 6 plus the claim removal.
+    expectedPoints: 8
+  },
+  {
+    name: "break a dead owner's lock, then settle",
+    settles: true,
+    setup: (world) => Effect.tap(seededWithClaim(world), () => writeDurably(world, LOCK, deadOwnerLock)),
+    programAt: T0 + 1_000,
+    program: settleWith(currentSummary),
+    job: JOB1,
+    receipt: currentSummary,
+    finalCurrent: JOB1,
+    // Settle 17, plus a failed link, the break file, the dead lock's removal, the break file's removal and a second link.
+    expectedPoints: 22
+  },
+  {
+    name: "recover a crashed settlement (after breaking its lock)",
+    settles: false,
+    // Worker 10 dies between the fsynced append and the settled claim, holding the lock.
+    setup: (world) =>
+      Effect.gen(function*() {
+        const reservation = yield* seededWithClaim(world)
+        const fault = makeFaultFileSystem(world, {
+          rules: [{ kind: "rename", path: "/jobs-v4/", action: { _tag: "Crash" } }]
+        })
+        const store = yield* storeOn(fault)
+        const exit = yield* Effect.exit(store.settle(reservation, currentSummary).pipe(asWorker(10, "doomed")))
+        assert.isTrue(Exit.isFailure(exit) && fault.crashed, "the setup settle crashed")
+        return undefined
+      }),
+    programAt: T0 + LEASE_MS + 1_000,
+    program: (store) => store.reserve({ jobId: JOB1, sessionFile: SESSION_FILE }),
+    expect: (reservation) =>
+      assert.strictEqual((reservation as { _tag: string })._tag, "Duplicate", "the takeover recovers the settlement"),
+    job: JOB1,
+    receipt: currentSummary,
+    finalCurrent: JOB1,
+    // Reserve without a new claim: directories 4, failed create 5, lock 6 + 4 to break the dead one, settled claim 5.
+    expectedPoints: 25
+  }
+]
+
+/**
+ * Builds a scenario's initial world (the TestClock is left at `T0`) and the
+ * program worker 100 runs on whatever `FileSystem` it is given.
+ */
+export const prepare = (scenario: Scenario) =>
+  Effect.gen(function*() {
+    yield* TestClock.setTime(T0)
+    const world = makeWorld()
+    const reservation = yield* scenario.setup(world)
+    const program = Effect.gen(function*() {
+      yield* TestClock.setTime(scenario.programAt)
+      const store = yield* storeOn(yield* FileSystem.FileSystem)
+      return yield* scenario.program(store, reservation)
+    }).pipe(asWorker(100, "program"))
+    // A copy without open handles, so every run starts from the same bytes.
+    return { initial: world.crashImage("process"), program }
+  })
