@@ -162,7 +162,9 @@ export const unlockCommand = Command.make(
       )
     }
 
-    const removal = yield* removeCommitLock(lockPath, key).pipe(Effect.mapError(toCliFailure))
+    const removal = yield* removeCommitLock(lockPath, key, { clearStaleBreakFile: force }).pipe(
+      Effect.mapError(toCliFailure)
+    )
     const outcome = outcomeOf(removal)
     if (outcome.action === "changed" || outcome.action === "break_in_progress") {
       return yield* refuse(

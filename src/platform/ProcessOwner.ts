@@ -2,9 +2,9 @@
  * Owner evidence for commit locks on Linux, read from `/proc`.
  *
  * A lock's owner is provably dead only when the lock was written on this
- * host during this boot (hostname and kernel boot id match) and its pid is
- * either gone or now belongs to a process that started at another time (pid
- * reuse). Anything we cannot prove — another host, another boot with no
+ * host (same hostname) and either during an earlier boot (another kernel
+ * boot id), or during this boot by a pid that is gone or now belongs to a
+ * process that started at another time (pid reuse). Anything we cannot prove — another host, another boot with no
  * way to compare, a platform without `/proc` — counts as alive, so a live
  * owner's lock is never removed.
  *
@@ -59,7 +59,9 @@ export const makeProcessOwnerProbe = (): LockOwnerProbe => {
   }
   const isProvablyDead = (owner: OwnerEvidence): boolean => {
     if (owner.hostname !== current.hostname) return false
-    if (owner.bootId === undefined || current.bootId === undefined || owner.bootId !== current.bootId) return false
+    if (owner.bootId === undefined || current.bootId === undefined) return false
+    // Written on this host during an earlier boot: that process ended with it.
+    if (owner.bootId !== current.bootId) return true
     if (owner.pid === process.pid) return owner.startTicks !== undefined && owner.startTicks !== current.startTicks
     if (!processExists(owner.pid)) return true
     const ticks = startTicksOf(owner.pid)

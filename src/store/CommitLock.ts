@@ -27,7 +27,7 @@ import { Clock, Effect, Random, Scope, Semaphore } from "effect"
 import type { FileSystem } from "effect/FileSystem"
 import type { PlatformError } from "effect/PlatformError"
 import { LockHeld, StoreIo, storeIo } from "./Errors.js"
-import { LockOwner, ownerEvidenceOf } from "./LockOwner.js"
+import { LockOwner, type OwnerEvidence, ownerEvidenceOf } from "./LockOwner.js"
 import type { LockRetry } from "./StoreConfig.js"
 import { parseJsonOrNull } from "./SidecarReader.js"
 
@@ -43,6 +43,18 @@ export const randomToken = (bytes: number): Effect.Effect<string> =>
     }
     return token.slice(0, bytes * 2)
   })
+
+/**
+ * Tokens of the lock files this process holds (or is creating), across all
+ * store instances. A lock file with this process's own evidence but a token
+ * not in this set was left by a release that failed here, and can be
+ * broken by the next waiter instead of blocking the sidecar until exit.
+ */
+const tokensHeldHere = new Set<string>()
+
+const leakedHere = (self: OwnerEvidence | undefined, owner: OwnerEvidence, token: string): boolean =>
+  self !== undefined && owner.pid === self.pid && owner.hostname === self.hostname &&
+  owner.bootId === self.bootId && owner.startTicks === self.startTicks && !tokensHeldHere.has(token)
 
 /** A lock this process holds. @category models @since 0.1.0 */
 export interface HeldLock {
@@ -145,9 +157,11 @@ const acquireFileLock = (
       const content = `${JSON.stringify({ token, claimedAt, ...(probe.current ? { owner: probe.current } : {}) })}\n`
       const tempPath = `${lockPath}.${token}.tmp`
       yield* writeDurableTemp(fs, tempPath, content)
+      tokensHeldHere.add(token)
+      let linked = false
       return yield* Effect.gen(function*() {
         for (let attempt = 0; attempt < retry.attempts; attempt++) {
-          const linked = yield* fs.link(tempPath, lockPath).pipe(
+          linked = yield* fs.link(tempPath, lockPath).pipe(
             Effect.as(true),
             Effect.catchIf(isAlreadyExists, () => Effect.succeed(false))
           )
@@ -160,14 +174,22 @@ const acquireFileLock = (
             const holder = yield* readJsonFile(fs, lockPath)
             const owner = ownerEvidenceOf(holder)
             const holderToken = (holder as { token?: unknown } | null | undefined)?.token
-            if (owner && typeof holderToken === "string" && (yield* probe.isProvablyDead(owner))) {
+            if (
+              owner && typeof holderToken === "string" &&
+              (leakedHere(probe.current, owner, holderToken) || (yield* probe.isProvablyDead(owner)))
+            ) {
               if (yield* breakDeadLock(fs, lockPath, holderToken)) continue
             }
           }
           if (attempt + 1 < retry.attempts) yield* restore(Effect.sleep(retry.intervalMs))
         }
         return yield* new LockHeld({ lockPath, attempts: retry.attempts })
-      }).pipe(Effect.ensuring(Effect.ignore(removeIgnoringMissing(fs, tempPath))))
+      }).pipe(
+        Effect.ensuring(Effect.suspend(() => {
+          if (!linked) tokensHeldHere.delete(token)
+          return Effect.ignore(removeIgnoringMissing(fs, tempPath))
+        }))
+      )
     })
   ).pipe(Effect.catchTag("PlatformError", (error) => Effect.fail(storeIo("acquire commit lock", lockPath)(error))))
 
@@ -192,7 +214,10 @@ interface LockQueue {
 
 const releaseLogged = (fs: FileSystem, lock: HeldLock) =>
   releaseFileLock(fs, lock.lockPath, lock.token).pipe(
-    Effect.catch((error) => Effect.logWarning("commit lock release failed", error))
+    Effect.catch((error) => Effect.logWarning("commit lock release failed", error)),
+    // Even if the file could not be removed, this process no longer holds
+    // the lock: a later waiter here may then recognise it as leaked.
+    Effect.ensuring(Effect.sync(() => tokensHeldHere.delete(lock.token)))
   )
 
 /**

@@ -194,6 +194,19 @@ const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "obj
 
 const isNotFound = (error: PlatformError) => error.reason._tag === "NotFound"
 
+/** The `{receiptOffset, receiptLength, receiptHash}` pointer of a settled claim. */
+interface ReceiptRef {
+  readonly receiptOffset: number
+  readonly receiptLength: number
+  readonly receiptHash: string
+}
+
+/** Our claims' record of the sidecar size when they were taken, if present and sane. */
+const sidecarOffsetOf = (claim: unknown): number | undefined => {
+  const offset = isRecord(claim) ? claim.sidecarOffset : undefined
+  return typeof offset === "number" && Number.isSafeInteger(offset) && offset >= 0 ? offset : undefined
+}
+
 /**
  * Builds a store instance. Exposed for layers that wire dependencies
  * differently; most callers want `RarebitStore.layer`.
@@ -238,11 +251,16 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
       )
     )
 
-  const owns = (reservation: Acquired) =>
+  /** The claim, if it is still active for this reservation's lease token. */
+  const ownedClaim = (reservation: Acquired) =>
     readClaim(fs, reservation.claimPath).pipe(
-      Effect.map((read) => read._tag === "Parsed" && claimIsActiveFor(read.claim, reservation.leaseToken)),
+      Effect.map((read) =>
+        read._tag === "Parsed" && claimIsActiveFor(read.claim, reservation.leaseToken) ? read.claim : undefined
+      ),
       Effect.mapError(storeIo("read job claim", reservation.claimPath))
     )
+
+  const owns = (reservation: Acquired) => Effect.map(ownedClaim(reservation), (claim) => claim !== undefined)
 
   // ---- readers ------------------------------------------------------------
 
@@ -435,41 +453,82 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
       const sidecar = location.materializationPath
       const size = yield* sidecarSize(sidecar)
       const claim = read._tag === "Parsed" && isRecord(read.claim) ? read.claim : undefined
-      const recorded = claim?.sidecarOffset
-      const windowStart = Math.max(0, size - RECOVERY_WINDOW_BYTES)
-      let offset: number | null = Number.isSafeInteger(recorded) && (recorded as number) >= 0
-        ? Math.max(recorded as number, windowStart)
-        : windowStart
+      const found = yield* findJobReceipt(sidecar, location.jobId, sidecarOffsetOf(claim) ?? 0, size)
+      if (found === undefined) return undefined
+      const leaseToken = typeof claim?.leaseToken === "string" ? claim.leaseToken : fallbackToken
+      yield* completeSettlement(location, claimPath, leaseToken, found)
+      return { ...location, _tag: "Duplicate", record: { ...found.record, path: sidecar } } as Duplicate
+    })
+
+  /**
+   * The last verified receipt of `jobId` appended at or after `fromOffset`,
+   * looking back no further than `RECOVERY_WINDOW_BYTES` from `size`.
+   *
+   * Only a job's lease owner appends its receipts, under the commit lock,
+   * so a receipt found after the claim's `sidecarOffset` was written for the
+   * current lease. A sidecar that cannot be read fails the search: treating
+   * it as "no receipt" could run the job a second time.
+   */
+  const findJobReceipt = (sidecar: string, jobId: string, fromOffset: number, size: number) =>
+    Effect.gen(function*() {
+      let offset: number | null = Math.max(fromOffset, size - RECOVERY_WINDOW_BYTES, 0)
       let found: HistoryRecord | undefined
       while (offset !== null && offset < size) {
         const page: HistoryPage = yield* readSidecarHistoryPage(fs, sidecar, offset, MAX_HISTORY_RECORDS)
-        // A sidecar we cannot read may hold the receipt: taking the job over
-        // now would run it a second time, so the reservation fails instead.
         if (page.availability === "unreadable") {
           return yield* new StoreIo({
-            operation: "scan sidecar for a crashed settlement",
+            operation: "scan sidecar for a job's receipt",
             path: sidecar,
             cause: new HistoryUnreadable({ path: sidecar, offset })
           })
         }
         if (page.availability !== "available") return undefined
         for (const entry of page.records) {
-          if (entry.record.jobId === location.jobId) found = entry
+          if (entry.record.jobId === jobId) found = entry
         }
         offset = page.nextOffset
       }
       if (found === undefined) return undefined
       const receiptRef = yield* receiptRefAt(sidecar, found.offset)
       if (receiptRef === undefined) return undefined
-      const verified = yield* readReceiptReference(fs, sidecar, receiptRef, false).pipe(
-        Effect.mapError((cause) => new StoreIo({ operation: "verify a crashed settlement", path: sidecar, cause }))
+      const record = yield* readReceiptReference(fs, sidecar, receiptRef, false).pipe(
+        Effect.mapError((cause) => new StoreIo({ operation: "verify a job's receipt", path: sidecar, cause }))
       )
-      if (verified === undefined) return undefined
-      yield* appendHeadIfCurrent(location, verified, receiptRef)
-      const leaseToken = typeof claim?.leaseToken === "string" ? claim.leaseToken : fallbackToken
-      yield* replaceClaim(fs, path, claimPath, { jobId: location.jobId, state: "settled", leaseToken, receiptRef })
-        .pipe(Effect.mapError(storeIo("write job claim", claimPath)))
-      return { ...location, _tag: "Duplicate", record: { ...verified, path: sidecar } } as Duplicate
+      return record === undefined ? undefined : { record, receiptRef }
+    })
+
+  /**
+   * Finishes a settlement whose receipt is already in the sidecar: a head if
+   * it should be current and is not, then the settled claim.
+   */
+  const completeSettlement = (
+    location: ReservationLocation,
+    claimPath: string,
+    leaseToken: string,
+    found: { readonly record: Record<string, unknown>; readonly receiptRef: ReceiptRef }
+  ) =>
+    Effect.gen(function*() {
+      yield* appendHeadIfCurrent(location, found.record, found.receiptRef)
+      yield* replaceClaim(fs, path, claimPath, {
+        jobId: location.jobId,
+        state: "settled",
+        leaseToken,
+        receiptRef: found.receiptRef
+      }).pipe(Effect.mapError(storeIo("write job claim", claimPath)))
+    })
+
+  /**
+   * The receipt an earlier, failed attempt of this same lease already
+   * appended, if the claim says where to look and anything was appended
+   * since.
+   */
+  const receiptOfLease = (reservation: Acquired, claim: unknown) =>
+    Effect.gen(function*() {
+      const from = sidecarOffsetOf(claim)
+      if (from === undefined) return undefined
+      const size = yield* sidecarSize(reservation.materializationPath)
+      if (from >= size) return undefined
+      return yield* findJobReceipt(reservation.materializationPath, reservation.jobId, from, size)
     })
 
   /** The exact byte range of the line starting at `offset`. */
@@ -586,16 +645,21 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     const { line, settled } = yield* validateForSettle(reservation, receipt)
     const fenced = new LeaseFenced({ jobId: reservation.jobId, claimPath: reservation.claimPath })
 
+    // Set just before the append: from then on the receipt may be in the
+    // sidecar, and a failure must not give the job back unless it is not.
+    let appendAttempted = false
+
     const locked = Effect.gen(function*() {
-      if (!(yield* owns(reservation))) return yield* fenced
+      const claim = yield* ownedClaim(reservation)
+      if (claim === undefined) return yield* fenced
       const hook = options.hooks?.afterLeaseValidated
       if (hook !== undefined) yield* Effect.mapError(hook, (cause) => new SettleHookFailed({ cause }))
-      return yield* commit
+      return yield* commit(claim)
     })
 
     // Past the hook nothing is interruptible: an interruption between the
     // append and the settled claim would otherwise strand a receipt.
-    const commit = Effect.uninterruptible(Effect.gen(function*() {
+    const commit = (claim: unknown) => Effect.uninterruptible(Effect.gen(function*() {
       const existing = yield* fs.lstat(sidecar).pipe(
         Effect.map(Option.some),
         Effect.catchIf(isNotFound, () => Effect.succeed(Option.none())),
@@ -605,9 +669,17 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
       // The reference re-derives the sidecar path from the Session file here,
       // so a reservation whose Session file is not a valid one fails the same way.
       yield* sidecarPath(reservation.sessionFile, reservation)
+      // An earlier attempt of this lease may have appended its receipt and
+      // then failed: finish that settlement instead of appending again.
+      const earlier = yield* receiptOfLease(reservation, claim)
+      if (earlier !== undefined) {
+        yield* completeSettlement(reservation, reservation.claimPath, reservation.leaseToken, earlier)
+        return { ...earlier.record, path: sidecar } as SettledReceipt
+      }
       const native = yield* observeNative(reservation.sessionFile, reservation)
       const current = yield* readSidecarCurrent(fs, sidecar)
       const semanticCurrent = isSemanticCurrent(native, current, settled)
+      appendAttempted = true
       const receiptOffset = yield* appendToSidecar(sidecar, (offset) => {
         const head = semanticCurrent ? makeHead(settled.sessionId as string, offset, line) : current.head
         const headLine = head === null ? new Uint8Array(0) : encoder.encode(`${JSON.stringify(head)}\n`)
@@ -617,8 +689,8 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
         bytes.set(headLine, line.length)
         return Effect.succeed(bytes)
       })
-      if (!(yield* owns(reservation))) return yield* fenced
       const receiptRef = { receiptOffset, receiptLength: line.length, receiptHash: sha256Hex(line) }
+      if (!(yield* owns(reservation))) return yield* fenced
       yield* replaceClaim(fs, path, reservation.claimPath, {
         jobId: reservation.jobId,
         state: "settled",
@@ -629,10 +701,25 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     }))
 
     // On failure while still the owner, the claim is deleted so the job can
-    // be retried at once instead of after the lease.
-    const cleanup = owns(reservation).pipe(
-      Effect.flatMap((owner) => (owner ? removeClaim(fs, reservation.claimPath) : Effect.void)),
-      Effect.ignore
+    // be retried at once instead of after the lease — unless the receipt may
+    // already be in the sidecar: if it is there, the settlement is finished;
+    // if the sidecar cannot even be searched, the claim stays for the next
+    // attempt or a takeover to finish.
+    const cleanup = Effect.suspend(() =>
+      ownedClaim(reservation).pipe(
+        Effect.flatMap((claim): Effect.Effect<void, PlatformError | StoreIo> => {
+          if (claim === undefined) return Effect.void
+          if (!appendAttempted) return removeClaim(fs, reservation.claimPath)
+          return Effect.flatMap(
+            receiptOfLease(reservation, claim),
+            (earlier): Effect.Effect<void, PlatformError | StoreIo> =>
+              earlier === undefined
+                ? removeClaim(fs, reservation.claimPath)
+                : completeSettlement(reservation, reservation.claimPath, reservation.leaseToken, earlier)
+          )
+        }),
+        Effect.ignore
+      )
     )
     return yield* withLock(sidecar, Effect.onError(locked, () => cleanup))
   })
@@ -644,11 +731,17 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     yield* withLock(
       reservation.materializationPath,
       Effect.gen(function*() {
-        if (yield* owns(reservation)) {
-          yield* removeClaim(fs, reservation.claimPath).pipe(
-            Effect.mapError(storeIo("remove job claim", reservation.claimPath))
-          )
+        const claim = yield* ownedClaim(reservation)
+        if (claim === undefined) return
+        // A receipt this lease already appended settles the job rather than
+        // giving it back to run again.
+        const earlier = yield* receiptOfLease(reservation, claim)
+        if (earlier !== undefined) {
+          return yield* completeSettlement(reservation, reservation.claimPath, reservation.leaseToken, earlier)
         }
+        yield* removeClaim(fs, reservation.claimPath).pipe(
+          Effect.mapError(storeIo("remove job claim", reservation.claimPath))
+        )
       })
     )
   })

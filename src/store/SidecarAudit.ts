@@ -723,6 +723,18 @@ export type LockRemoval =
   | { readonly _tag: "BreakInProgress"; readonly breakPath: string }
 
 /**
+ * Options of `removeCommitLock`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface RemoveLockOptions {
+  /** Remove a break file older than `staleAfterMs` (its breaker crashed) and go on. */
+  readonly clearStaleBreakFile?: boolean | undefined
+  readonly staleAfterMs?: number | undefined
+}
+
+/**
  * Whether `expected` names the lock with `key`: the whole key, or a prefix
  * of at least 8 characters.
  *
@@ -757,7 +769,8 @@ export const keyMatches = (key: string, expected: string): boolean =>
  */
 export const removeCommitLock = Effect.fn("SidecarAudit.removeCommitLock")(function*(
   lockPath: string,
-  expectedKey: string
+  expectedKey: string,
+  options: RemoveLockOptions = {}
 ) {
   const fs = yield* FileSystem
   const io = storeIo("remove commit lock", lockPath)
@@ -770,7 +783,7 @@ export const removeCommitLock = Effect.fn("SidecarAudit.removeCommitLock")(funct
   if (!matches(first.value)) return { _tag: "Changed", tokenPrefix: tokenPrefixOf(first.value) } as LockRemoval
   const key = breakKey(first.value.content, first.value.raw)
   const breakPath = `${lockPath}.break-${key}`
-  const created = yield* fs.writeFile(breakPath, encoder.encode(`${JSON.stringify({ deadToken: key })}\n`), {
+  const createBreakFile = fs.writeFile(breakPath, encoder.encode(`${JSON.stringify({ deadToken: key })}\n`), {
     flag: "wx",
     mode: 0o600
   }).pipe(
@@ -778,6 +791,21 @@ export const removeCommitLock = Effect.fn("SidecarAudit.removeCommitLock")(funct
     Effect.catchIf((error) => error.reason._tag === "AlreadyExists", () => Effect.succeed(false)),
     Effect.mapError(io)
   )
+  let created = yield* createBreakFile
+  if (!created && options.clearStaleBreakFile === true) {
+    // A break takes microseconds, so a break file this old was left by a
+    // breaker that crashed. Clearing it is the operator's call (`--force`,
+    // with no other repair running), since another repairer could be
+    // between the same two steps.
+    const info = yield* fs.stat(breakPath).pipe(Effect.option)
+    const modified = Option.flatMap(info, (value) => value.mtime)
+    const now = yield* Clock.currentTimeMillis
+    const staleAfterMs = options.staleAfterMs ?? DEFAULT_STALE_AFTER_MS
+    if (Option.isSome(modified) && now - modified.value.getTime() >= staleAfterMs) {
+      yield* fs.remove(breakPath).pipe(Effect.catchIf(isNotFound, () => Effect.void), Effect.mapError(io))
+      created = yield* createBreakFile
+    }
+  }
   if (!created) return { _tag: "BreakInProgress", breakPath } as LockRemoval
   return yield* Effect.gen(function*() {
     const again = yield* readLockRaw(fs, lockPath).pipe(Effect.mapError(io))

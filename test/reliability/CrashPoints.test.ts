@@ -169,13 +169,12 @@ describe("crash points", () => {
 /**
  * The one state the enumeration leaves for a person: a breaker crashed after
  * creating `<lock>.break-<token>` and before removing the dead lock. Every
- * waiter then gives up with `LockHeld`. `rarebit-store unlock` must be able
- * to repair it; today it answers "break in progress" (the break file
- * exists) even with `--force`, so the operator has to delete the break file
- * by hand first. Kept failing until the command handles a stale break file.
+ * waiter then gives up with `LockHeld`. `rarebit-store unlock --force`
+ * repairs it: a break file older than the stale threshold is cleared and the
+ * lock removed; a fresh one (a break in progress) is left alone.
  */
 describe("manual repair", () => {
-  it.effect.fails("rarebit-store unlock repairs a crashed breaker's dead lock", () =>
+  it.effect("rarebit-store unlock --force repairs a crashed breaker's dead lock", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(T0)
       const world = makeWorld()
@@ -187,8 +186,19 @@ describe("manual repair", () => {
       const blocked = yield* completeJob(store, JOB1, title).pipe(asWorker(300, "blocked"))
       assert.deepStrictEqual(blocked, { failed: "LockHeld" })
 
-      const removal = yield* Effect.provideService(removeCommitLock(LOCK, token), FileSystem.FileSystem, world)
+      const unlock = Effect.provideService(
+        removeCommitLock(LOCK, token, { clearStaleBreakFile: true, staleAfterMs: 10_000 }),
+        FileSystem.FileSystem,
+        world
+      )
+      // Right after the crash the break file may still be a break in progress.
+      assert.strictEqual((yield* unlock)._tag, "BreakInProgress")
+      yield* TestClock.adjust("11 seconds")
+      const removal = yield* unlock
       assert.strictEqual(removal._tag, "Removed")
+      assert.isFalse(yield* world.exists(`${LOCK}.break-${token}`))
+      // The blocked attempt still holds the job's claim; once its lease is over the job is taken over and settled.
+      yield* TestClock.adjust(LEASE_MS + 1)
       const after = yield* completeJob(store, JOB1, title).pipe(asWorker(301, "after-unlock"))
       assert.strictEqual(after, "settled")
     }).pipe(Effect.provide(Path.layer)))
