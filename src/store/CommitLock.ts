@@ -83,7 +83,7 @@ export const writeDurableTemp = Effect.fnUntraced(function*(fs: FileSystem, temp
     const file = yield* fs.open(tempPath, { flag: "wx", mode: 0o600 })
     yield* file.writeAll(encoder.encode(content))
     yield* file.sync
-  }))
+  })).pipe(Effect.onError(() => Effect.ignore(removeIgnoringMissing(fs, tempPath))))
 })
 
 const removeIgnoringMissing = (fs: FileSystem, path: string) =>

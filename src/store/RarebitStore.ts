@@ -322,10 +322,15 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
       const ref = read._tag === "Parsed" ? settledReceiptRef(read.claim) : undefined
       if (ref === undefined) return undefined
       // A sidecar that is not a regular file is reported as such, as the
-      // reference does; any other failure to read the pointer's bytes means
-      // the pointer does not verify.
+      // reference does; a sidecar that is gone means the pointer does not
+      // verify; any other I/O failure is just that.
       const record = yield* readReceiptReference(fs, location.materializationPath, ref, false).pipe(
-        Effect.catchTag("PlatformError", () => Effect.succeed(undefined))
+        Effect.catchIf(
+          (error) => error._tag === "PlatformError" && isNotFound(error),
+          () => Effect.succeed(undefined)
+        ),
+        Effect.catchTag("PlatformError", (error) =>
+          Effect.fail(storeIo("verify settled receipt pointer", location.materializationPath)(error)))
       )
       if (record === undefined) {
         return yield* new HeadInvalid({ claimPath, materializationPath: location.materializationPath })
