@@ -561,6 +561,8 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
   ) =>
     Effect.gen(function*() {
       const current = yield* readSidecarCurrent(fs, location.materializationPath)
+      // Without having seen the current head, a new one could bury a newer receipt.
+      if (current.diagnostics.reason === "sidecar_unreadable") return
       if (current.head?.receiptOffset === receiptRef.receiptOffset) return
       const native = yield* observeNative(location.sessionFile, location)
       if (!isSemanticCurrent(native, current, record)) return
