@@ -8,9 +8,9 @@
  *
  * @since 0.1.0
  */
-import { sha256 } from "../protocol/CanonicalJson.js"
 import { rarebitJobIdentity } from "../session/JobIdentity.js"
 import { selectRarebits } from "../session/Selector.js"
+import * as Receipts from "../testing/Receipts.js"
 
 /**
  * A Pi Session as the demo writes it.
@@ -75,49 +75,6 @@ export const sampleSession = (
 
 const MODEL = { provider: "demo", id: "demo-model" }
 
-const synthesis = (observedAt: string) => ({
-  schemaVersion: 1,
-  kind: "rarebit_model_synthesis",
-  outcome: "response",
-  requestedModel: MODEL,
-  timing: { startedAt: observedAt, completedAt: observedAt, durationMs: 0, provenance: "local_monotonic_clock" },
-  provider: {
-    responseProvider: null,
-    responseProviderSource: null,
-    responseModel: null,
-    responseModelSource: null,
-    responseId: null,
-    responseIdSource: null,
-    requestId: null,
-    requestIdSource: null
-  },
-  usage: {
-    availability: "unavailable",
-    inputTokens: null,
-    outputTokens: null,
-    totalTokens: null,
-    cacheReadTokens: null,
-    cacheWriteTokens: null,
-    reasoningTokens: null,
-    estimatedCostUsd: null,
-    provenance: {
-      inputTokens: null,
-      outputTokens: null,
-      totalTokens: null,
-      cacheReadTokens: null,
-      cacheWriteTokens: null,
-      reasoningTokens: null,
-      estimatedCostUsd: null
-    }
-  }
-})
-
-const branchRef = (branch: ReadonlyArray<Record<string, unknown>>) => ({
-  leafId: (branch.at(-1)?.id as string | undefined) ?? null,
-  entryCount: branch.length,
-  pathHash: sha256(branch.map((entry) => String(entry.id ?? "")))
-})
-
 /**
  * The job ids of the Session's summary and title.
  *
@@ -143,37 +100,8 @@ export const sampleJobIds = (session: SampleSession): { readonly summary: string
 export const summaryReceipt = (
   session: SampleSession,
   options: { readonly summary: string; readonly observedAt: string; readonly jobId?: string }
-): Record<string, unknown> => {
-  const selection = selectRarebits(session.entries)
-  const latestUser = selection.occurrences.filter((occurrence) => occurrence.role === "user").at(-1)
-  return {
-    schemaVersion: 4,
-    type: "rarebit_summary",
-    status: "ok",
-    jobId: options.jobId ?? "0".repeat(64),
-    sessionId: session.id,
-    branch: branchRef(session.entries),
-    observedAt: options.observedAt,
-    selection: {
-      manifestHash: selection.manifestHash,
-      selectorVersion: selection.manifest.selectorVersion,
-      occurrenceCount: selection.occurrences.length,
-      uniquePayloadCount: selection.payloads.length,
-      latestUserSourceEntryId: latestUser?.sourceEntryId ?? null
-    },
-    lifecycleBoundary: "manual",
-    implementationVersion: "hc-rarebit-summary-v4",
-    synthesisMode: "forced",
-    inputCoveragePolicy: { strategy: "complete_or_explicit_overflow", maxPromptChars: 12_000 },
-    promptVersion: "rarebit-summary-v4",
-    model: MODEL,
-    modelProvenance: { source: "demo", status: "resolved" },
-    summary: options.summary,
-    sessionStatus: "finished",
-    statusReason: "all_requests_accomplished",
-    synthesis: synthesis(options.observedAt)
-  }
-}
+): Record<string, unknown> =>
+  Receipts.summaryReceipt(session.entries, { ...options, sessionId: session.id, model: MODEL, source: "demo" })
 
 /**
  * A valid title proposal receipt of the Session.
@@ -184,26 +112,5 @@ export const summaryReceipt = (
 export const titleReceipt = (
   session: SampleSession,
   options: { readonly title: string; readonly observedAt: string; readonly jobId?: string }
-): Record<string, unknown> => {
-  const selection = selectRarebits(session.entries)
-  const latestUser = selection.occurrences.filter((occurrence) => occurrence.role === "user").at(-1)
-  return {
-    schemaVersion: 4,
-    type: "rarebit_title",
-    status: "proposal",
-    jobId: options.jobId ?? "0".repeat(64),
-    implementationVersion: "hc-rarebit-title-v4",
-    sessionId: session.id,
-    branch: branchRef(session.entries),
-    selectionManifestHash: selection.manifestHash,
-    titleEvidence: { provenance: "demo", sourceEntryId: latestUser?.sourceEntryId ?? null },
-    promptVersion: "rarebit-title-v4",
-    model: MODEL,
-    modelProvenance: { source: "demo", status: "resolved" },
-    applicationMode: "proposal",
-    priorTitle: null,
-    title: options.title,
-    observedAt: options.observedAt,
-    synthesis: synthesis(options.observedAt)
-  }
-}
+): Record<string, unknown> =>
+  Receipts.titleReceipt(session.entries, { ...options, sessionId: session.id, model: MODEL, source: "demo" })
