@@ -593,7 +593,11 @@ export interface CachedSessionRead extends SessionProjection {
  * @since 0.1.0
  */
 export interface SessionCache {
-  /** Resolves and reads a Session like `readSession`, without `parsed` and `branch`. */
+  /**
+   * Resolves and reads a Session like `readSession`, without `parsed` and
+   * `branch`. Results may share arrays with earlier results: treat them as
+   * read-only.
+   */
   readonly read: (reference: unknown, options: SessionReaderOptions) => Effect.Effect<CachedSessionRead, SessionError>
   /** What the store observes of a native Session, like `nativeObservation`. */
   readonly observe: (reference: unknown, options: SessionReaderOptions) => Effect.Effect<NativeObservation>
@@ -774,8 +778,8 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       }
       counters.full++
       const accumulator = new SessionAccumulator(sessionFile)
-      // Like `readFile`, read to the end even if the file grew since `stat`.
-      const scanned = yield* scan(file, accumulator, 0, Number.MAX_SAFE_INTEGER, emptyPrints)
+      // Like `readFile`: the size `fstat` reported, or to the end when it reported none.
+      const scanned = yield* scan(file, accumulator, 0, size === 0 ? Number.MAX_SAFE_INTEGER : size, emptyPrints)
       return remember(slot, identity, mtimeMs, accumulator, scanned)
     }))
 
@@ -802,6 +806,8 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
     )
   }
 
+  // Plain functions rather than `Effect.fn`: this runs on every poll, and a
+  // span with its captured call site costs about a tenth of a whole current read.
   const read = (reference: unknown, options: SessionReaderOptions): Effect.Effect<CachedSessionRead, SessionError> =>
     Effect.gen(function*() {
       if (typeof reference !== "string" || !reference.trim()) return yield* uncached(reference, options)

@@ -82,6 +82,12 @@ export const createClaimExclusive = (
 /**
  * Replaces a claim atomically and durably.
  *
+ * **Details**
+ *
+ * With `syncDirectory: false` the caller fsyncs the directory itself later
+ * (settle does, after giving the commit lock back, so the lock is not held
+ * across that fsync).
+ *
  * @category writers
  * @since 0.1.0
  */
@@ -89,13 +95,14 @@ export const replaceClaim = (
   fs: FileSystem,
   path: Path,
   claimPath: string,
-  claim: unknown
+  claim: unknown,
+  options: { readonly syncDirectory?: boolean } = {}
 ): Effect.Effect<void, PlatformError> =>
   Effect.gen(function*() {
     const tempPath = `${claimPath}.${yield* randomToken(12)}.tmp`
     yield* writeDurableTemp(fs, tempPath, claimLine(claim))
     yield* fs.rename(tempPath, claimPath).pipe(Effect.onError(() => Effect.ignore(fs.remove(tempPath))))
-    yield* syncDirectory(fs, path.dirname(claimPath))
+    if (options.syncDirectory !== false) yield* syncDirectory(fs, path.dirname(claimPath))
   }).pipe(Effect.uninterruptible)
 
 /** Fsyncs a directory so a rename or unlink in it is durable. @internal */

@@ -1,0 +1,178 @@
+/**
+ * Measuring two implementations side by side: interleaved rounds (the order
+ * alternates every round, so drift and warm caches hit both alike), one
+ * timing per operation, medians, and a plain-text table.
+ *
+ * @since 0.1.0
+ */
+import { spawn } from "node:child_process"
+import { fileURLToPath } from "node:url"
+
+/** One operation; `setup` runs before it, untimed. */
+export interface Operation {
+  readonly setup?: (() => Promise<void> | void) | undefined
+  readonly run: () => Promise<unknown>
+}
+
+/** Timings of one side, in milliseconds per operation. */
+export interface Samples {
+  readonly times: Array<number>
+}
+
+export const median = (values: ReadonlyArray<number>): number => {
+  if (values.length === 0) return Number.NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = sorted.length >> 1
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+}
+
+const collect = () => (globalThis as { gc?: () => void }).gc?.()
+
+/**
+ * Runs `ours` and `theirs` for `rounds` rounds of `ops` operations each,
+ * after warming both up.
+ *
+ * **Details**
+ *
+ * Each round runs one side's `ops` operations as a block, then the other's,
+ * and the side that goes first alternates. A full collection runs (untimed)
+ * before every block, so neither side pays for the other's garbage or finds
+ * its caches cold from the other's work; many short rounds spread the drift
+ * of a shared machine over both. With `gcEachOp`, a collection also runs
+ * before every timed operation.
+ */
+export const interleave = async (
+  sides: { readonly ours: Operation; readonly theirs: Operation },
+  options: {
+    readonly rounds: number
+    readonly ops: number
+    readonly warmup?: number
+    readonly warmupMs?: number
+    readonly gcEachOp?: boolean
+  }
+): Promise<{ readonly ours: Samples; readonly theirs: Samples }> => {
+  const ours: Samples = { times: [] }
+  const theirs: Samples = { times: [] }
+  const once = async (operation: Operation, into: Samples | undefined) => {
+    await operation.setup?.()
+    if (options.gcEachOp) collect()
+    const start = performance.now()
+    await operation.run()
+    const elapsed = performance.now() - start
+    into?.times.push(elapsed)
+  }
+  // Warm both sides until each has run `warmup` times and for at least `warmupMs`, so
+  // the JIT has settled on this (possibly slow) machine before anything is timed.
+  const warmUntil = performance.now() + (options.warmupMs ?? 0)
+  for (let index = 0; index < (options.warmup ?? 2) || performance.now() < warmUntil; index++) {
+    await once(sides.ours, undefined)
+    await once(sides.theirs, undefined)
+  }
+  for (let round = 0; round < options.rounds; round++) {
+    const order: Array<[Operation, Samples]> = round % 2 === 0
+      ? [[sides.ours, ours], [sides.theirs, theirs]]
+      : [[sides.theirs, theirs], [sides.ours, ours]]
+    for (const [operation, samples] of order) {
+      collect()
+      for (let op = 0; op < options.ops; op++) await once(operation, samples)
+    }
+  }
+  return { ours, theirs }
+}
+
+/** One line of the results table. */
+export interface Row {
+  readonly benchmark: string
+  readonly ours: number
+  readonly theirs: number
+  /** What "ours" and "theirs" are, when not our plain API and the reference. */
+  readonly versus?: string | undefined
+  /** The ratio this row must stay at or below. */
+  readonly target?: number | undefined
+  readonly unit?: string | undefined
+  /** Peak memory growth in MiB, when measured. */
+  readonly oursMiB?: number | undefined
+  readonly theirsMiB?: number | undefined
+  readonly note?: string | undefined
+}
+
+export const ratioOf = (row: Row): number => row.ours / row.theirs
+
+const formatTime = (ms: number): string =>
+  !Number.isFinite(ms) ? "-" : ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms >= 1 ? ms.toFixed(2) : ms.toFixed(3)
+
+const formatMiB = (value: number | undefined): string => (value === undefined ? "" : value.toFixed(1))
+
+/** The table as GitHub Markdown. */
+export const markdownTable = (rows: ReadonlyArray<Row>): string => {
+  const header = ["benchmark", "ours (ms)", "reference (ms)", "ratio", "target", "ok", "peak MiB ours", "peak MiB ref", "note"]
+  const lines = [`| ${header.join(" | ")} |`, `| ${header.map(() => "---").join(" | ")} |`]
+  for (const row of rows) {
+    const ratio = ratioOf(row)
+    const ok = row.target === undefined ? "" : ratio <= row.target ? "yes" : "**no**"
+    lines.push(
+      `| ${
+        [
+          row.benchmark,
+          formatTime(row.ours),
+          formatTime(row.theirs),
+          ratio.toFixed(3),
+          row.target === undefined ? "" : `≤ ${row.target}`,
+          ok,
+          formatMiB(row.oursMiB),
+          formatMiB(row.theirsMiB),
+          [row.versus, row.note].filter(Boolean).join("; ")
+        ].join(" | ")
+      } |`
+    )
+  }
+  return lines.join("\n")
+}
+
+/** The table as aligned plain text for the terminal. */
+export const textTable = (rows: ReadonlyArray<Row>): string => {
+  const cells = rows.map((row) => {
+    const ratio = ratioOf(row)
+    return [
+      row.benchmark,
+      formatTime(row.ours),
+      formatTime(row.theirs),
+      ratio.toFixed(3),
+      row.target === undefined ? "" : `<=${row.target}${ratio <= row.target ? "" : " MISS"}`,
+      row.oursMiB === undefined ? "" : `${formatMiB(row.oursMiB)}/${formatMiB(row.theirsMiB)}`,
+      row.versus ?? ""
+    ]
+  })
+  const header = ["benchmark", "ours ms", "ref ms", "ratio", "target", "peak MiB o/r", "versus"]
+  const widths = header.map((title, column) => Math.max(title.length, ...cells.map((row) => row[column].length)))
+  const render = (row: ReadonlyArray<string>) =>
+    row.map((cell, column) => (column === 0 || column === 6 ? cell.padEnd(widths[column]) : cell.padStart(widths[column])))
+      .join("  ")
+  return [render(header), render(widths.map((width) => "-".repeat(width))), ...cells.map(render)].join("\n")
+}
+
+/** The compiled sibling script `name` (e.g. "Worker.js"). */
+export const siblingScript = (name: string): string => fileURLToPath(new URL(`./${name}`, import.meta.url))
+
+/**
+ * Runs a sibling script in a fresh Node process and parses the JSON it prints
+ * on its last stdout line.
+ */
+export const runChild = (script: string, args: ReadonlyArray<string>, nodeArgs: ReadonlyArray<string> = []) =>
+  new Promise<unknown>((resolve, reject) => {
+    const child = spawn(process.execPath, [...nodeArgs, siblingScript(script), ...args], {
+      stdio: ["ignore", "pipe", "inherit"]
+    })
+    let output = ""
+    child.stdout.on("data", (chunk) => (output += String(chunk)))
+    child.on("error", reject)
+    child.on("exit", (code) => {
+      if (code !== 0) return reject(new Error(`${script} ${args.join(" ")} exited with ${code}`))
+      const last = output.trim().split("\n").at(-1) ?? ""
+      try {
+        resolve(JSON.parse(last))
+      } catch (error) {
+        reject(error)
+      }
+    })
+  })

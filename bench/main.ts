@@ -1,0 +1,575 @@
+/**
+ * Side-by-side benchmarks of this package's plain API and the reference
+ * store, on the same files, in one run.
+ *
+ * `npm run bench` runs everything (and rewrites BENCHMARKS.md);
+ * `npm run bench -- --quick` runs small sizes and few rounds (CI, well under
+ * a minute) and only prints. `--only=a,b` runs the named groups
+ * (current-native, current-session, history, cycle, contention, effect, lock).
+ *
+ * Inputs are generated once under `.bench-data/fixtures` and reused; each
+ * run writes its claims, locks and growing copies under
+ * `.bench-data/run-<pid>` and removes them at the end.
+ *
+ * @since 0.1.0
+ */
+import { spawn } from "node:child_process"
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs"
+import { appendFile } from "node:fs/promises"
+import { arch, cpus, loadavg, release as osRelease, totalmem, type as osType, version as osVersion } from "node:os"
+import { join } from "node:path"
+import { Effect, ManagedRuntime, Stream } from "effect"
+import * as NodeStore from "../src/platform/NodeStore.js"
+import { RarebitStore } from "../src/store/RarebitStore.js"
+import {
+  jobIdOf,
+  lastEntryId,
+  SESSION_ID,
+  sessionWriter,
+  sizeOf,
+  summaryReceipt,
+  writeSession,
+  writeSidecar
+} from "./Fixtures.js"
+import { interleave, markdownTable, median, type Row, runChild, siblingScript, textTable } from "./Harness.js"
+import { loadReferenceSession, loadStore, projectRoot, type Side, type StoreApi } from "./Implementations.js"
+
+const argv = process.argv.slice(2)
+const quick = argv.includes("--quick")
+const only = argv.find((arg) => arg.startsWith("--only="))?.slice("--only=".length).split(",")
+const wanted = (group: string) => only === undefined || only.includes(group)
+
+const KiB = 1024
+const MiB = 1024 * KiB
+
+const root = projectRoot()
+const data = join(root, ".bench-data")
+const fixtures = join(data, "fixtures")
+const sessionRoot = join(fixtures, "sessions")
+const rarebitRoot = join(fixtures, "rarebit")
+const sidecarDir = join(rarebitRoot, "materializations-v4")
+const work = join(data, `run-${process.pid}`)
+
+const log = (message: string) => process.stderr.write(`${message}\n`)
+const label = (bytes: number) => (bytes >= MiB ? `${Math.round(bytes / MiB)} MiB` : `${Math.round(bytes / KiB)} KiB`)
+
+const ours = await loadStore("ours")
+const reference = await loadStore("reference")
+const stores: Record<Side, StoreApi> = { ours, reference }
+const rows: Array<Row> = []
+
+// ---- fixtures ---------------------------------------------------------------
+
+interface NativeSummary {
+  readonly native: unknown
+  readonly manifestHash: string
+  readonly occurrenceCount: number
+}
+
+/** The native observation of a Session, as the reference computes it (cached next to the fixture). */
+const nativeOf = async (sessionFile: string): Promise<NativeSummary> => {
+  const cache = `${sessionFile}.native.json`
+  if (existsSync(cache) && existsSync(`${sessionFile}.fixture.json`)) {
+    const stamp = JSON.parse(readFileSync(cache, "utf8")) as NativeSummary & { readonly size: number }
+    if (stamp.size === sizeOf(sessionFile)) return stamp
+  }
+  const session = await (await loadReferenceSession()).readRarebitSession(sessionFile, { sessionRoot })
+  const summary = {
+    native: {
+      availability: "available",
+      sessionId: session.session.id,
+      selection: { ...session.selection, selectorVersion: session.selection.manifest.selectorVersion }
+    },
+    manifestHash: session.selection.manifestHash as string,
+    occurrenceCount: session.selection.occurrences.length as number
+  }
+  writeFileSync(cache, JSON.stringify({ ...summary, size: sizeOf(sessionFile) }))
+  return summary
+}
+
+const sessionSizes = quick ? [100 * KiB, 10 * MiB] : [100 * KiB, 10 * MiB, 100 * MiB]
+const sidecarSizes = quick ? [10 * KiB, 10 * MiB] : [10 * KiB, 10 * MiB, 200 * MiB]
+const historyReceipts = quick ? 10_000 : 100_000
+
+const sessionFileOf = (bytes: number) => join(sessionRoot, `session-${label(bytes).replace(" ", "")}.jsonl`)
+
+log(`fixtures in ${fixtures}`)
+const smallSession = sessionFileOf(100 * KiB)
+writeSession(smallSession, 100 * KiB)
+const small = await nativeOf(smallSession)
+
+// ---- 1. readRarebitCurrent with the native observation passed in ----------------
+
+const currentNative = async () => {
+  const nativeFile = join(fixtures, "native-100KiB.json")
+  writeFileSync(nativeFile, JSON.stringify(small.native))
+  const sessionFor = (bytes: number) => join(sessionRoot, `sidecar-${label(bytes).replace(" ", "")}.jsonl`)
+  for (const bytes of sidecarSizes) {
+    const sessionFile = sessionFor(bytes)
+    const sidecar = join(sidecarDir, `sidecar-${label(bytes).replace(" ", "")}.jsonl`)
+    log(`current-native: sidecar ${label(bytes)}`)
+    writeSidecar(sidecar, { bytes }, small)
+    const options = { sessionFile, sessionRoot, rarebitRoot, native: small.native }
+    const check = await ours.readRarebitCurrent(options)
+    if (check.availability !== "available") throw new Error(`sidecar ${sidecar} is ${check.availability}`)
+    const result = await interleave({
+      ours: { run: () => ours.readRarebitCurrent(options) },
+      theirs: { run: () => reference.readRarebitCurrent(options) }
+    }, { rounds: quick ? 6 : 16, ops: quick ? 15 : 25, warmup: 5, warmupMs: quick ? 300 : 5000 })
+    const memory = await memoryOf({
+      target: { sessionFile, sessionRoot, rarebitRoot },
+      nativeFile,
+      repeats: 20
+    })
+    rows.push({
+      benchmark: `1. current, native passed, sidecar ${label(bytes)}`,
+      ours: median(result.ours.times),
+      theirs: median(result.theirs.times),
+      target: 1,
+      ...memory
+    })
+  }
+}
+
+const memoryOf = async (options: Record<string, unknown>) => {
+  // Each probe is a fresh process; quick runs (CI) skip them to stay short.
+  if (quick) return {}
+  const probe = async (side: Side) =>
+    ((await runChild("MemoryProbe.js", [side, JSON.stringify(options)])) as { readonly peakGrowthMiB: number })
+      .peakGrowthMiB
+  return { oursMiB: await probe("ours"), theirsMiB: await probe("reference") }
+}
+
+// ---- 2. readRarebitCurrent reading the native Session ------------------------------
+
+const currentSession = async () => {
+  for (const bytes of sessionSizes) {
+    const sessionFile = sessionFileOf(bytes)
+    log(`current-session: Session ${label(bytes)}`)
+    writeSession(sessionFile, bytes)
+    const summary = await nativeOf(sessionFile)
+    const sidecarName = `session-${label(bytes).replace(" ", "")}.jsonl`
+    writeSidecar(join(sidecarDir, sidecarName), { receipts: 3 }, summary)
+    const options = { sessionFile, sessionRoot, rarebitRoot }
+    const check = await ours.readRarebitCurrent(options)
+    if (check.artifactState?.nativeRef?.availability !== "available") {
+      throw new Error(`Session ${sessionFile} is not available: ${JSON.stringify(check.artifactState)}`)
+    }
+    const big = bytes >= 100 * MiB
+    const rounds = big ? 3 : bytes >= 10 * MiB ? (quick ? 2 : 5) : quick ? 6 : 16
+    const ops = bytes >= 10 * MiB ? 1 : quick ? 10 : 15
+
+    // Cold: every read follows a touch, which our cache must treat as a possible rewrite.
+    let stamp = Math.floor(Date.now() / 1000)
+    const touch = () => {
+      stamp += 1
+      utimesSync(sessionFile, stamp, stamp)
+    }
+    const warmupMs = bytes >= 10 * MiB ? 0 : quick ? 300 : 1500
+    const cold = await interleave({
+      ours: { setup: touch, run: () => ours.readRarebitCurrent(options) },
+      theirs: { setup: touch, run: () => reference.readRarebitCurrent(options) }
+    }, { rounds, ops, warmup: 1, warmupMs, gcEachOp: true })
+    const memory = await memoryOf({
+      target: options,
+      coldSession: true,
+      repeats: big ? 2 : 3
+    })
+    rows.push({
+      benchmark: `2. current, Session ${label(bytes)}, cold`,
+      ours: median(cold.ours.times),
+      theirs: median(cold.theirs.times),
+      target: 1,
+      ...memory
+    })
+
+    const repeated = await interleave({
+      ours: { run: () => ours.readRarebitCurrent(options) },
+      theirs: { run: () => reference.readRarebitCurrent(options) }
+    }, { rounds, ops: bytes >= 10 * MiB ? 2 : ops, warmup: 1, warmupMs, gcEachOp: true })
+    rows.push({
+      benchmark: `2. current, Session ${label(bytes)}, polled unchanged`,
+      ours: median(repeated.ours.times),
+      theirs: median(repeated.theirs.times),
+      target: 0.1
+    })
+
+    const polled = await pollGrowing(sessionFile, summary, bytes, rounds, bytes >= 10 * MiB ? 2 : ops)
+    rows.push({
+      benchmark: `2. current, Session ${label(bytes)}, polled while growing`,
+      ours: median(polled.ours),
+      theirs: median(polled.reference),
+      target: 0.1
+    })
+  }
+}
+
+/**
+ * Polling a growing Session: every round starts from a fresh copy of the
+ * base Session (a new path, so our cache starts cold), reads it once
+ * untimed, then `ops` times appends one entry and reads again, timed. The
+ * copies stay close to the nominal size, and both sides see the same bytes.
+ */
+const pollGrowing = async (base: string, summary: NativeSummary, bytes: number, rounds: number, ops: number) => {
+  const writer = sessionWriter(99, SESSION_ID, { idPrefix: "g", leaf: lastEntryId(base) })
+  const entries: Array<string> = []
+  while (entries.length < ops) entries.push(...writer.turn())
+  const samples: Record<Side, Array<number>> = { ours: [], reference: [] }
+  const name = label(bytes).replace(" ", "")
+  for (let round = -1; round < rounds; round++) {
+    const order: Array<Side> = round % 2 === 0 ? ["ours", "reference"] : ["reference", "ours"]
+    for (const side of order) {
+      const sessionFile = join(sessionRoot, `growing-${name}-${side}-${process.pid}-${round + 1}.jsonl`)
+      const sidecar = join(sidecarDir, `growing-${name}-${side}-${process.pid}-${round + 1}.jsonl`)
+      copyFileSync(base, sessionFile)
+      writeSidecar(sidecar, { receipts: 3 }, summary)
+      try {
+        const options = { sessionFile, sessionRoot, rarebitRoot }
+        await stores[side].readRarebitCurrent(options)
+        for (let op = 0; op < ops; op++) {
+          await appendFile(sessionFile, `${entries[op]}\n`)
+          ;(globalThis as { gc?: () => void }).gc?.()
+          const start = performance.now()
+          const current = await stores[side].readRarebitCurrent(options)
+          const elapsed = performance.now() - start
+          if (round >= 0) samples[side].push(elapsed)
+          if (current.artifactState?.nativeRef?.availability !== "available") throw new Error("growing Session unreadable")
+        }
+        // Both implementations must see the grown Session alike.
+        const mine = await ours.readRarebitCurrent(options)
+        const theirs = await reference.readRarebitCurrent(options)
+        if (JSON.stringify(mine.artifactState) !== JSON.stringify(theirs.artifactState)) {
+          throw new Error(`growing ${name}: artifact states differ`)
+        }
+      } finally {
+        rmSync(sessionFile, { force: true })
+        rmSync(sidecar, { force: true })
+        rmSync(`${sidecar}.fixture.json`, { force: true })
+      }
+    }
+  }
+  return samples
+}
+
+// ---- 3. history ------------------------------------------------------------------------
+
+const history = async () => {
+  const sessionFile = join(sessionRoot, `history-${historyReceipts}.jsonl`)
+  const sidecar = join(sidecarDir, `history-${historyReceipts}.jsonl`)
+  log(`history: ${historyReceipts} receipts`)
+  writeSidecar(sidecar, { receipts: historyReceipts }, small)
+  const scan = async (store: StoreApi) => {
+    let offset: number | null = 0
+    let records = 0
+    while (offset !== null) {
+      const page: { records: Array<unknown>; nextOffset: number | null } = await store.readRarebitHistory({
+        sessionFile,
+        sessionRoot,
+        rarebitRoot,
+        fromOffset: offset,
+        limit: 1000
+      })
+      records += page.records.length
+      offset = page.nextOffset
+    }
+    if (records !== historyReceipts) throw new Error(`history scan found ${records} receipts`)
+  }
+  const rounds = quick ? 2 : 3
+  const pages = await interleave({
+    ours: { run: () => scan(ours) },
+    theirs: { run: () => scan(reference) }
+  }, { rounds, ops: 1, warmup: 1 })
+  rows.push({
+    benchmark: `3. history scan, ${historyReceipts.toLocaleString("en")} receipts, pages of 1000`,
+    ours: median(pages.ours.times),
+    theirs: median(pages.theirs.times),
+    target: 1
+  })
+  const stream = () =>
+    effectRuntime().runPromise(
+      RarebitStore.use((store) => Stream.runCount(store.history({ sessionFile, sessionRoot, rarebitRoot })))
+    ).then((count) => {
+      if (count !== historyReceipts) throw new Error(`history stream found ${count} receipts`)
+    })
+  const streamed = await interleave({
+    ours: { run: stream },
+    theirs: { run: () => scan(reference) }
+  }, { rounds, ops: 1, warmup: 1 })
+  rows.push({
+    benchmark: `3. history scan, ${historyReceipts.toLocaleString("en")} receipts, Effect stream`,
+    ours: median(streamed.ours.times),
+    theirs: median(streamed.theirs.times),
+    target: 1,
+    versus: "our `history` Stream vs reference pages"
+  })
+}
+
+// ---- 4 & 5. reserve / settle / release --------------------------------------------------
+
+const settleSetup = (name: string, sessionBytes: number) => {
+  const sessions = join(work, name, "sessions")
+  mkdirSync(sessions, { recursive: true })
+  const sessionFile = join(sessions, "session.jsonl")
+  copyFileSync(sessionFileOf(sessionBytes), sessionFile)
+  const receipt = summaryReceipt({
+    jobId: "0".repeat(64),
+    sessionId: SESSION_ID,
+    manifestHash: small.manifestHash,
+    occurrenceCount: small.occurrenceCount
+  })
+  const receiptFile = join(work, name, "receipt.json")
+  writeFileSync(receiptFile, JSON.stringify(receipt))
+  const location = (side: Side) => ({ sessionFile, sessionRoot: sessions, rarebitRoot: join(work, name, `rarebit-${side}`) })
+  return { sessionFile, sessions, receipt, receiptFile, location }
+}
+
+let series = 0
+const nextSeries = (prefix: string) => `${prefix}-${process.pid}-${series++}`
+
+const cycle = async (sessionBytes: number) => {
+  log(`cycle: Session ${label(sessionBytes)}`)
+  const setup = settleSetup(`cycle-${label(sessionBytes).replace(" ", "")}`, sessionBytes)
+  const run = (side: Side) => {
+    const prefix = nextSeries(`cycle-${side}`)
+    let index = 0
+    return async () => {
+      const store = stores[side]
+      const reservation = await store.reserveRarebitJob({ ...setup.location(side), jobId: jobIdOf(prefix, index++) })
+      if (!reservation.acquired) throw new Error("not acquired")
+      await store.settleRarebitJob(reservation, setup.receipt)
+      await store.releaseRarebitJob(reservation)
+    }
+  }
+  const big = sessionBytes >= 10 * MiB
+  const result = await interleave({ ours: { run: run("ours") }, theirs: { run: run("reference") } }, {
+    rounds: quick ? 3 : 5,
+    ops: big ? 2 : quick ? 6 : 12,
+    warmup: 2,
+    warmupMs: big ? 0 : quick ? 500 : 3000
+  })
+  rows.push({
+    benchmark: `4. reserve → settle → release, Session ${label(sessionBytes)}`,
+    ours: median(result.ours.times),
+    theirs: median(result.theirs.times),
+    target: 1
+  })
+}
+
+const contention = async () => {
+  const fibers = 16
+  log(`contention: ${fibers} settlers in one process`)
+  const setup = settleSetup("contention", 100 * KiB)
+  const batch = (side: Side) => {
+    let reservations: Array<unknown> = []
+    return {
+      setup: async () => {
+        const prefix = nextSeries(`fibers-${side}`)
+        reservations = []
+        for (let index = 0; index < fibers; index++) {
+          reservations.push(await stores[side].reserveRarebitJob({ ...setup.location(side), jobId: jobIdOf(prefix, index) }))
+        }
+      },
+      run: () => Promise.all(reservations.map((reservation) => stores[side].settleRarebitJob(reservation, setup.receipt)))
+    }
+  }
+  const inProcess = await interleave({ ours: batch("ours"), theirs: batch("reference") }, {
+    rounds: quick ? 4 : 6,
+    ops: quick ? 1 : 2,
+    warmup: quick ? 2 : 3
+  })
+  rows.push({
+    benchmark: `5. ${fibers} concurrent settles in one process (batch)`,
+    ours: median(inProcess.ours.times),
+    theirs: median(inProcess.theirs.times),
+    target: 0.5
+  })
+
+  const processes = 4
+  const jobs = quick ? 3 : 8
+  log(`contention: ${processes} processes × ${jobs} settles`)
+  const multi = (side: Side) => async () => {
+    const location = setup.location(side)
+    const prefix = nextSeries(`procs-${side}`)
+    const children = Array.from({ length: processes }, (_, worker) =>
+      spawn(process.execPath, [
+        siblingScript("Worker.js"),
+        side,
+        location.sessionRoot,
+        location.rarebitRoot,
+        location.sessionFile,
+        `${prefix}-${worker}`,
+        String(jobs),
+        setup.receiptFile
+      ], { stdio: ["pipe", "pipe", "inherit"] }))
+    const outputs = children.map((child) => {
+      let output = ""
+      child.stdout.on("data", (chunk) => (output += String(chunk)))
+      return {
+        ready: new Promise<void>((resolve) => {
+          const onData = () => {
+            if (output.includes("ready\n")) {
+              child.stdout.off("data", onData)
+              resolve()
+            }
+          }
+          child.stdout.on("data", onData)
+        }),
+        done: new Promise<void>((resolve, reject) =>
+          child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`worker exited with ${code}`))))
+        )
+      }
+    })
+    await Promise.all(outputs.map(({ ready }) => ready))
+    const start = performance.now()
+    for (const child of children) child.stdin.end("go\n")
+    await Promise.all(outputs.map(({ done }) => done))
+    return performance.now() - start
+  }
+  const samples: Record<Side, Array<number>> = { ours: [], reference: [] }
+  const rounds = quick ? 1 : 3
+  for (let round = 0; round < rounds; round++) {
+    const order: Array<Side> = round % 2 === 0 ? ["ours", "reference"] : ["reference", "ours"]
+    for (const side of order) samples[side].push(await multi(side)())
+  }
+  rows.push({
+    benchmark: `5. ${processes} processes × ${jobs} reserve+settle (wall)`,
+    ours: median(samples.ours),
+    theirs: median(samples.reference),
+    target: 1
+  })
+}
+
+// ---- lock hold ------------------------------------------------------------------------
+
+const lockHold = async () => {
+  log("lock: commit-lock hold time during settle")
+  const setup = settleSetup("lock", 100 * KiB)
+  const count = quick ? 10 : 30
+  const probe = async (side: Side) => {
+    const location = setup.location(side)
+    return (await runChild("LockProbe.js", [
+      side,
+      location.sessionRoot,
+      location.rarebitRoot,
+      location.sessionFile,
+      nextSeries(`lock-${side}`),
+      String(count),
+      setup.receiptFile
+    ])) as { readonly holdMs: Array<number>; readonly settleMs: Array<number> }
+  }
+  const mine = await probe("ours")
+  const theirs = await probe("reference")
+  rows.push({
+    benchmark: "lock. commit-lock hold time per settle, Session 100 KiB",
+    ours: median(mine.holdMs.slice(2)),
+    theirs: median(theirs.holdMs.slice(2)),
+    target: 1
+  })
+  rows.push({
+    benchmark: "lock. uncontended settle, Session 100 KiB",
+    ours: median(mine.settleMs.slice(2)),
+    theirs: median(theirs.settleMs.slice(2)),
+    target: 1
+  })
+}
+
+// ---- 6. Effect API vs plain API ---------------------------------------------------------
+
+let runtime: ManagedRuntime.ManagedRuntime<RarebitStore, never> | undefined
+const effectRuntime = () => (runtime ??= ManagedRuntime.make(NodeStore.layer()))
+
+const effectVersusPlain = async () => {
+  log("effect: Effect API vs plain API")
+  const sessionFile = join(sessionRoot, "sidecar-10KiB.jsonl")
+  writeSidecar(join(sidecarDir, "sidecar-10KiB.jsonl"), { bytes: 10 * KiB }, small)
+  const native = small.native as never
+  const options = { sessionFile, sessionRoot, rarebitRoot }
+  const viaEffect = () => effectRuntime().runPromise(RarebitStore.use((store) => store.readCurrent({ ...options, native })))
+  const result = await interleave({
+    ours: { run: viaEffect },
+    theirs: { run: () => ours.readRarebitCurrent({ ...options, native }) }
+  }, { rounds: quick ? 6 : 16, ops: quick ? 25 : 40, warmup: 5, warmupMs: quick ? 300 : 2000 })
+  rows.push({
+    benchmark: "6. current (native passed, 10 KiB sidecar): Effect API vs plain API",
+    ours: median(result.ours.times),
+    theirs: median(result.theirs.times),
+    target: 1,
+    versus: "ours = RarebitStore.readCurrent via ManagedRuntime, ref = our plain readRarebitCurrent"
+  })
+  const location = { sessionRoot, rarebitRoot }
+  const pathResult = await interleave({
+    ours: {
+      run: async () => effectRuntime().runSync(RarebitStore.use((store) => store.materializationPath(sessionFile, location)))
+    },
+    theirs: { run: async () => ours.rarebitMaterializationPath(sessionFile, location) }
+  }, { rounds: quick ? 6 : 16, ops: quick ? 100 : 200, warmup: 50, warmupMs: quick ? 200 : 1000 })
+  rows.push({
+    benchmark: "6. materializationPath (no I/O): Effect API vs plain API",
+    ours: median(pathResult.ours.times),
+    theirs: median(pathResult.theirs.times),
+    target: 1,
+    versus: "ours = RarebitStore.materializationPath via ManagedRuntime.runSync, ref = our plain rarebitMaterializationPath"
+  })
+  const sessionOptions = { sessionFile: smallSession, sessionRoot, rarebitRoot }
+  writeSidecar(join(sidecarDir, "session-100KiB.jsonl"), { receipts: 3 }, small)
+  const sessionResult = await interleave({
+    ours: { run: () => effectRuntime().runPromise(RarebitStore.use((store) => store.readCurrent(sessionOptions))) },
+    theirs: { run: () => ours.readRarebitCurrent(sessionOptions) }
+  }, { rounds: quick ? 6 : 16, ops: quick ? 25 : 40, warmup: 5, warmupMs: quick ? 300 : 2000 })
+  rows.push({
+    benchmark: "6. current (Session 100 KiB, unchanged): Effect API vs plain API",
+    ours: median(sessionResult.ours.times),
+    theirs: median(sessionResult.theirs.times),
+    target: 1,
+    versus: "ours = RarebitStore.readCurrent via ManagedRuntime, ref = our plain readRarebitCurrent"
+  })
+}
+
+// ---- run ------------------------------------------------------------------------------
+
+const started = performance.now()
+const loadStart = loadavg()
+mkdirSync(work, { recursive: true })
+try {
+  if (wanted("current-native")) await currentNative()
+  if (wanted("current-session")) await currentSession()
+  if (wanted("history")) await history()
+  if (wanted("cycle")) {
+    await cycle(100 * KiB)
+    if (!quick) await cycle(10 * MiB)
+  }
+  if (wanted("contention")) await contention()
+  if (wanted("lock")) await lockHold()
+  if (wanted("effect")) await effectVersusPlain()
+} finally {
+  await runtime?.dispose()
+  rmSync(work, { recursive: true, force: true })
+}
+const elapsed = (performance.now() - started) / 1000
+
+const machine = [
+  `${cpus().length} × ${cpus()[0]?.model ?? "unknown CPU"}`,
+  `${(totalmem() / 1024 ** 3).toFixed(1)} GiB RAM`,
+  `${osType()} ${osRelease()} ${osVersion()} ${arch()}`,
+  `Node ${process.version}`,
+  `load average ${loadStart.map((load) => load.toFixed(1)).join("/")} at start, ${
+    loadavg().map((load) => load.toFixed(1)).join("/")
+  } at end`
+].join(", ")
+const command = `npm run bench${quick ? " -- --quick" : ""}${only ? ` -- --only=${only.join(",")}` : ""}`
+process.stdout.write(`\n${textTable(rows)}\n\n${machine}\n${command} (${elapsed.toFixed(0)} s)\n`)
+const misses = rows.filter((row) => row.target !== undefined && row.ours / row.theirs > row.target)
+if (misses.length > 0) process.stdout.write(`target misses: ${misses.map((row) => row.benchmark).join("; ")}\n`)
+
+if (!quick && only === undefined) {
+  const path = join(root, "BENCHMARKS.md")
+  const previous = existsSync(path) ? readFileSync(path, "utf8") : ""
+  const notes = previous.includes("<!-- notes -->") ? previous.slice(previous.indexOf("<!-- notes -->")) : "<!-- notes -->\n"
+  writeFileSync(
+    path,
+    `# Benchmarks\n\nOur plain API against the reference store (\`@hypercarrier/rarebit\` 0.1.0-alpha.4) on the same files, interleaved rounds, median milliseconds per operation; ratio = ours / reference (lower is better). Peak MiB is how much the peak resident set of a fresh process (implementation loaded, nothing read yet) grows over the measured reads: 20 current reads for the sidecar rows, 3 cold reads (2 for 100 MiB) for the Session rows.\n\n- Machine: ${machine}\n- Command: \`${command}\` (${elapsed.toFixed(0)} s, ${new Date().toISOString().slice(0, 10)})\n\n${
+      markdownTable(rows)
+    }\n\n${notes}`
+  )
+  log(`wrote ${path}`)
+}
