@@ -26,9 +26,11 @@
  *
  * **Gotchas**
  *
- * A rewrite that keeps the file's size, inode and modification time (to the
- * millisecond) and changes bytes only between the two fingerprints is not
- * seen. Pi never rewrites a Session like that; the check exists for appends.
+ * The cache trusts that Sessions are append-only, as Pi writes them. A
+ * rewrite in place (same inode) that keeps the size and modification time,
+ * or that grows the file, and changes bytes only between the two
+ * fingerprints is not seen. The store's `cacheSessions: false` reads every
+ * Session in full for deployments where other programs rewrite them.
  * References that are not an existing regular file (Session ids, missing
  * paths) are passed to the uncached reader unchanged.
  *

@@ -35,6 +35,7 @@ import { MAX_HEAD_BYTES, MAX_HISTORY_BYTES, MAX_HISTORY_RECORDS, MAX_RECEIPT_BYT
 import { explainSummaryReceipt, validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
 import { explainTitleReceipt, validateTitleReceipt } from "../protocol/TitleReceipt.js"
 import { make as makeSessionCache } from "../session/SessionCache.js"
+import { nativeObservation } from "../session/SessionReader.js"
 import type { ArtifactState, NativeObservation, ProjectionInput } from "../state/ArtifactState.js"
 import { projectArtifactStateResult, type ProjectionInputInvalid } from "../state/ArtifactState.js"
 import { acquireCommitLock, makeLockQueues, randomToken } from "./CommitLock.js"
@@ -231,8 +232,13 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     Effect.provideService(FileSystem, fs),
     Effect.provideService(Path, path)
   )
-  const observeNative = (sessionFile: string, location: StoreLocation) =>
-    sessions.observe(sessionFile, { sessionRoot: location.sessionRoot }) as Effect.Effect<NativeObservation>
+  const observeNative = (sessionFile: string, location: StoreLocation): Effect.Effect<NativeObservation> =>
+    config.cacheSessions
+      ? sessions.observe(sessionFile, { sessionRoot: location.sessionRoot }) as Effect.Effect<NativeObservation>
+      : nativeObservation(sessionFile, { sessionRoot: location.sessionRoot }).pipe(
+        Effect.provideService(FileSystem, fs),
+        Effect.provideService(Path, path)
+      ) as Effect.Effect<NativeObservation>
 
   const project = (input: ProjectionInput) =>
     Result.match(projectArtifactStateResult(input), { onFailure: Effect.fail, onSuccess: Effect.succeed })

@@ -51,6 +51,15 @@ export interface StoreConfig extends StoreLocation {
    * evidence, such as the reference's, are never broken automatically.
    */
   readonly breakDeadLocks: boolean
+  /**
+   * Read Sessions through the incremental cache, which parses only what a
+   * Session appended since the last read. It trusts that Sessions are
+   * append-only (as Pi writes them): it checks identity, size, modification
+   * time and the bytes at the head and before the old end, but a rewrite
+   * that grows the file in place and changes only bytes between those is not
+   * seen. Turn it off for Sessions other programs rewrite.
+   */
+  readonly cacheSessions: boolean
 }
 
 /** The protocol's defaults. @category constructors @since 0.1.0 */
@@ -60,7 +69,8 @@ export const defaultStoreConfig: StoreConfig = {
   allowExternalSession: false,
   leaseMs: DEFAULT_LEASE_MS,
   lockRetry: { intervalMs: COMMIT_LOCK_RETRY_MS, attempts: COMMIT_LOCK_ATTEMPTS },
-  breakDeadLocks: true
+  breakDeadLocks: true,
+  cacheSessions: true
 }
 
 /** Fills the unspecified fields of a partial config with the defaults. @category constructors @since 0.1.0 */
