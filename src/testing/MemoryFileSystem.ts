@@ -14,7 +14,7 @@
  * enforced (the process behaves like root), there is no size limit, times come
  * from the `Clock` (the `TestClock` inside `it.effect`), and recursive
  * `readDirectory` does not descend into symlinked directories (Node does).
- * `copy` and `watch` are not implemented and die loudly.
+ * `copy` and `watch` are outside what the store uses: they die with a message that says so.
  *
  * Crash model: directory operations (create, rename, unlink, chmod, symlink)
  * are durable as soon as they return; file data is durable only up to the last
