@@ -18,7 +18,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, utimesSync, 
 import { appendFile } from "node:fs/promises"
 import { arch, cpus, loadavg, release as osRelease, totalmem, type as osType, version as osVersion } from "node:os"
 import { join } from "node:path"
-import { Effect, ManagedRuntime, Stream } from "effect"
+import { ManagedRuntime, Stream } from "effect"
 import * as NodeStore from "../src/platform/NodeStore.js"
 import { RarebitStore } from "../src/store/RarebitStore.js"
 import {

@@ -43,7 +43,6 @@ const settledAt = (entries: number, observedAt: string, jobChar = "a", boundary:
 const requestAt = (entries: number, observedAt: string, jobChar = "b") =>
   receiptOf({ boundary: "owner_request", observedAt, jobChar, selection: compactOf(upTo(entries)) })
 
-const T0 = "2026-07-25T10:00:00.000Z"
 const T1 = "2026-07-25T10:01:00.000Z"
 const T2 = "2026-07-25T10:02:00.000Z"
 
