@@ -1,8 +1,8 @@
 /**
  * Reserve a job, derive its receipt, settle it, and read the current state,
- * with the Effect API on the real disk. Run: `npx tsx`-free, after
- * `npm run build`: `node dist-examples/examples/EffectStore.js <dir>`; the
- * example test runs it against a temporary directory.
+ * with the Effect API on the real disk. `test/examples/EffectStore.test.ts`
+ * runs it against a temporary directory (imports resolve to the built
+ * package, so `npm run build` comes first, as `npm test` does).
  */
 import { Effect } from "effect"
 import { NodeStore, RarebitStore } from "rarebit-store"

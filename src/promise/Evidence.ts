@@ -9,9 +9,8 @@
  *
  * @since 0.1.0
  */
-import { homedir } from "node:os"
-import { join } from "node:path"
 import { readSession, resolveSessionFile } from "../session/SessionReader.js"
+import { DEFAULT_RAREBIT_SESSION_ROOT } from "../store/StoreConfig.js"
 import { runPromise } from "./Runtime.js"
 
 export { sha256, stableJson } from "../protocol/CanonicalJson.js"
@@ -27,8 +26,8 @@ export {
   requestPrefixApplies
 } from "../state/ArtifactState.js"
 
-/** `~/.pi/agent/sessions`. @category constants @since 0.1.0 */
-export const DEFAULT_PI_SESSION_ROOT = join(homedir(), ".pi", "agent", "sessions")
+/** `~/.pi/agent/sessions`, the same root the store defaults to. @category constants @since 0.1.0 */
+export const DEFAULT_PI_SESSION_ROOT = DEFAULT_RAREBIT_SESSION_ROOT
 
 /**
  * Resolves an existing Session JSONL path or one exact Session id under the

@@ -12,8 +12,9 @@
 import { Effect } from "effect"
 import { dirname, join, resolve } from "node:path"
 import { SHA256_HEX_PATTERN } from "../protocol/CanonicalJson.js"
-import { DEFAULT_LEASE_MS, MAX_HISTORY_RECORDS, SIDECAR_PROTOCOL_VERSION } from "../protocol/Limits.js"
+import { DEFAULT_LEASE_MS, SIDECAR_PROTOCOL_VERSION } from "../protocol/Limits.js"
 import type { Acquired, Reservation } from "../store/Reservation.js"
+import { historyBoundsValid } from "../store/SidecarReader.js"
 import { DEFAULT_RAREBIT_ROOT, DEFAULT_RAREBIT_SESSION_ROOT } from "../store/StoreConfig.js"
 import { runStore as run, runStoreSync as runSync } from "./Runtime.js"
 
@@ -118,10 +119,8 @@ export function readRarebitHistory(
   } & LocationOptions = {}
 ): Promise<any> {
   // The reference checks the bounds before it computes the path.
-  const inBounds = Number.isSafeInteger(fromOffset) && fromOffset >= 0 && Number.isInteger(limit) && limit >= 1 &&
-    limit <= MAX_HISTORY_RECORDS
   try {
-    if (inBounds) checkRoots(sessionFile, options)
+    if (historyBoundsValid(fromOffset, limit)) checkRoots(sessionFile, options)
   } catch (error) {
     return Promise.reject(error)
   }

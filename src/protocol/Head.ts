@@ -146,13 +146,22 @@ export const isValidReceiptReference = (u: unknown): u is ReceiptReference =>
  * @category constructors
  * @since 0.1.0
  */
-export const makeHead = (sessionId: string, receiptOffset: number, receiptLine: Uint8Array): Head => ({
+export const makeHead = (sessionId: string, receiptOffset: number, receiptLine: Uint8Array): Head =>
+  headFor(sessionId, { receiptOffset, receiptLength: receiptLine.byteLength, receiptHash: sha256Hex(receiptLine) })
+
+/**
+ * The head that points at an already-written receipt by its reference.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const headFor = (sessionId: string, reference: ReceiptReference): Head => ({
   type: "rarebit_head",
   protocolVersion: SIDECAR_PROTOCOL_VERSION,
   sessionId,
-  receiptOffset,
-  receiptLength: receiptLine.byteLength,
-  receiptHash: sha256Hex(receiptLine)
+  receiptOffset: reference.receiptOffset,
+  receiptLength: reference.receiptLength,
+  receiptHash: reference.receiptHash
 })
 
 const utf8 = new TextEncoder()

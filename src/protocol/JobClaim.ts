@@ -127,13 +127,15 @@ export const makeActiveClaim = (
   jobId: string,
   leaseToken: string,
   claimedAtMs: number,
-  leaseMs: number
+  leaseMs: number,
+  sidecarOffset?: number
 ): ActiveClaim => ({
   jobId,
   state: "active",
   leaseToken,
   claimedAt: new Date(claimedAtMs).toISOString(),
-  leaseMs
+  leaseMs,
+  ...(sidecarOffset === undefined ? {} : { sidecarOffset })
 })
 
 /**
@@ -159,7 +161,8 @@ const makeActiveClaimRecord = (claim: ActiveClaim): ActiveClaim => ({
   state: claim.state,
   leaseToken: claim.leaseToken,
   claimedAt: claim.claimedAt,
-  leaseMs: claim.leaseMs
+  leaseMs: claim.leaseMs,
+  ...(claim.sidecarOffset === undefined ? {} : { sidecarOffset: claim.sidecarOffset })
 })
 
 /**

@@ -6,6 +6,7 @@
  *
  * @since 0.1.0
  */
+import { Result, Schema } from "effect"
 
 /**
  * `{ valid: true, record }` with the input object itself, or
@@ -34,3 +35,26 @@ export const validReceipt = <A>(record: A): ReceiptValidation<A> => ({ valid: tr
  * @since 0.1.0
  */
 export const malformedReceipt = <A>(): ReceiptValidation<A> => ({ valid: false, reason: "malformed" })
+
+/**
+ * Builds a receipt's `explain` function: `undefined` when the hand-written
+ * guard accepts the record, otherwise the Schema decoder's wording of the
+ * first problem, or `notPlainData` when only the guard objects (it follows
+ * the reference on inherited keys and custom `toString`s, which the Schema
+ * does not see).
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const makeExplainer = (
+  guard: (record: unknown) => boolean,
+  schema: Schema.Decoder<unknown>,
+  notPlainData: string
+): (record: unknown) => string | undefined => {
+  const decode = Schema.decodeUnknownResult(schema, { onExcessProperty: "error" })
+  return (record) => {
+    if (guard(record)) return undefined
+    const decoded = decode(record)
+    return Result.isFailure(decoded) ? decoded.failure.message : notPlainData
+  }
+}

@@ -25,7 +25,7 @@
  *
  * @since 0.1.0
  */
-import { Result, Schema } from "effect"
+import { Schema } from "effect"
 import {
   BranchRef,
   isBranchRef,
@@ -56,7 +56,7 @@ import {
   keyShape,
   propertyKeyOf
 } from "./internal/JsonShape.js"
-import { malformedReceipt, type ReceiptValidation, validReceipt } from "./ReceiptValidation.js"
+import { makeExplainer, malformedReceipt, type ReceiptValidation, validReceipt } from "./ReceiptValidation.js"
 
 // ---------------------------------------------------------------------------
 // vocabularies
@@ -739,8 +739,6 @@ export const isSummaryReceipt = (u: unknown): u is SummaryReceipt => {
 export const validateSummaryReceipt = (record: unknown): ReceiptValidation<SummaryReceipt> =>
   isSummaryReceipt(record) ? validReceipt(record) : malformedReceipt()
 
-const decodeSummaryReceipt = Schema.decodeUnknownResult(SummaryReceipt, { onExcessProperty: "error" })
-
 /**
  * Why a record is not a valid Summary receipt, as the Schema issue formatter
  * words it, or `undefined` when it is valid.
@@ -748,10 +746,8 @@ const decodeSummaryReceipt = Schema.decodeUnknownResult(SummaryReceipt, { onExce
  * @category validation
  * @since 0.1.0
  */
-export const explainSummaryReceipt = (record: unknown): string | undefined => {
-  if (isSummaryReceipt(record)) return undefined
-  const decoded = decodeSummaryReceipt(record)
-  return Result.isFailure(decoded)
-    ? decoded.failure.message
-    : "the record is not plain JSON data: a required key is inherited, or a value converts to a string only through a custom toString"
-}
+export const explainSummaryReceipt: (record: unknown) => string | undefined = makeExplainer(
+  isSummaryReceipt,
+  SummaryReceipt,
+  "the record is not plain JSON data: a required key is inherited, or a value converts to a string only through a custom toString"
+)

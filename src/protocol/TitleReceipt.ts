@@ -18,7 +18,7 @@
  *
  * @since 0.1.0
  */
-import { Result, Schema } from "effect"
+import { Schema } from "effect"
 import {
   BranchRef,
   isBranchRef,
@@ -43,7 +43,7 @@ import {
   isSha256Hex,
   keyShape
 } from "./internal/JsonShape.js"
-import { malformedReceipt, type ReceiptValidation, validReceipt } from "./ReceiptValidation.js"
+import { makeExplainer, malformedReceipt, type ReceiptValidation, validReceipt } from "./ReceiptValidation.js"
 
 /**
  * Where the title evidence came from and which session entry carried it.
@@ -262,8 +262,6 @@ export const isTitleReceipt = (u: unknown): u is TitleReceipt => {
 export const validateTitleReceipt = (record: unknown): ReceiptValidation<TitleReceipt> =>
   isTitleReceipt(record) ? validReceipt(record) : malformedReceipt()
 
-const decodeTitleReceipt = Schema.decodeUnknownResult(TitleReceipt, { onExcessProperty: "error" })
-
 /**
  * Why a record is not a valid Title receipt, as the Schema issue formatter
  * words it, or `undefined` when it is valid.
@@ -271,10 +269,8 @@ const decodeTitleReceipt = Schema.decodeUnknownResult(TitleReceipt, { onExcessPr
  * @category validation
  * @since 0.1.0
  */
-export const explainTitleReceipt = (record: unknown): string | undefined => {
-  if (isTitleReceipt(record)) return undefined
-  const decoded = decodeTitleReceipt(record)
-  return Result.isFailure(decoded)
-    ? decoded.failure.message
-    : "the record is not plain JSON data: a required key is inherited rather than owned"
-}
+export const explainTitleReceipt: (record: unknown) => string | undefined = makeExplainer(
+  isTitleReceipt,
+  TitleReceipt,
+  "the record is not plain JSON data: a required key is inherited rather than owned"
+)

@@ -26,6 +26,7 @@
 import { Clock, Effect, Random, Scope, Semaphore } from "effect"
 import type { FileSystem } from "effect/FileSystem"
 import type { PlatformError } from "effect/PlatformError"
+import { encodeLockLine } from "../protocol/CommitLockFile.js"
 import { LockHeld, StoreIo, storeIo } from "./Errors.js"
 import { LockOwner, type OwnerEvidence, ownerEvidenceOf } from "./LockOwner.js"
 import type { LockRetry } from "./StoreConfig.js"
@@ -154,7 +155,7 @@ const acquireFileLock = (
       const probe = yield* LockOwner
       const token = yield* randomToken(24)
       const claimedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
-      const content = `${JSON.stringify({ token, claimedAt, ...(probe.current ? { owner: probe.current } : {}) })}\n`
+      const content = encodeLockLine({ token, claimedAt, ...(probe.current ? { owner: probe.current } : {}) })
       const tempPath = `${lockPath}.${token}.tmp`
       yield* writeDurableTemp(fs, tempPath, content)
       tokensHeldHere.add(token)

@@ -18,6 +18,7 @@ import { Effect, Option } from "effect"
 import type { FileSystem } from "effect/FileSystem"
 import type { Path } from "effect/Path"
 import type { PlatformError } from "effect/PlatformError"
+import { encodeClaimLine, type JobClaim, parseClaim } from "../protocol/JobClaim.js"
 import { randomToken, writeDurableTemp } from "./CommitLock.js"
 
 /** What a claim path holds. @category models @since 0.1.0 */
@@ -37,26 +38,12 @@ const isNotFound = (error: PlatformError) => error.reason._tag === "NotFound"
 export const readClaim = (fs: FileSystem, claimPath: string): Effect.Effect<ClaimRead, PlatformError> =>
   Effect.gen(function*() {
     const text = yield* fs.readFileString(claimPath)
-    const parsed = parseClaimText(text)
-    if (parsed.ok) return { _tag: "Parsed", claim: parsed.value } satisfies ClaimRead
+    const parsed = parseClaim(text)
+    if (parsed._tag === "Parsed") return parsed satisfies ClaimRead
     const info = yield* fs.stat(claimPath)
     const modifiedAtMs = Option.match(info.mtime, { onNone: () => 0, onSome: (date) => date.getTime() })
     return { _tag: "Torn", modifiedAtMs } satisfies ClaimRead
   }).pipe(Effect.catchIf(isNotFound, () => Effect.succeed<ClaimRead>({ _tag: "Absent" })))
-
-const parseClaimText = (text: string): { readonly ok: true; readonly value: unknown } | { readonly ok: false } => {
-  try {
-    return { ok: true, value: JSON.parse(text) }
-  } catch {
-    return { ok: false }
-  }
-}
-
-/** The claim value of a read, `null` when absent or torn (as the reference's lenient checks see it). @internal */
-export const claimValue = (read: ClaimRead): unknown => (read._tag === "Parsed" ? read.claim : null)
-
-/** Serializes a claim as the one JSON line the protocol stores. @category encoding @since 0.1.0 */
-export const claimLine = (claim: unknown): string => `${JSON.stringify(claim)}\n`
 
 /**
  * Creates a claim only if none exists. Succeeds with `false` when one does.
@@ -67,11 +54,11 @@ export const claimLine = (claim: unknown): string => `${JSON.stringify(claim)}\n
 export const createClaimExclusive = (
   fs: FileSystem,
   claimPath: string,
-  claim: unknown
+  claim: JobClaim
 ): Effect.Effect<boolean, PlatformError> =>
   Effect.gen(function*() {
     const tempPath = `${claimPath}.${yield* randomToken(12)}.tmp`
-    yield* writeDurableTemp(fs, tempPath, claimLine(claim))
+    yield* writeDurableTemp(fs, tempPath, encodeClaimLine(claim))
     return yield* fs.link(tempPath, claimPath).pipe(
       Effect.as(true),
       Effect.catchIf((error) => error.reason._tag === "AlreadyExists", () => Effect.succeed(false)),
@@ -95,12 +82,12 @@ export const replaceClaim = (
   fs: FileSystem,
   path: Path,
   claimPath: string,
-  claim: unknown,
+  claim: JobClaim,
   options: { readonly syncDirectory?: boolean } = {}
 ): Effect.Effect<void, PlatformError> =>
   Effect.gen(function*() {
     const tempPath = `${claimPath}.${yield* randomToken(12)}.tmp`
-    yield* writeDurableTemp(fs, tempPath, claimLine(claim))
+    yield* writeDurableTemp(fs, tempPath, encodeClaimLine(claim))
     yield* fs.rename(tempPath, claimPath).pipe(Effect.onError(() => Effect.ignore(fs.remove(tempPath))))
     if (options.syncDirectory !== false) yield* syncDirectory(fs, path.dirname(claimPath))
   }).pipe(Effect.uninterruptible)

@@ -29,8 +29,15 @@ import { FileSystem } from "effect/FileSystem"
 import { Path } from "effect/Path"
 import type { PlatformError } from "effect/PlatformError"
 import { sha256Hex, SHA256_HEX_PATTERN } from "../protocol/CanonicalJson.js"
-import { makeHead } from "../protocol/Head.js"
-import { claimExpired, claimIsActiveFor, settledReceiptRef } from "../protocol/JobClaim.js"
+import { encodeHeadLine, headFor, makeHead } from "../protocol/Head.js"
+import {
+  claimExpired,
+  claimIsActiveFor,
+  makeActiveClaim,
+  makeSettledClaim,
+  settledReceiptRef
+} from "../protocol/JobClaim.js"
+import { encodeJsonLine } from "../protocol/JsonLine.js"
 import { MAX_HEAD_BYTES, MAX_HISTORY_BYTES, MAX_HISTORY_RECORDS, MAX_RECEIPT_BYTES } from "../protocol/Limits.js"
 import { explainSummaryReceipt, validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
 import { explainTitleReceipt, validateTitleReceipt } from "../protocol/TitleReceipt.js"
@@ -64,6 +71,7 @@ import { claimPath as claimPathOf, commitLockPath, JOBS_DIR, materializationPath
 import type { Acquired, Duplicate, InFlight, Reservation, ReservationLocation, SettledReceipt } from "./Reservation.js"
 import {
   type HistoryPage,
+  historyBoundsValid,
   type HistoryRecord,
   readReceiptReference,
   readSidecarCurrent,
@@ -297,10 +305,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
   })
 
   const checkHistoryBounds = (fromOffset: number, limit: number) =>
-    !Number.isSafeInteger(fromOffset) || fromOffset < 0 || !Number.isInteger(limit) || limit < 1 ||
-      limit > MAX_HISTORY_RECORDS
-      ? Effect.fail(new HistoryBoundsInvalid({ fromOffset, limit }))
-      : Effect.void
+    historyBoundsValid(fromOffset, limit) ? Effect.void : Effect.fail(new HistoryBoundsInvalid({ fromOffset, limit }))
 
   const readHistory = Effect.fn("RarebitStore.readHistory")(function*(options: ReadHistoryOptions) {
     const fromOffset = options.fromOffset ?? 0
@@ -400,14 +405,8 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
       native: options.native ?? null
     }
     const inFlight: InFlight = { _tag: "InFlight", ...reservationLocation }
-    const activeClaim = (sidecarOffset: number) => ({
-      jobId,
-      state: "active",
-      leaseToken: acquired.leaseToken,
-      claimedAt: new Date(now).toISOString(),
-      leaseMs,
-      sidecarOffset
-    })
+    const activeClaim = (sidecarOffset: number) =>
+      makeActiveClaim(jobId, acquired.leaseToken, now, leaseMs, sidecarOffset)
     const io = storeIo("write job claim", claimPath)
 
     const created = yield* sidecarSize(sidecar).pipe(
@@ -525,12 +524,9 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
   ) =>
     Effect.gen(function*() {
       yield* appendHeadIfCurrent(location, found.record, found.receiptRef)
-      yield* replaceClaim(fs, path, claimPath, {
-        jobId: location.jobId,
-        state: "settled",
-        leaseToken,
-        receiptRef: found.receiptRef
-      }).pipe(Effect.mapError(storeIo("write job claim", claimPath)))
+      yield* replaceClaim(fs, path, claimPath, makeSettledClaim(location.jobId, leaseToken, found.receiptRef)).pipe(
+        Effect.mapError(storeIo("write job claim", claimPath))
+      )
     })
 
   /**
@@ -577,16 +573,8 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
       if (current.head?.receiptOffset === receiptRef.receiptOffset) return
       const native = yield* observeNative(location.sessionFile, location)
       if (!isSemanticCurrent(native, current, record)) return
-      const head = {
-        type: "rarebit_head",
-        protocolVersion: 1,
-        sessionId: record.sessionId,
-        ...receiptRef
-      }
-      yield* appendToSidecar(
-        location.materializationPath,
-        () => Effect.succeed(encoder.encode(`${JSON.stringify(head)}\n`))
-      )
+      const head = headFor(record.sessionId as string, receiptRef)
+      yield* appendToSidecar(location.materializationPath, () => Effect.succeed(encodeHeadLine(head)))
     })
 
   const isSemanticCurrent = (native: NativeObservation, current: SidecarCurrent, record: Record<string, unknown>) => {
@@ -700,7 +688,8 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
       appendAttempted = true
       const receiptOffset = yield* appendToSidecar(sidecar, (offset) => {
         const head = semanticCurrent ? makeHead(settled.sessionId as string, offset, line) : current.head
-        const headLine = head === null ? new Uint8Array(0) : encoder.encode(`${JSON.stringify(head)}\n`)
+        // A repeated head is re-serialised as parsed (extra keys and all), as the reference does.
+        const headLine = head === null ? new Uint8Array(0) : encodeJsonLine(head)
         if (headLine.length > MAX_HEAD_BYTES) return Effect.fail(new HeadTooLarge({ bytes: headLine.length }))
         const bytes = new Uint8Array(line.length + headLine.length)
         bytes.set(line, 0)
@@ -709,12 +698,13 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
       })
       const receiptRef = { receiptOffset, receiptLength: line.length, receiptHash: sha256Hex(line) }
       if (!(yield* owns(reservation))) return yield* fenced
-      yield* replaceClaim(fs, path, reservation.claimPath, {
-        jobId: reservation.jobId,
-        state: "settled",
-        leaseToken: reservation.leaseToken,
-        receiptRef
-      }, { syncDirectory: false }).pipe(Effect.mapError(storeIo("write job claim", reservation.claimPath)))
+      yield* replaceClaim(
+        fs,
+        path,
+        reservation.claimPath,
+        makeSettledClaim(reservation.jobId, reservation.leaseToken, receiptRef),
+        { syncDirectory: false }
+      ).pipe(Effect.mapError(storeIo("write job claim", reservation.claimPath)))
       return { ...settled, path: sidecar } as SettledReceipt
     }))
 

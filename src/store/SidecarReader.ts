@@ -17,7 +17,7 @@ import type { FileSystem } from "effect/FileSystem"
 import type { PlatformError } from "effect/PlatformError"
 import { sha256Hex } from "../protocol/CanonicalJson.js"
 import { isValidHead, isValidReceiptReference } from "../protocol/Head.js"
-import { MAX_HISTORY_BYTES, MAX_TAIL_BYTES } from "../protocol/Limits.js"
+import { MAX_HISTORY_BYTES, MAX_HISTORY_RECORDS, MAX_TAIL_BYTES } from "../protocol/Limits.js"
 import { validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
 import { validateTitleReceipt } from "../protocol/TitleReceipt.js"
 import { NotRegularFile } from "./Errors.js"
@@ -310,6 +310,17 @@ export const readSidecarCurrent = (fs: FileSystem, path: string): Effect.Effect<
         : { tornTail: parsed.tornTail, tailOffset }
     } satisfies SidecarCurrent
   })).pipe(Effect.catch((error) => Effect.succeed(sidecarFailure(path, error))))
+
+/**
+ * Whether a history page request is inside the protocol's bounds: a safe,
+ * non-negative byte offset and a limit of 1 to 1000 records.
+ *
+ * @category validation
+ * @since 0.1.0
+ */
+export const historyBoundsValid = (fromOffset: unknown, limit: unknown): boolean =>
+  Number.isSafeInteger(fromOffset) && (fromOffset as number) >= 0 && Number.isInteger(limit) &&
+  (limit as number) >= 1 && (limit as number) <= MAX_HISTORY_RECORDS
 
 /**
  * Reads one page of history at an absolute byte offset.
