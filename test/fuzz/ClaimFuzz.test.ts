@@ -15,13 +15,12 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
-import { createHash } from "node:crypto"
 import { cp, readFile, utimes, writeFile } from "node:fs/promises"
 import { join } from "node:path"
 import * as Ours from "../../src/promise/index.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 import { jobId, makeRoots, outcomeOf, type Roots, Store as Ref, writeSession } from "../support/Reference.js"
-import { branches, SESSION_ID, validSidecar, writeBytes } from "./FuzzKit.js"
+import { branches, nearMissReference, SESSION_ID, validSidecar, writeBytes } from "./FuzzKit.js"
 
 const RUNS = fuzzRuns(100)
 const LEASE_MS = 60_000
@@ -33,7 +32,6 @@ const jobs = fc.constantFrom(jobId(9), jobId(9), jobId(3), jobId(5))
 const { bytes: sidecarBytes, lines } = validSidecar()
 const receipts = lines.filter((line) => line.kind !== "head")
 
-const hash = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex")
 
 interface ClaimCase {
   readonly job: string
@@ -57,19 +55,11 @@ const activeClaim = fc.record({
 const settledRef = fc.tuple(fc.nat(), fc.constantFrom("exact", "offset-", "offset+", "length-", "length+", "hash", "junk"))
   .map(([pick, miss]) => {
     const target = receipts[pick % receipts.length]
-    const ref: Record<string, unknown> = {
-      receiptOffset: target.offset,
-      receiptLength: target.bytes.length,
-      receiptHash: hash(target.bytes)
-    }
-    if (miss === "offset-") ref.receiptOffset = target.offset - 1
-    if (miss === "offset+") ref.receiptOffset = target.offset + 1
-    if (miss === "length-") ref.receiptLength = target.bytes.length - 1
-    if (miss === "length+") ref.receiptLength = target.bytes.length + 1
-    if (miss === "hash") {
-      const exact = ref.receiptHash as string
-      ref.receiptHash = `${exact.slice(0, 63)}${exact[63] === "0" ? "1" : "0"}`
-    }
+    const ref = nearMissReference(
+      target,
+      miss === "junk" ? "exact" : miss,
+      (exact) => `${exact.slice(0, 63)}${exact[63] === "0" ? "1" : "0"}`
+    )
     return miss === "junk" ? { receiptOffset: "0" } : ref
   })
 

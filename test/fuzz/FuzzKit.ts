@@ -116,6 +116,27 @@ const invalidUtf8 = fc.constantFrom(
 
 const hexChar = fc.constantFrom(..."0123456789abcdef")
 
+/** The ways a receipt reference can miss its receipt by a little. */
+export type NearMiss = "exact" | "offset-" | "offset+" | "length-" | "length+" | "hash"
+
+/**
+ * A `{receiptOffset, receiptLength, receiptHash}` reference to `target`, off
+ * by one byte or one hash digit as `miss` says; `editHash` makes the wrong
+ * hash from the right one.
+ */
+export const nearMissReference = (
+  target: { readonly offset: number; readonly bytes: Uint8Array },
+  miss: NearMiss,
+  editHash: (exact: string) => string
+): Record<string, unknown> => {
+  const exact = sha256(target.bytes)
+  return {
+    receiptOffset: target.offset + (miss === "offset-" ? -1 : miss === "offset+" ? 1 : 0),
+    receiptLength: target.bytes.length + (miss === "length-" ? -1 : miss === "length+" ? 1 : 0),
+    receiptHash: miss === "hash" ? editHash(exact) : exact
+  }
+}
+
 /**
  * Every kind of damage the fuzzers apply; each picks its positions from the
  * sidecar it is given, so mutations compose.
@@ -172,21 +193,11 @@ export const mutation: fc.Arbitrary<Mutation> = fc.oneof(
       const receipts = lines.filter((line) => line.kind !== "head")
       if (receipts.length === 0) return bytes
       const target = receipts[pick % receipts.length]
-      const ref: Record<string, unknown> = {
-        receiptOffset: target.offset,
-        receiptLength: target.bytes.length,
-        receiptHash: sha256(target.bytes)
-      }
-      if (miss === "offset-") ref.receiptOffset = target.offset - 1
-      if (miss === "offset+") ref.receiptOffset = target.offset + 1
-      if (miss === "length-") ref.receiptLength = target.bytes.length - 1
-      if (miss === "length+") ref.receiptLength = target.bytes.length + 1
-      if (miss === "hash") {
-        const hash = ref.receiptHash as string
+      const ref = nearMissReference(target, miss === "session" || miss === "title" ? "exact" : miss, (hash) => {
         const index = pick % 64
         const replaced = hash[index] === digit ? (digit === "0" ? "1" : "0") : digit
-        ref.receiptHash = hash.slice(0, index) + replaced + hash.slice(index + 1)
-      }
+        return hash.slice(0, index) + replaced + hash.slice(index + 1)
+      })
       if (miss === "session") ref.sessionId = "another-session"
       // "title": a valid pointer, but heads may only point at summaries.
       const pointed = miss === "title"
