@@ -434,7 +434,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
         const settled = yield* settledDuplicate(again, reservationLocation, claimPath)
         if (settled !== undefined) return settled as Reservation
         if (!expired(again, now, leaseMs)) return inFlight as Reservation
-        const recovered = yield* recoverSettlement(again, reservationLocation, claimPath, acquired.leaseToken)
+        const recovered = yield* recoverSettlement(again, reservationLocation, claimPath)
         if (recovered !== undefined) return recovered as Reservation
         const offset = yield* sidecarSize(sidecar)
         yield* replaceClaim(fs, path, claimPath, activeClaim(offset)).pipe(
@@ -453,25 +453,21 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
    *
    * Such a receipt was written under the commit lock by the claim's lease
    * owner, after the claim was taken. Our claims record the sidecar size at
-   * that moment (`sidecarOffset`), so the search starts there; for claims
-   * without it (the reference's, or torn ones) it covers the last
-   * `RECOVERY_WINDOW_BYTES`. A receipt further back is not found, and the job
-   * then runs again, as it would under the reference.
+   * that moment (`sidecarOffset`), so the search starts there (and reads at
+   * most the last `RECOVERY_WINDOW_BYTES`). A claim without it (the
+   * reference's, or a torn one) cannot say which receipts came after it: a
+   * receipt of the job found there may belong to an earlier lease, so no
+   * recovery is attempted and the job runs again, as under the reference.
    */
-  const recoverSettlement = (
-    read: ClaimRead,
-    location: ReservationLocation,
-    claimPath: string,
-    fallbackToken: string
-  ) =>
+  const recoverSettlement = (read: ClaimRead, location: ReservationLocation, claimPath: string) =>
     Effect.gen(function*() {
-      const sidecar = location.materializationPath
-      const size = yield* sidecarSize(sidecar)
       const claim = read._tag === "Parsed" && isRecord(read.claim) ? read.claim : undefined
-      const found = yield* findJobReceipt(sidecar, location.jobId, sidecarOffsetOf(claim) ?? 0, size)
+      const from = sidecarOffsetOf(claim)
+      if (claim === undefined || from === undefined || typeof claim.leaseToken !== "string") return undefined
+      const sidecar = location.materializationPath
+      const found = yield* findJobReceipt(sidecar, location.jobId, from, yield* sidecarSize(sidecar))
       if (found === undefined) return undefined
-      const leaseToken = typeof claim?.leaseToken === "string" ? claim.leaseToken : fallbackToken
-      yield* completeSettlement(location, claimPath, leaseToken, found)
+      yield* completeSettlement(location, claimPath, claim.leaseToken, found)
       return { ...location, _tag: "Duplicate", record: { ...found.record, path: sidecar } } as Duplicate
     })
 

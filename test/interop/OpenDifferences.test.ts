@@ -5,8 +5,9 @@
  * the lead; the tests pin both sides so a change on either is noticed.
  *
  * - Crash recovery on takeover: ours completes a settlement whose receipt
- *   reached the sidecar but whose claim was never marked settled, the
- *   reference reserves the job again.
+ *   reached the sidecar after one of our claims (it records `sidecarOffset`)
+ *   but whose claim was never marked settled; the reference reserves the job
+ *   again. After a reference claim both reserve it again.
  * - Unparsable claims: the reference's reserve throws `SyntaxError`, ours
  *   treats the claim as in flight until its modification time is older than
  *   the lease, then takes it over.
@@ -49,24 +50,41 @@ const input = (roots: Roots, extra: Record<string, unknown> = {}) => ({
 })
 
 describe("OpenDifferences", { concurrent: false }, () => {
-  it("takeover after a crash between the append and the settled claim: ours recovers, the reference re-runs", async () => {
-    const outcomes: Record<string, any> = {}
-    for (const api of [ours, reference] as Array<StoreApi>) {
-      const roots = await fresh()
-      // A worker (the reference's, so its claim has no `sidecarOffset`) appends its receipt and dies.
-      const crashed = await reference.reserveRarebitJob(input(roots, { now: 0, leaseMs: 1 }))
-      const line = `${JSON.stringify({ ...summaryReceipt(branch, "s"), jobId: jobId(1) })}\n`
-      await mkdir(dirname(crashed.materializationPath), { recursive: true })
-      await appendFile(crashed.materializationPath, line)
-      const taken = await api.reserveRarebitJob(input(roots, { now: 10, leaseMs: 1 }))
-      const claim = JSON.parse(await readFile(crashed.claimPath, "utf8"))
-      const sidecarLines = (await readFile(crashed.materializationPath, "utf8")).split("\n").filter(Boolean).length
-      outcomes[api.name] = { acquired: taken.acquired, duplicate: taken.duplicate === true, state: claim.state, sidecarLines }
-    }
-    // Ours marks the claim settled (and appends the missing head); the job is not run again.
-    assert.deepStrictEqual(outcomes.ours, { acquired: false, duplicate: true, state: "settled", sidecarLines: 2 })
+  const crashAfterAppend = async (crasher: StoreApi, taker: StoreApi) => {
+    const roots = await fresh()
+    // The crashed worker appended its receipt and died before marking the claim settled.
+    const crashed = await crasher.reserveRarebitJob(input(roots, { now: 0, leaseMs: 1 }))
+    const line = `${JSON.stringify({ ...summaryReceipt(branch, "s"), jobId: jobId(1) })}\n`
+    await mkdir(dirname(crashed.materializationPath), { recursive: true })
+    await appendFile(crashed.materializationPath, line)
+    const taken = await taker.reserveRarebitJob(input(roots, { now: 10, leaseMs: 1 }))
+    const claim = JSON.parse(await readFile(crashed.claimPath, "utf8"))
+    const sidecarLines = (await readFile(crashed.materializationPath, "utf8")).split("\n").filter(Boolean).length
+    return { acquired: taken.acquired, duplicate: taken.duplicate === true, state: claim.state, sidecarLines }
+  }
+
+  it("takeover after our worker crashed between the append and the settled claim: ours recovers, the reference re-runs", async () => {
+    // Our claim records `sidecarOffset`, so the receipt after it is provably this lease's.
+    assert.deepStrictEqual(await crashAfterAppend(ours, ours), {
+      acquired: false,
+      duplicate: true,
+      state: "settled",
+      sidecarLines: 2
+    })
     // The reference takes the job over, so a second receipt for it will follow.
-    assert.deepStrictEqual(outcomes.reference, { acquired: true, duplicate: false, state: "active", sidecarLines: 1 })
+    assert.deepStrictEqual(await crashAfterAppend(ours, reference), {
+      acquired: true,
+      duplicate: false,
+      state: "active",
+      sidecarLines: 1
+    })
+  })
+
+  it("takeover after a reference worker crashed between the append and the settled claim: both re-run", async () => {
+    // Its claim cannot say which receipts came after it, so ours does not guess.
+    const expected = { acquired: true, duplicate: false, state: "active", sidecarLines: 1 }
+    assert.deepStrictEqual(await crashAfterAppend(reference, ours), expected)
+    assert.deepStrictEqual(await crashAfterAppend(reference, reference), expected)
   })
 
   it("an unparsable claim: the reference throws SyntaxError, ours waits out the lease by mtime", async () => {
