@@ -26,7 +26,19 @@ const released = () => {
   acquiredAt = undefined
 }
 
-// Ours: the lock appears by `link(temp, lock)` and goes by `rm(lock)`.
+// Ours: the lock appears by `link(temp, lock)` and goes by `unlink(lock)`,
+// made synchronously by the direct file system (the threadpool layer uses
+// the callback `link` and `rm`; both are wrapped).
+const linkSync = fs.linkSync
+;(fs as { linkSync: unknown }).linkSync = (existing: fs.PathLike, target: fs.PathLike) => {
+  linkSync(existing, target)
+  if (isLock(target)) acquired()
+}
+const unlinkSync = fs.unlinkSync
+;(fs as { unlinkSync: unknown }).unlinkSync = (path: fs.PathLike) => {
+  unlinkSync(path)
+  if (isLock(path)) released()
+}
 const link = fs.link
 ;(fs as { link: unknown }).link = (existing: fs.PathLike, target: fs.PathLike, callback: fs.NoParamCallback) =>
   link(existing, target, (error) => {

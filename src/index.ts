@@ -40,6 +40,7 @@ export {
 } from "./store/StoreConfig.js"
 export * as SidecarAudit from "./store/SidecarAudit.js"
 export * as NodeStore from "./platform/NodeStore.js"
+export * as DirectFileSystem from "./platform/DirectFileSystem.js"
 export * as Protocol from "./protocol/index.js"
 export * as Session from "./session/index.js"
 export * as ArtifactState from "./state/index.js"

@@ -57,7 +57,7 @@ const resetSeen = () => {
 
 const oursAdapter = async () => {
   const { Effect, FileSystem, Layer, ManagedRuntime, Path } = await import("effect")
-  const NodeFileSystem = await import("@effect/platform-node/NodeFileSystem")
+  const DirectFileSystem = await import("../dist/platform/DirectFileSystem.js")
   const { RarebitStore } = await import("../dist/store/RarebitStore.js")
   const NodeStore = await import("../dist/platform/NodeStore.js")
 
@@ -99,7 +99,7 @@ const oursAdapter = async () => {
       return counting(yield* FileSystem.FileSystem)
     })
   ).pipe(
-    Layer.provide(NodeFileSystem.layer)
+    Layer.provide(DirectFileSystem.layer)
   )
   const layer = Layer.mergeAll(
     RarebitStore.layer({

@@ -11,6 +11,7 @@
  * @since 0.1.0
  */
 import { PlatformError } from "effect"
+import { errnoReason as reasonOf } from "../platform/ErrnoReason.js"
 
 /**
  * The errno codes the testing file systems can produce.
@@ -66,36 +67,10 @@ const table: Record<ErrnoCode, { readonly errno: number; readonly text: string }
 /**
  * The `SystemError` reason `NodeFileSystem` assigns to an errno code.
  *
- * **Details**
- *
- * Mirrors `@effect/platform-node-shared`'s errno mapping: `ENOENT` is
- * `NotFound`, `EACCES`/`EPERM` are `PermissionDenied`, `EEXIST` is
- * `AlreadyExists`, `EISDIR`/`ENOTDIR`/`ELOOP` are `BadResource`, `EBUSY` is
- * `Busy`, and everything else (`EIO`, `ENOSPC`, `ENOTEMPTY`, `EINVAL`,
- * `EBADF`, ...) is `Unknown`.
- *
  * @category constructors
  * @since 0.1.0
  */
-export const errnoReason = (code: ErrnoCode): PlatformError.SystemErrorTag => {
-  switch (code) {
-    case "ENOENT":
-      return "NotFound"
-    case "EACCES":
-    case "EPERM":
-      return "PermissionDenied"
-    case "EEXIST":
-      return "AlreadyExists"
-    case "EISDIR":
-    case "ENOTDIR":
-    case "ELOOP":
-      return "BadResource"
-    case "EBUSY":
-      return "Busy"
-    default:
-      return "Unknown"
-  }
-}
+export const errnoReason: (code: ErrnoCode) => PlatformError.SystemErrorTag = reasonOf
 
 /**
  * A Node-style errno exception, used as the `cause` of the failures built here.

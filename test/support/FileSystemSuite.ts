@@ -1,7 +1,10 @@
 /**
  * One behaviour suite, two worlds: the same test bodies run against the
- * in-memory file system and against the real disk through `NodeFileSystem`.
- * If the two disagree, the fake is wrong.
+ * in-memory file system and against the real disk through the file system
+ * `NodeStore` uses (`DirectFileSystem`). If the two disagree, the fake is
+ * wrong. The file-system conformance suite adds a third world, the disk
+ * through `@effect/platform-node`'s own `NodeFileSystem`, which both are
+ * held to.
  *
  * Each test gets a fresh world (a new empty memory file system, or the real
  * one) and a fresh root directory from `makeTempDirectoryScoped`, removed when
@@ -11,17 +14,20 @@ import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it, type Vitest } from "@effect/vitest"
 import { Effect, FileSystem, Layer, Path, PlatformError } from "effect"
 import type { Scope } from "effect"
+import * as DirectFileSystem from "../../src/platform/DirectFileSystem.js"
 import { MemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 
 /** A file system to run a suite on; `layer` builds a fresh one each time it is provided. */
 export interface World {
-  readonly name: "memory" | "node"
+  readonly name: "memory" | "node" | "node-threadpool"
   readonly layer: Layer.Layer<FileSystem.FileSystem | Path.Path>
 }
 
 export const memoryWorld: World = { name: "memory", layer: Layer.merge(MemoryFileSystem.layer, Path.layer) }
 
-export const nodeWorld: World = { name: "node", layer: Layer.merge(NodeFileSystem.layer, Path.layer) }
+export const nodeWorld: World = { name: "node", layer: Layer.merge(DirectFileSystem.layer, Path.layer) }
+
+export const threadpoolWorld: World = { name: "node-threadpool", layer: Layer.merge(NodeFileSystem.layer, Path.layer) }
 
 export const worlds: ReadonlyArray<World> = [memoryWorld, nodeWorld]
 
@@ -83,9 +89,13 @@ const bind = (world: World): WorldIt => ({
  *   it.effect("appends a receipt", ({ root }) => Effect.gen(function*() { ... }))
  * })
  */
-export const fileSystemSuite = (name: string, body: (it: WorldIt, world: World) => void): void => {
+export const fileSystemSuite = (
+  name: string,
+  body: (it: WorldIt, world: World) => void,
+  inWorlds: ReadonlyArray<World> = worlds
+): void => {
   describe(name, () => {
-    for (const world of worlds) {
+    for (const world of inWorlds) {
       describe(world.name, () => body(bind(world), world))
     }
   })

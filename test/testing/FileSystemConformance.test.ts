@@ -1,7 +1,7 @@
 import { assert } from "@effect/vitest"
 import { ByteSize, Effect, FileSystem, Option, Schema } from "effect"
 import fc from "fast-check"
-import { assertFailure, fileSystemSuite } from "../support/FileSystemSuite.js"
+import { assertFailure, fileSystemSuite, memoryWorld, nodeWorld, threadpoolWorld } from "../support/FileSystemSuite.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 
 const bytes = (text: string): Uint8Array => new TextEncoder().encode(text)
@@ -745,4 +745,4 @@ fileSystemSuite("FileSystem conformance", (it) => {
       }),
     { arbitrary: { runs: fuzzRuns(20) } }
   )
-})
+}, [memoryWorld, nodeWorld, threadpoolWorld])

@@ -1,0 +1,342 @@
+/**
+ * Node's file system with the short system calls made on the calling thread.
+ *
+ * `@effect/platform-node`'s `FileSystem` sends every call through libuv's
+ * thread pool. For the store's calls — stats, links, renames, opens and
+ * reads of a few kilobytes on a local disk — the syscall takes microseconds
+ * and the round trip to the pool and back to the event loop takes ten to a
+ * hundred times longer; a settle makes about fifty of them. This layer makes
+ * those calls synchronously and keeps the thread pool for the calls that can
+ * take milliseconds: `fsync`, reads and writes over {@link DIRECT_IO_LIMIT},
+ * recursive removal, directory listings and everything the store does not
+ * use. Failures are the same `PlatformError`s, with the same reason, method,
+ * syscall and path, as `@effect/platform-node` reports.
+ *
+ * The trade: a direct call blocks the event loop for its duration. On a
+ * network file system that stalls, prefer
+ * `NodeStore.threadpoolLayer`.
+ *
+ * @since 0.1.0
+ */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import { ByteSize, Effect, FileSystem, Layer, Option, PlatformError } from "effect"
+import * as NFS from "node:fs"
+import { errnoReason } from "./ErrnoReason.js"
+
+/**
+ * Reads, writes and whole-file reads up to this many bytes are made directly;
+ * larger ones go through the thread pool.
+ *
+ * @category constants
+ * @since 0.1.0
+ */
+export const DIRECT_IO_LIMIT = 1024 * 1024
+
+interface NodeError {
+  readonly code?: unknown
+  readonly syscall?: unknown
+  readonly message?: unknown
+}
+
+const failure = (method: string, pathOrDescriptor: string | number, error: unknown): PlatformError.PlatformError => {
+  const nodeError = error as NodeError
+  if (typeof nodeError?.code === "string" && typeof nodeError.syscall === "string") {
+    return PlatformError.systemError({
+      _tag: errnoReason(nodeError.code),
+      module: "FileSystem",
+      method,
+      pathOrDescriptor,
+      syscall: nodeError.syscall,
+      cause: error
+    })
+  }
+  return PlatformError.badArgument({
+    module: "FileSystem",
+    method,
+    description: typeof nodeError?.message === "string" ? nodeError.message : String(error)
+  })
+}
+
+const direct = <A>(method: string, pathOrDescriptor: string | number, call: () => A) =>
+  Effect.suspend(() => {
+    try {
+      return Effect.succeed(call())
+    } catch (error) {
+      return Effect.fail(failure(method, pathOrDescriptor, error))
+    }
+  })
+
+const fileType = (stats: NFS.BigIntStats): FileSystem.File.Type =>
+  stats.isFile()
+    ? "File"
+    : stats.isDirectory()
+    ? "Directory"
+    : stats.isSymbolicLink()
+    ? "SymbolicLink"
+    : stats.isBlockDevice()
+    ? "BlockDevice"
+    : stats.isCharacterDevice()
+    ? "CharacterDevice"
+    : stats.isFIFO()
+    ? "FIFO"
+    : stats.isSocket()
+    ? "Socket"
+    : "Unknown"
+
+// Node fills bigint stats from a BigInt64Array, so dev_t and ino_t at or above
+// 2^63 come back negative; platform-node reports them unsigned.
+const unsigned = (value: bigint): bigint => BigInt.asUintN(64, value)
+
+const fileInfo = (stats: NFS.BigIntStats): FileSystem.File.Info => ({
+  type: fileType(stats),
+  mtime: Option.some(stats.mtime),
+  atime: Option.some(stats.atime),
+  birthtime: Option.some(stats.birthtime),
+  dev: unsigned(stats.dev),
+  rdev: Option.some(unsigned(stats.rdev)),
+  ino: Option.some(unsigned(stats.ino)),
+  mode: Number(stats.mode),
+  nlink: Option.some(unsigned(stats.nlink)),
+  uid: Option.some(Number(stats.uid)),
+  gid: Option.some(Number(stats.gid)),
+  size: ByteSize.bytes(stats.size),
+  blksize: Option.some(ByteSize.bytes(stats.blksize)),
+  blocks: Option.some(stats.blocks)
+})
+
+const openFlags = (flag: FileSystem.OpenFlag, noFollow: boolean): string | number => {
+  if (!noFollow) return flag
+  const { O_APPEND, O_CREAT, O_EXCL, O_NOFOLLOW, O_RDONLY, O_RDWR, O_TRUNC, O_WRONLY } = NFS.constants
+  const bits: Record<FileSystem.OpenFlag, number> = {
+    "r": O_RDONLY,
+    "r+": O_RDWR,
+    "w": O_TRUNC | O_CREAT | O_WRONLY,
+    "wx": O_TRUNC | O_CREAT | O_WRONLY | O_EXCL,
+    "w+": O_TRUNC | O_CREAT | O_RDWR,
+    "wx+": O_TRUNC | O_CREAT | O_RDWR | O_EXCL,
+    "a": O_APPEND | O_CREAT | O_WRONLY,
+    "ax": O_APPEND | O_CREAT | O_WRONLY | O_EXCL,
+    "a+": O_APPEND | O_CREAT | O_RDWR,
+    "ax+": O_APPEND | O_CREAT | O_RDWR | O_EXCL
+  }
+  return bits[flag] | O_NOFOLLOW
+}
+
+const negativePosition = (method: string) =>
+  PlatformError.badArgument({ module: "FileSystem", method, description: "Cannot read before the start of the file" })
+
+const viaPool = <A>(method: string, pathOrDescriptor: string | number, start: (done: (error: unknown, value?: A) => void) => void) =>
+  Effect.callback<A, PlatformError.PlatformError>((resume) => {
+    try {
+      start((error, value) => resume(error ? Effect.fail(failure(method, pathOrDescriptor, error)) : Effect.succeed(value as A)))
+    } catch (error) {
+      resume(Effect.fail(failure(method, pathOrDescriptor, error)))
+    }
+  })
+
+const readAt = (method: string, fd: number, buffer: Uint8Array, position: bigint) =>
+  buffer.length <= DIRECT_IO_LIMIT
+    ? direct(method, fd, () => NFS.readSync(fd, buffer, 0, buffer.length, position))
+    : viaPool<number>(method, fd, (done) => NFS.read(fd, buffer, 0, buffer.length, position, (error, bytes) => done(error, bytes)))
+
+const writeAt = (method: string, fd: number, buffer: Uint8Array, position: number | null) =>
+  buffer.length <= DIRECT_IO_LIMIT
+    ? direct(method, fd, () => NFS.writeSync(fd, buffer, 0, buffer.length, position))
+    : viaPool<number>(method, fd, (done) => NFS.write(fd, buffer, 0, buffer.length, position, (error, bytes) => done(error, bytes)))
+
+/** An open file; keeps the same position rules as platform-node's. */
+class DirectFile implements FileSystem.File {
+  readonly [FileSystem.FileTypeId] = FileSystem.FileTypeId
+  private position = 0n
+  /** The descriptor, exposed as platform-node's files expose it. */
+  readonly fd: number
+  constructor(descriptor: number, private readonly append: boolean) {
+    this.fd = descriptor
+  }
+
+  get stat() {
+    return direct("stat", this.fd, () => fileInfo(NFS.fstatSync(this.fd, { bigint: true })))
+  }
+
+  get sync() {
+    // fsync is the one call here that routinely takes milliseconds.
+    return viaPool<void>("sync", this.fd, (done) => NFS.fsync(this.fd, done))
+  }
+
+  seek(offset: bigint, from: FileSystem.SeekMode) {
+    return Effect.suspend(() => {
+      const position = from === "start" ? offset : this.position + offset
+      if (position < 0n) {
+        return Effect.fail(
+          PlatformError.badArgument({ module: "FileSystem", method: "seek", description: "Cannot seek before the start of the file" })
+        )
+      }
+      this.position = position
+      return Effect.succeed(position)
+    })
+  }
+
+  read(buffer: Uint8Array, options?: FileSystem.File.ReadOptions) {
+    return Effect.suspend(() => {
+      const explicit = options?.position
+      if (explicit !== undefined) {
+        return explicit < 0n ? Effect.fail(negativePosition("read")) : readAt("read", this.fd, buffer, explicit)
+      }
+      const position = this.position
+      return Effect.map(readAt("read", this.fd, buffer, position), (bytesRead) => {
+        this.position = position + BigInt(bytesRead)
+        return bytesRead
+      })
+    })
+  }
+
+  readAlloc(size: number, options?: FileSystem.File.ReadOptions) {
+    return Effect.suspend(() => {
+      if (!Number.isInteger(size) || size < 0) {
+        return Effect.fail(
+          PlatformError.badArgument({ module: "FileSystem", method: "readAlloc", description: "size must be a non-negative integer" })
+        )
+      }
+      const explicit = options?.position
+      if (explicit !== undefined && explicit < 0n) return Effect.fail(negativePosition("readAlloc"))
+      const position = explicit ?? this.position
+      const buffer = Buffer.allocUnsafeSlow(size)
+      return Effect.map(readAt("readAlloc", this.fd, buffer, position), (bytesRead) => {
+        if (bytesRead === 0) return Option.none<Uint8Array>()
+        if (explicit === undefined) this.position = position + BigInt(bytesRead)
+        return Option.some<Uint8Array>(bytesRead === size ? buffer : Buffer.from(buffer.subarray(0, bytesRead)))
+      })
+    })
+  }
+
+  truncate(length?: number) {
+    return Effect.map(direct("truncate", this.fd, () => NFS.ftruncateSync(this.fd, length)), () => {
+      if (!this.append) {
+        const end = BigInt(length ?? 0)
+        if (this.position > end) this.position = end
+      }
+    })
+  }
+
+  write(buffer: Uint8Array) {
+    return Effect.suspend(() => {
+      const position = this.position
+      return Effect.map(writeAt("write", this.fd, buffer, this.append ? null : Number(position)), (bytesWritten) => {
+        if (!this.append) this.position = position + BigInt(bytesWritten)
+        return bytesWritten
+      })
+    })
+  }
+
+  writeAll(buffer: Uint8Array): Effect.Effect<void, PlatformError.PlatformError> {
+    if (buffer.length === 0) return Effect.void
+    return Effect.suspend(() => {
+      const position = this.position
+      return Effect.flatMap(
+        writeAt("writeAll", this.fd, buffer, this.append ? null : Number(position)),
+        (bytesWritten) => {
+          if (bytesWritten === 0) {
+            return Effect.fail(PlatformError.systemError({
+              _tag: "WriteZero",
+              module: "FileSystem",
+              method: "writeAll",
+              pathOrDescriptor: this.fd,
+              description: "write returned 0 bytes written"
+            }))
+          }
+          if (!this.append) this.position = position + BigInt(bytesWritten)
+          return bytesWritten < buffer.length ? this.writeAll(buffer.subarray(bytesWritten)) : Effect.void
+        }
+      )
+    })
+  }
+}
+
+const make = (pool: FileSystem.FileSystem): FileSystem.FileSystem =>
+  FileSystem.make({
+    ...pool,
+    access: (path, options) =>
+      direct("access", path, () =>
+        NFS.accessSync(
+          path,
+          NFS.constants.F_OK | (options?.readable ? NFS.constants.R_OK : 0) | (options?.writable ? NFS.constants.W_OK : 0)
+        )),
+    chmod: (path, mode) => direct("chmod", path, () => NFS.chmodSync(path, mode)),
+    link: (fromPath, toPath) => direct("link", fromPath, () => NFS.linkSync(fromPath, toPath)),
+    lstat: (path) => direct("lstat", path, () => fileInfo(NFS.lstatSync(path, { bigint: true }))),
+    stat: (path) => direct("stat", path, () => fileInfo(NFS.statSync(path, { bigint: true }))),
+    makeDirectory: (path, options) =>
+      Effect.suspend(() => {
+        try {
+          NFS.mkdirSync(path, { recursive: options?.recursive ?? false, ...(options?.mode === undefined ? {} : { mode: options.mode }) })
+          return Effect.void
+        } catch (error) {
+          // Node's synchronous and asynchronous recursive mkdir report some
+          // failures differently (a dangling symlink on the way: ENOENT
+          // against ENOTDIR); the pool's call gives the asynchronous answer.
+          return options?.recursive ? Effect.asVoid(pool.makeDirectory(path, options)) : Effect.fail(failure("makeDirectory", path, error))
+        }
+      }),
+    rename: (oldPath, newPath) => direct("rename", oldPath, () => NFS.renameSync(oldPath, newPath)),
+    utimes: (path, atime, mtime) => direct("utime", path, () => NFS.utimesSync(path, atime, mtime)),
+    readLink: (path) => direct("readLink", path, () => NFS.readlinkSync(path)),
+    realPath: (path) => direct("realPath", path, () => NFS.realpathSync(path)),
+    symlink: (target, path) => direct("symlink", target, () => NFS.symlinkSync(target, path)),
+    truncate: (path, length) => direct("truncate", path, () => NFS.truncateSync(path, length)),
+    remove: (path, options) => {
+      // Only a plain unlink that succeeds is direct. Anything else (a
+      // directory, a missing path, recursive removal) goes to Node's own `rm`,
+      // so its answer and its errors stay exactly Node's.
+      if (options?.recursive) return pool.remove(path, options)
+      return Effect.suspend(() => {
+        try {
+          NFS.unlinkSync(path)
+          return Effect.void
+        } catch {
+          return pool.remove(path, options)
+        }
+      })
+    },
+    open: (path, options) => {
+      const flag = options?.flag ?? "r"
+      return Effect.map(
+        Effect.acquireRelease(
+          direct("open", path, () => NFS.openSync(path, openFlags(flag, options?.noFollow === true), options?.mode)),
+          (fd) => Effect.orDie(direct("open", path, () => NFS.closeSync(fd)))
+        ),
+        (fd) => new DirectFile(fd, flag.startsWith("a"))
+      )
+    },
+    readFile: (path) =>
+      Effect.suspend(() => {
+        let fd: number | undefined
+        try {
+          fd = NFS.openSync(path, "r")
+          if (NFS.fstatSync(fd).size > DIRECT_IO_LIMIT) return pool.readFile(path)
+          return Effect.succeed<Uint8Array>(NFS.readFileSync(fd))
+        } catch (error) {
+          return Effect.fail(failure("readFile", path, error))
+        } finally {
+          if (fd !== undefined) NFS.closeSync(fd)
+        }
+      }),
+    writeFile: (path, data, options) =>
+      data.length > DIRECT_IO_LIMIT
+        ? pool.writeFile(path, data, options)
+        : direct("writeFile", path, () =>
+          NFS.writeFileSync(path, data, {
+            ...(options?.flag === undefined ? {} : { flag: options.flag }),
+            ...(options?.mode === undefined ? {} : { mode: options.mode })
+          }))
+  })
+
+/**
+ * The direct `FileSystem`, on top of platform-node's for the calls it leaves
+ * to the thread pool.
+ *
+ * @category layers
+ * @since 0.1.0
+ */
+export const layer: Layer.Layer<FileSystem.FileSystem> = Layer.effect(FileSystem.FileSystem)(
+  Effect.map(Effect.service(FileSystem.FileSystem), make)
+).pipe(Layer.provide(NodeFileSystem.layer))

@@ -1,0 +1,176 @@
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, FileSystem, Option, PlatformError } from "effect"
+import fc from "fast-check"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as DirectFileSystem from "../../src/platform/DirectFileSystem.js"
+import { fuzzRuns } from "../support/FuzzRuns.js"
+
+const direct = Effect.provide(DirectFileSystem.layer)
+const threadpool = Effect.provide(NodeFileSystem.layer)
+
+const bytesOf = (length: number, seed: number): Uint8Array => {
+  const bytes = new Uint8Array(length)
+  for (let index = 0; index < length; index++) bytes[index] = (index * 31 + seed) & 0xff
+  return bytes
+}
+
+const withTempDirectory = <A, E, R>(body: (root: string) => Effect.Effect<A, E, R>) =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => mkdtempSync(join(tmpdir(), "rarebit-direct-"))),
+    body,
+    (root) => Effect.sync(() => rmSync(root, { recursive: true, force: true }))
+  )
+
+/** The parts of an outcome both file systems must agree on. */
+const normalize = (root: string, exit: Exit.Exit<unknown, unknown>): unknown => {
+  if (Exit.isSuccess(exit)) {
+    const value = exit.value
+    if (value instanceof Uint8Array) return { ok: Array.from(value) }
+    if (typeof value === "object" && value !== null && "type" in value && "size" in value) {
+      const info = value as FileSystem.File.Info
+      return { ok: { type: info.type, size: Number(info.size), mode: info.mode & 0o7777, nlink: Option.getOrUndefined(info.nlink) } }
+    }
+    return { ok: value ?? null }
+  }
+  const error = exit.cause.reasons.find((reason) => reason._tag === "Fail")?.error
+  if (!PlatformError.isPlatformError(error)) return { defect: String(exit.cause) }
+  const reason = error.reason
+  return {
+    failed: reason._tag,
+    method: reason.method,
+    ...(reason._tag === "BadArgument" ? {} : {
+      syscall: reason.syscall,
+      path: typeof reason.pathOrDescriptor === "string" ? reason.pathOrDescriptor.replace(root, "<root>") : typeof reason.pathOrDescriptor,
+      code: (reason.cause as { readonly code?: unknown } | undefined)?.code
+    })
+  }
+}
+
+type Op =
+  | { readonly op: "writeFile"; readonly name: string; readonly length: number; readonly flag: "w" | "wx" | "a" }
+  | { readonly op: "readFile" | "stat" | "lstat" | "remove" | "removeForce" | "mkdir" | "mkdirRecursive"; readonly name: string }
+  | { readonly op: "link" | "rename" | "symlink"; readonly name: string; readonly to: string }
+  | { readonly op: "chmod"; readonly name: string; readonly mode: number }
+  | { readonly op: "openReadAt"; readonly name: string; readonly position: number; readonly length: number }
+  | { readonly op: "openAppend"; readonly name: string; readonly length: number }
+
+const names = fc.constantFrom("a", "b", "d", "d/e", "d/e/f", "missing/x")
+const ops: fc.Arbitrary<Op> = fc.oneof(
+  fc.record({ op: fc.constant("writeFile" as const), name: names, length: fc.nat(300), flag: fc.constantFrom("w" as const, "wx" as const, "a" as const) }),
+  fc.record({
+    op: fc.constantFrom("readFile" as const, "stat" as const, "lstat" as const, "remove" as const, "removeForce" as const, "mkdir" as const, "mkdirRecursive" as const),
+    name: names
+  }),
+  fc.record({ op: fc.constantFrom("link" as const, "rename" as const, "symlink" as const), name: names, to: names }),
+  fc.record({ op: fc.constant("chmod" as const), name: names, mode: fc.constantFrom(0o600, 0o700, 0o644) }),
+  fc.record({ op: fc.constant("openReadAt" as const), name: names, position: fc.nat(400), length: fc.nat(200) }),
+  fc.record({ op: fc.constant("openAppend" as const), name: names, length: fc.nat(100) })
+)
+
+const run = (root: string, op: Op, index: number): Effect.Effect<unknown, PlatformError.PlatformError, FileSystem.FileSystem> =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const at = (name: string) => join(root, name)
+    switch (op.op) {
+      case "writeFile":
+        return yield* fs.writeFile(at(op.name), bytesOf(op.length, index), { flag: op.flag, mode: 0o600 })
+      case "readFile":
+        return yield* fs.readFile(at(op.name))
+      case "stat":
+        return yield* fs.stat(at(op.name))
+      case "lstat":
+        return yield* fs.lstat(at(op.name))
+      case "remove":
+        return yield* fs.remove(at(op.name))
+      case "removeForce":
+        return yield* fs.remove(at(op.name), { force: true })
+      case "mkdir":
+        return yield* fs.makeDirectory(at(op.name), { mode: 0o700 })
+      case "mkdirRecursive":
+        // `void` by its type; Node's callback hands back the first directory made, which is not part of the contract.
+        return yield* Effect.asVoid(fs.makeDirectory(at(op.name), { recursive: true, mode: 0o700 }))
+      case "link":
+        return yield* fs.link(at(op.name), at(op.to))
+      case "rename":
+        return yield* fs.rename(at(op.name), at(op.to))
+      case "symlink":
+        return yield* fs.symlink(at(op.name), at(op.to))
+      case "chmod":
+        return yield* fs.chmod(at(op.name), op.mode)
+      case "openReadAt":
+        return yield* Effect.scoped(Effect.gen(function*() {
+          const file = yield* fs.open(at(op.name), { flag: "r", noFollow: true })
+          const read = yield* file.readAlloc(op.length, { position: BigInt(op.position) })
+          return Option.getOrElse(read, () => new Uint8Array(0))
+        }))
+      case "openAppend":
+        return yield* Effect.scoped(Effect.gen(function*() {
+          const file = yield* fs.open(at(op.name), { flag: "a", mode: 0o600 })
+          yield* file.writeAll(bytesOf(op.length, index))
+          yield* file.sync
+          return Number((yield* file.stat).size)
+        }))
+    }
+  })
+
+describe("DirectFileSystem", () => {
+  it.effect("agrees with platform-node's file system on generated operation sequences", () =>
+    Effect.gen(function*() {
+      let compared = 0
+      yield* Effect.promise(() =>
+        fc.assert(
+          fc.asyncProperty(fc.array(ops, { minLength: 1, maxLength: 25 }), async (sequence) => {
+            const outcomes = async (layer: typeof direct) =>
+              Effect.runPromise(withTempDirectory((root) =>
+                Effect.forEach(sequence, (op, index) => Effect.map(Effect.exit(run(root, op, index)), (exit) => normalize(root, exit)))
+                  .pipe(layer)
+              ))
+            const mine = await outcomes(direct)
+            const theirs = await outcomes(threadpool)
+            assert.deepStrictEqual(mine, theirs, JSON.stringify(sequence))
+            compared += sequence.length
+          }),
+          { numRuns: fuzzRuns(150) }
+        )
+      )
+      assert.isAbove(compared, 150)
+    }), 120_000)
+
+  it.effect("transfers over the direct limit go through the thread pool and read back whole", () =>
+    withTempDirectory((root) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        const large = bytesOf(DirectFileSystem.DIRECT_IO_LIMIT * 2 + 17, 5)
+        yield* fs.writeFile(join(root, "large"), large)
+        assert.deepStrictEqual(yield* fs.readFile(join(root, "large")), new Uint8Array(large))
+        const readBack = yield* Effect.scoped(Effect.gen(function*() {
+          const file = yield* fs.open(join(root, "large"), { flag: "r" })
+          const buffer = new Uint8Array(large.length)
+          const count = yield* file.read(buffer)
+          return { count, buffer }
+        }))
+        assert.strictEqual(readBack.count, large.length)
+        assert.deepStrictEqual(readBack.buffer, new Uint8Array(large))
+        yield* Effect.scoped(Effect.gen(function*() {
+          const file = yield* fs.open(join(root, "large"), { flag: "a" })
+          yield* file.writeAll(large)
+        }))
+        assert.strictEqual(Number((yield* fs.stat(join(root, "large"))).size), 2 * large.length)
+      }).pipe(direct)
+    ))
+
+  it.effect("a failed direct call is the same typed failure platform-node reports", () =>
+    withTempDirectory((root) =>
+      Effect.gen(function*() {
+        const missing = join(root, "nowhere", "file")
+        const mine = yield* Effect.flip(Effect.flatMap(Effect.service(FileSystem.FileSystem), (fs) => fs.stat(missing)).pipe(direct))
+        const theirs = yield* Effect.flip(Effect.flatMap(Effect.service(FileSystem.FileSystem), (fs) => fs.stat(missing)).pipe(threadpool))
+        assert.strictEqual(mine.reason._tag, "NotFound")
+        assert.deepStrictEqual(normalize(root, Exit.fail(mine)), normalize(root, Exit.fail(theirs)))
+      })
+    ))
+})
+
