@@ -251,10 +251,18 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
   const project = (input: ProjectionInput) =>
     Result.match(projectArtifactStateResult(input), { onFailure: Effect.fail, onSuccess: Effect.succeed })
 
+  // One stat when the directory is already there and private, instead of
+  // mkdir, its existence check and a chmod on every reserve and settle.
   const makePrivateDirectory = (directory: string) =>
-    fs.makeDirectory(directory, { recursive: true, mode: 0o700 }).pipe(
-      Effect.andThen(fs.chmod(directory, 0o700)),
-      Effect.mapError(storeIo("create private directory", directory))
+    fs.stat(directory).pipe(
+      Effect.map((info) => info.type === "Directory" && (info.mode & 0o777) === 0o700),
+      Effect.orElseSucceed(() => false),
+      Effect.flatMap((ready) =>
+        ready ? Effect.void : fs.makeDirectory(directory, { recursive: true, mode: 0o700 }).pipe(
+          Effect.andThen(fs.chmod(directory, 0o700)),
+          Effect.mapError(storeIo("create private directory", directory))
+        )
+      )
     )
 
   const withLock = <A, E, R>(sidecar: string, body: Effect.Effect<A, E, R>) =>

@@ -21,13 +21,12 @@ import {
   makeFaultFileSystem
 } from "../../src/testing/FaultFileSystem.js"
 import type { MemoryFileSystemShape } from "../../src/testing/MemoryFileSystem.js"
-import { prepare, type Scenario, scenarios } from "./Scenarios.js"
+import { finalJobs, prepare, type Scenario, scenarios } from "./Scenarios.js"
 import {
   asWorker,
   check,
   type Completion,
   completeJob,
-  JOB0,
   JOB2,
   LEASE_MS,
   LOCK,
@@ -129,10 +128,11 @@ const afterFault = (scenario: Scenario, world: MemoryFileSystemShape, at: string
     const next = yield* completeJob(store, JOB2, title).pipe(asWorker(302, "next-writer"))
     if (next !== "settled") problem(`next writer: ${JSON.stringify(next)}`)
 
-    const after = check(world, { expectedJobs: [JOB0, scenario.job, JOB2] })
+    const jobs = finalJobs(scenario)
+    const after = check(world, { expectedJobs: jobs })
     for (const violation of after.violations) problem(violation)
     for (const pending of after.pending) problem(`left pending: ${pending}`)
-    if (after.stats.receipts !== 3) problem(`${after.stats.receipts} receipts instead of 3`)
+    if (after.stats.receipts !== jobs.length) problem(`${after.stats.receipts} receipts instead of ${jobs.length}`)
     const final = yield* store.readCurrent({ sessionFile: SESSION_FILE })
     if (final.availability !== "available" || final.receipt?.jobId !== scenario.finalCurrent) {
       problem(`final current: ${final.availability} ${String(final.receipt?.jobId).slice(-2)}`)

@@ -16,6 +16,7 @@ import {
   currentSummary,
   JOB0,
   JOB1,
+  JOB2,
   LEASE_MS,
   LOCK,
   makeWorld,
@@ -42,6 +43,8 @@ export interface Scenario {
   readonly finalCurrent: string
   /** How many crash points the enumeration must find: mutating steps of the crash-free run, plus the end. */
   readonly expectedPoints: number
+  /** The root starts empty: no job 0 and no directories. */
+  readonly unseeded?: boolean
   /** Whether the program settles (appends a receipt and writes a settled claim). */
   readonly settles: boolean
   /** What the crash-free program must return. */
@@ -76,7 +79,25 @@ const writeDurably = (world: MemoryFileSystemShape, path: string, content: strin
     yield* file.sync
   }))
 
+/** The jobs that must each end with one settled claim and one receipt: the seed, the scenario's, and the next writer's. */
+export const finalJobs = (scenario: Scenario): ReadonlyArray<string> =>
+  scenario.unseeded === true ? [scenario.job, JOB2] : [JOB0, scenario.job, JOB2]
+
 export const scenarios: ReadonlyArray<Scenario> = [
+  {
+    name: "first reserve on an empty root",
+    settles: false,
+    unseeded: true,
+    setup: () => Effect.succeed(undefined),
+    programAt: T0 + 1_000,
+    program: (store) => acquire(store, JOB1),
+    job: JOB1,
+    receipt: currentSummary,
+    finalCurrent: JOB1,
+    // Two private directories created (mkdir + chmod each), then the exclusive
+    // claim: temp open, write, fsync, link, temp removal.
+    expectedPoints: 10
+  },
   {
     name: "reserve",
     settles: false,
@@ -86,8 +107,9 @@ export const scenarios: ReadonlyArray<Scenario> = [
     job: JOB1,
     receipt: currentSummary,
     finalCurrent: JOB1,
-    // Two private directories (mkdir + chmod each) and the exclusive claim: temp open, write, fsync, link, temp removal.
-    expectedPoints: 10
+    // The exclusive claim: temp open, write, fsync, link, temp removal. The private
+    // directories already exist with mode 0700, so reserve only stats them.
+    expectedPoints: 6
   },
   {
     name: "takeover, then settle",
@@ -98,8 +120,8 @@ export const scenarios: ReadonlyArray<Scenario> = [
     job: JOB1,
     receipt: currentSummary,
     finalCurrent: JOB1,
-    // Reserve: directories 4, failed exclusive create 5, lock 6, claim replace 5 (temp open, write, fsync, rename, directory fsync); then settle 17.
-    expectedPoints: 38
+    // Reserve: failed exclusive create 5, lock 6, claim replace 5 (temp open, write, fsync, rename, directory fsync); then settle 15.
+    expectedPoints: 32
   },
   {
     name: "settle a summary (new head)",
@@ -110,8 +132,8 @@ export const scenarios: ReadonlyArray<Scenario> = [
     job: JOB1,
     receipt: currentSummary,
     finalCurrent: JOB1,
-    // Settle: sidecar directory 2, lock 6 (temp open, write, fsync, link, temp removal, release), append 4 (open, write, fsync, chmod), settled claim 5.
-    expectedPoints: 18
+    // Settle: lock 6 (temp open, write, fsync, link, temp removal, release), append 4 (open, write, fsync, chmod), settled claim 5.
+    expectedPoints: 16
   },
   {
     name: "settle a summary (repeated head)",
@@ -123,7 +145,7 @@ export const scenarios: ReadonlyArray<Scenario> = [
     receipt: staleSummary,
     finalCurrent: JOB0,
     // As with a new head: the repeated head goes out in the same single write.
-    expectedPoints: 18
+    expectedPoints: 16
   },
   {
     name: "settle a title",
@@ -135,7 +157,7 @@ export const scenarios: ReadonlyArray<Scenario> = [
     receipt: title,
     finalCurrent: JOB0,
     // As with a summary.
-    expectedPoints: 18
+    expectedPoints: 16
   },
   {
     name: "release",
@@ -158,8 +180,8 @@ export const scenarios: ReadonlyArray<Scenario> = [
     job: JOB1,
     receipt: currentSummary,
     finalCurrent: JOB1,
-    // Settle 17, plus a failed link, the break file, the dead lock's removal, the break file's removal and a second link.
-    expectedPoints: 22
+    // Settle 15, plus a failed link, the break file, the dead lock's removal, the break file's removal and a second link.
+    expectedPoints: 20
   },
   {
     name: "recover a crashed settlement (after breaking its lock)",
@@ -183,8 +205,8 @@ export const scenarios: ReadonlyArray<Scenario> = [
     job: JOB1,
     receipt: currentSummary,
     finalCurrent: JOB1,
-    // Reserve without a new claim: directories 4, failed create 5, lock 6 + 4 to break the dead one, settled claim 5.
-    expectedPoints: 25
+    // Reserve without a new claim: failed create 5, lock 6 + 4 to break the dead one, settled claim 5.
+    expectedPoints: 21
   }
 ]
 
