@@ -74,7 +74,7 @@ import {
   historyBoundsValid,
   type HistoryRecord,
   readReceiptReference,
-  readSidecarCurrent,
+  makeSidecarCurrentCache,
   readSidecarHistoryPage,
   type SidecarCurrent
 } from "./SidecarReader.js"
@@ -240,6 +240,8 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     Effect.provideService(FileSystem, fs),
     Effect.provideService(Path, path)
   )
+  // Pollers re-read the same sidecar; unchanged verified bytes are compared, not re-parsed.
+  const sidecars = makeSidecarCurrentCache(fs)
   const observeNative = (sessionFile: string, location: StoreLocation): Effect.Effect<NativeObservation> =>
     config.cacheSessions
       ? sessions.observe(sessionFile, { sessionRoot: location.sessionRoot }) as Effect.Effect<NativeObservation>
@@ -302,7 +304,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     const location = locate(config, options)
     const sidecar = yield* sidecarPath(options.sessionFile, location)
     const native = options.native ?? (yield* observeNative(options.sessionFile as string, location))
-    const current = yield* readSidecarCurrent(fs, sidecar)
+    const current = yield* sidecars.read(sidecar)
     const artifactState = yield* project({
       native,
       materialization: { availability: current.availability, records: current.records },
@@ -571,7 +573,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     receiptRef: { readonly receiptOffset: number; readonly receiptLength: number; readonly receiptHash: string }
   ) =>
     Effect.gen(function*() {
-      const current = yield* readSidecarCurrent(fs, location.materializationPath)
+      const current = yield* sidecars.read(location.materializationPath)
       // Without having seen the current head, a new one could bury a newer receipt.
       if (current.diagnostics.reason === "sidecar_unreadable") return
       if (current.head?.receiptOffset === receiptRef.receiptOffset) return
@@ -687,7 +689,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
         return { ...earlier.record, path: sidecar } as SettledReceipt
       }
       const native = yield* observeNative(reservation.sessionFile, reservation)
-      const current = yield* readSidecarCurrent(fs, sidecar)
+      const current = yield* sidecars.read(sidecar)
       const semanticCurrent = isSemanticCurrent(native, current, settled)
       appendAttempted = true
       const receiptOffset = yield* appendToSidecar(sidecar, (offset) => {

@@ -13,7 +13,7 @@
  * @since 0.1.0
  */
 import { Effect, Option } from "effect"
-import type { FileSystem } from "effect/FileSystem"
+import type { File, FileSystem } from "effect/FileSystem"
 import type { PlatformError } from "effect/PlatformError"
 import { sha256Hex } from "../protocol/CanonicalJson.js"
 import { isValidHead, isValidReceiptReference } from "../protocol/Head.js"
@@ -23,6 +23,8 @@ import { validateTitleReceipt } from "../protocol/TitleReceipt.js"
 import { NotRegularFile } from "./Errors.js"
 
 const NEWLINE = 10
+
+type FileInfo = File.Info
 const utf8 = new TextDecoder("utf-8")
 
 /** Whether a sidecar and its receipt could be read. @category models @since 0.1.0 */
@@ -166,8 +168,11 @@ export const openRegularFile = Effect.fnUntraced(function*(fs: FileSystem, path:
   const info = yield* fs.lstat(path)
   if (info.type !== "File") return yield* new NotRegularFile({ path })
   const file = yield* fs.open(path, { flag: "r", noFollow: true })
-  return { file, size: Number(info.size) }
+  return { file, size: Number(info.size), identity: identityOf(info) }
 })
+
+const identityOf = (info: FileInfo): string | undefined =>
+  Option.match(info.ino, { onNone: () => undefined, onSome: (ino) => `${info.dev}:${ino}` })
 
 type OpenFile = Effect.Success<ReturnType<typeof openRegularFile>>["file"]
 
@@ -185,7 +190,11 @@ const readRange = (file: OpenFile, position: number, length: number): Effect.Eff
  *
  * @internal
  */
-export const verifyReceiptRange = Effect.fnUntraced(function*(
+export const verifyReceiptRange = (file: OpenFile, size: number, reference: unknown, requireSummary: boolean) =>
+  Effect.map(verifyReceiptBytes(file, size, reference, requireSummary), (verified) => verified?.record)
+
+/** Like `verifyReceiptRange`, also returning the verified bytes and where they start. */
+const verifyReceiptBytes = Effect.fnUntraced(function*(
   file: OpenFile,
   size: number,
   reference: unknown,
@@ -198,14 +207,12 @@ export const verifyReceiptRange = Effect.fnUntraced(function*(
   if (bytes.length !== receiptLength) return undefined
   if (bytes[bytes.length - 1] !== NEWLINE || sha256Hex(bytes) !== receiptHash) return undefined
   const record = parseJsonOrNull(utf8.decode(bytes.subarray(0, -1)))
-  if (requireSummary) {
-    const sessionId = (reference as { readonly sessionId?: unknown }).sessionId
-    return isRecord(record) && record.type === "rarebit_summary" && record.sessionId === sessionId &&
-        validateSummaryReceipt(record).valid
-      ? record
-      : undefined
-  }
-  return isValidReceipt(record) ? record : undefined
+  const valid = requireSummary
+    ? isRecord(record) && record.type === "rarebit_summary" &&
+      record.sessionId === (reference as { readonly sessionId?: unknown }).sessionId &&
+      validateSummaryReceipt(record).valid
+    : isValidReceipt(record)
+  return valid ? { record: record as Record<string, unknown>, offset: receiptOffset, bytes } : undefined
 })
 
 /**
@@ -242,19 +249,38 @@ const sidecarFailure = (path: string, error: PlatformError | NotRegularFile): Si
     }
 
 /**
- * Reads the current receipt of a sidecar: one tail window plus one verified
- * receipt range.
- *
- * @category readers
- * @since 0.1.0
+ * What an available current read rests on: the file's identity and size,
+ * the bytes from just before the head line to the end, and the verified
+ * receipt's bytes. The same bytes at the same places give the same answer.
  */
-export const readSidecarCurrent = (fs: FileSystem, path: string): Effect.Effect<SidecarCurrent> =>
+interface CurrentProof {
+  readonly identity: string
+  readonly size: number
+  readonly tailStart: number
+  readonly tail: Uint8Array
+  readonly receiptOffset: number
+  readonly receipt: Uint8Array
+  readonly headLine: Uint8Array
+  readonly diagnostics: SidecarDiagnostics
+}
+
+const unavailable = (
+  availability: "missing" | "unreadable",
+  path: string,
+  head: Record<string, unknown> | null,
+  diagnostics: SidecarDiagnostics
+): { readonly current: SidecarCurrent; readonly proof: undefined } => ({
+  current: { availability, path, receipt: null, records: [], head, diagnostics },
+  proof: undefined
+})
+
+const readCurrentWithProof = (fs: FileSystem, path: string) =>
   Effect.scoped(Effect.gen(function*() {
-    const { file, size } = yield* openRegularFile(fs, path)
+    const { file, identity, size } = yield* openRegularFile(fs, path)
     const length = Math.min(size, MAX_TAIL_BYTES)
     const bytes = yield* readRange(file, size - length, length)
-    const parsed = completeTailLines({ size, offset: size - bytes.length, bytes })
     const tailOffset = size - bytes.length
+    const parsed = completeTailLines({ size, offset: tailOffset, bytes })
     let last: TailLine | undefined
     for (let index = parsed.lines.length - 1; index >= 0; index--) {
       if (isValidHead(parsed.lines[index].record)) {
@@ -264,52 +290,134 @@ export const readSidecarCurrent = (fs: FileSystem, path: string): Effect.Effect<
     }
     const head = (last?.record ?? null) as Record<string, unknown> | null
     if (invalidHeadAfter(parsed.lines, last?.offset ?? -1)) {
-      return {
-        availability: "unreadable",
-        path,
-        receipt: null,
-        records: [],
-        head,
-        diagnostics: { tornTail: false, reason: "sidecar_head_invalid" }
-      } satisfies SidecarCurrent
+      return unavailable("unreadable", path, head, { tornTail: false, reason: "sidecar_head_invalid" })
     }
     if (last === undefined) {
-      return {
-        availability: "missing",
-        path,
-        receipt: null,
-        records: [],
-        head: null,
-        diagnostics: {
-          tornTail: parsed.tornTail,
-          reason: parsed.lines.length > 0 ? "sidecar_head_missing" : "sidecar_empty"
-        }
-      } satisfies SidecarCurrent
+      return unavailable("missing", path, null, {
+        tornTail: parsed.tornTail,
+        reason: parsed.lines.length > 0 ? "sidecar_head_missing" : "sidecar_empty"
+      })
     }
-    const receipt = yield* verifyReceiptRange(file, size, last.record, true)
-    if (receipt === undefined) {
-      return {
-        availability: "unreadable",
-        path,
-        receipt: null,
-        records: [],
-        head,
-        diagnostics: { tornTail: parsed.tornTail, reason: "sidecar_head_invalid" }
-      } satisfies SidecarCurrent
+    const verified = yield* verifyReceiptBytes(file, size, last.record, true)
+    if (verified === undefined) {
+      return unavailable("unreadable", path, head, { tornTail: parsed.tornTail, reason: "sidecar_head_invalid" })
     }
     const headOffset = last.offset
     const uncommitted = parsed.lines.some(({ offset }) => offset > headOffset)
+    const diagnostics: SidecarDiagnostics = uncommitted
+      ? { tornTail: parsed.tornTail, tailOffset, reason: "sidecar_uncommitted_tail" }
+      : { tornTail: parsed.tornTail, tailOffset }
+    // The byte before the head line is part of the proof: it is what makes the head a line of its own.
+    const tailStart = Math.max(headOffset - 1, tailOffset)
+    const headEnd = bytes.indexOf(NEWLINE, headOffset - tailOffset)
     return {
-      availability: "available",
-      path,
-      receipt,
-      records: [receipt],
-      head,
-      diagnostics: uncommitted
-        ? { tornTail: parsed.tornTail, tailOffset, reason: "sidecar_uncommitted_tail" }
-        : { tornTail: parsed.tornTail, tailOffset }
-    } satisfies SidecarCurrent
-  })).pipe(Effect.catch((error) => Effect.succeed(sidecarFailure(path, error))))
+      current: {
+        availability: "available",
+        path,
+        receipt: verified.record,
+        records: [verified.record],
+        head,
+        diagnostics
+      } satisfies SidecarCurrent,
+      proof: identity === undefined ? undefined : {
+        identity,
+        size,
+        tailStart,
+        tail: bytes.slice(tailStart - tailOffset),
+        receiptOffset: verified.offset,
+        receipt: verified.bytes,
+        headLine: bytes.subarray(headOffset - tailOffset, headEnd),
+        diagnostics
+      } satisfies CurrentProof
+    }
+  }))
+
+/**
+ * Reads the current receipt of a sidecar: one tail window plus one verified
+ * receipt range.
+ *
+ * @category readers
+ * @since 0.1.0
+ */
+export const readSidecarCurrent = (fs: FileSystem, path: string): Effect.Effect<SidecarCurrent> =>
+  readCurrentWithProof(fs, path).pipe(
+    Effect.map(({ current }) => current),
+    Effect.catch((error) => Effect.succeed(sidecarFailure(path, error)))
+  )
+
+const sameBytesAt = (file: OpenFile, position: number, expected: Uint8Array) =>
+  Effect.map(readRange(file, position, expected.length), (actual) => Buffer.from(actual.buffer, actual.byteOffset, actual.length).equals(expected))
+
+/**
+ * Current reads that skip re-parsing and re-validating a sidecar whose
+ * verified bytes have not moved.
+ *
+ * **Details**
+ *
+ * After an available read the cache keeps the file's identity and size, the
+ * bytes from just before the head to the end, and the receipt's bytes. A
+ * later read of the same file at the same size re-reads exactly those bytes
+ * and compares them; only if they are identical is the earlier answer
+ * rebuilt from them (so every answer still rests on bytes read this time).
+ * Anything else — another size, another inode, different bytes, an
+ * unavailable answer — is a full read. Bounded: the least recently read
+ * sidecars are dropped beyond `capacity`.
+ *
+ * @category readers
+ * @since 0.1.0
+ */
+export const makeSidecarCurrentCache = (fs: FileSystem, capacity = 64) => {
+  const proofs = new Map<string, CurrentProof>()
+  const counters = { full: 0, confirmed: 0 }
+  const remember = (path: string, proof: CurrentProof | undefined) => {
+    proofs.delete(path)
+    if (proof === undefined) return
+    proofs.set(path, proof)
+    if (proofs.size > capacity) proofs.delete(proofs.keys().next().value as string)
+  }
+  const fromProof = (path: string, proof: CurrentProof) =>
+    Effect.scoped(Effect.gen(function*() {
+      const { file, identity, size } = yield* openRegularFile(fs, path)
+      if (identity !== proof.identity || size !== proof.size) return undefined
+      if (!(yield* sameBytesAt(file, proof.tailStart, proof.tail))) return undefined
+      const receiptInTail = proof.receiptOffset >= proof.tailStart
+      if (!receiptInTail && !(yield* sameBytesAt(file, proof.receiptOffset, proof.receipt))) return undefined
+      const receipt = JSON.parse(utf8.decode(proof.receipt.subarray(0, -1))) as Record<string, unknown>
+      const head = JSON.parse(utf8.decode(proof.headLine)) as Record<string, unknown>
+      return {
+        availability: "available",
+        path,
+        receipt,
+        records: [receipt],
+        head,
+        diagnostics: proof.diagnostics
+      } satisfies SidecarCurrent
+    }))
+  const read = (path: string): Effect.Effect<SidecarCurrent> =>
+    Effect.suspend(() => {
+      const proof = proofs.get(path)
+      const full = Effect.map(readCurrentWithProof(fs, path), (result) => {
+        counters.full++
+        remember(path, result.proof)
+        return result.current
+      })
+      const answer = proof === undefined
+        ? full
+        : Effect.flatMap(fromProof(path, proof), (cached) => {
+          if (cached === undefined) return full
+          counters.confirmed++
+          remember(path, proof)
+          return Effect.succeed(cached)
+        })
+      return answer.pipe(Effect.catch((error) => {
+        proofs.delete(path)
+        return Effect.succeed(sidecarFailure(path, error))
+      }))
+    })
+  /** Reads answered by a full read, and by comparing the remembered bytes. */
+  const stats = Effect.sync(() => ({ ...counters, kept: proofs.size }))
+  return { read, stats }
+}
 
 /**
  * Whether a history page request is inside the protocol's bounds: a safe,

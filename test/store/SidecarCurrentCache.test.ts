@@ -1,0 +1,174 @@
+/**
+ * The current reader's cache of verified bytes: whatever happens to the
+ * sidecar between two reads (appends, torn writes, bytes changed in place,
+ * truncation, replacement), a cached read answers exactly what a fresh read
+ * of the same bytes answers.
+ */
+import { assert } from "@effect/vitest"
+import { Effect, type FileSystem, type Path } from "effect"
+import fc from "fast-check"
+import { makeSidecarCurrentCache, readSidecarCurrent } from "../../src/store/SidecarReader.js"
+import { fileSystemSuite } from "../support/FileSystemSuite.js"
+import { fuzzRuns } from "../support/FuzzRuns.js"
+import { jobId, summaryReceipt, titleReceipt } from "../support/Receipts.js"
+import { appendRaw, appendReceiptWithHead, bytesOf, type Kit, setup, sizeOf } from "./StoreKit.js"
+
+type Step =
+  | { readonly kind: "summary"; readonly n: number }
+  | { readonly kind: "title"; readonly n: number }
+  | { readonly kind: "receiptOnly"; readonly n: number }
+  | { readonly kind: "garbage"; readonly text: string }
+  | { readonly kind: "torn"; readonly cut: number }
+  | { readonly kind: "flip"; readonly fromEnd: number; readonly byte: number }
+  | { readonly kind: "truncate"; readonly fromEnd: number }
+  | { readonly kind: "replace" }
+  | { readonly kind: "remove" }
+
+const steps: fc.Arbitrary<Step> = fc.oneof(
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant("summary" as const), n: fc.integer({ min: 1, max: 50 }) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("title" as const), n: fc.integer({ min: 1, max: 50 }) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("receiptOnly" as const), n: fc.integer({ min: 1, max: 50 }) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("garbage" as const), text: fc.constantFrom("{}\n", "not json\n", "{\"type\":\"rarebit_head\"}\n", "\n") }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("torn" as const), cut: fc.integer({ min: 1, max: 120 }) }) },
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant("flip" as const), fromEnd: fc.integer({ min: 1, max: 3000 }), byte: fc.integer({ min: 32, max: 126 }) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("truncate" as const), fromEnd: fc.integer({ min: 1, max: 400 }) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("replace" as const) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("remove" as const) }) }
+)
+
+/** Overwrites one byte in place, keeping the size (and the inode). */
+const overwriteByte = (kit: Kit, fromEnd: number, byte: number) =>
+  Effect.scoped(Effect.gen(function*() {
+    const size = yield* sizeOf(kit.fs, kit.sidecar)
+    if (size === 0) return
+    const file = yield* kit.fs.open(kit.sidecar, { flag: "r+" })
+    yield* file.seek(BigInt(Math.max(0, size - fromEnd)), "start")
+    yield* file.writeAll(new Uint8Array([byte]))
+  }))
+
+const apply = (kit: Kit, step: Step) =>
+  Effect.gen(function*() {
+    const exists = yield* Effect.map(Effect.result(kit.fs.stat(kit.sidecar)), (result) => result._tag === "Success")
+    switch (step.kind) {
+      case "summary":
+        return yield* Effect.asVoid(appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(step.n) })))
+      case "title":
+        return yield* Effect.asVoid(appendReceiptWithHead(kit, titleReceipt(kit.branch, kit.sessionId, { jobId: jobId(step.n) })))
+      case "receiptOnly":
+        return yield* Effect.asVoid(appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(step.n) }), { head: false }))
+      case "garbage":
+        return yield* appendRaw(kit, step.text)
+      case "torn":
+        return yield* appendRaw(kit, JSON.stringify(summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(99) })).slice(0, step.cut))
+      case "flip":
+        return exists ? yield* overwriteByte(kit, step.fromEnd, step.byte) : undefined
+      case "truncate": {
+        if (!exists) return
+        const size = yield* sizeOf(kit.fs, kit.sidecar)
+        return yield* kit.fs.truncate(kit.sidecar, Math.max(0, size - step.fromEnd))
+      }
+      case "replace": {
+        if (!exists) return
+        // Same bytes under a new inode, written beside and renamed over.
+        const bytes = yield* kit.fs.readFile(kit.sidecar)
+        yield* kit.fs.writeFile(`${kit.sidecar}.next`, bytes, { mode: 0o600 })
+        return yield* kit.fs.rename(`${kit.sidecar}.next`, kit.sidecar)
+      }
+      case "remove":
+        return exists ? yield* kit.fs.remove(kit.sidecar) : undefined
+    }
+  })
+
+fileSystemSuite("sidecar current cache", (it) => {
+  it.effect("after any change, a cached read answers what a fresh read answers", ({ root }) =>
+    Effect.gen(function*() {
+      const services = yield* Effect.context<FileSystem.FileSystem | Path.Path>()
+      let confirmed = 0
+      let caseIndex = 0
+      const run = (sequence: ReadonlyArray<Step>) =>
+        Effect.gen(function*() {
+          const kit = yield* setup(`${root}/case-${caseIndex++}`)
+          const cache = makeSidecarCurrentCache(kit.fs)
+          yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) }))
+          for (const [index, step] of sequence.entries()) {
+            // Read twice before each change: the second read is the one the cache can answer.
+            for (const pass of ["first", "again"]) {
+              const cached = yield* cache.read(kit.sidecar)
+              const fresh = yield* readSidecarCurrent(kit.fs, kit.sidecar)
+              assert.deepStrictEqual(cached, fresh, `before step ${index} (${pass}): ${JSON.stringify(sequence.slice(0, index))}`)
+            }
+            yield* apply(kit, step)
+          }
+          assert.deepStrictEqual(yield* cache.read(kit.sidecar), yield* readSidecarCurrent(kit.fs, kit.sidecar), JSON.stringify(sequence))
+          confirmed += (yield* cache.stats).confirmed
+        }).pipe(Effect.provide(services))
+      yield* Effect.promise(() =>
+        fc.assert(
+          fc.asyncProperty(fc.array(steps, { minLength: 1, maxLength: 30 }), (sequence) => Effect.runPromise(run(sequence))),
+          { numRuns: fuzzRuns(60) }
+        )
+      )
+      // The property must have exercised the cache's answers, not only full reads.
+      assert.isAbove(confirmed, 0)
+    }), 120_000)
+
+  it.effect("an unchanged sidecar is confirmed by its bytes, not parsed again", ({ root }) =>
+    Effect.gen(function*() {
+      const kit = yield* setup(root)
+      const cache = makeSidecarCurrentCache(kit.fs)
+      yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) }))
+      const first = yield* cache.read(kit.sidecar)
+      const second = yield* cache.read(kit.sidecar)
+      assert.strictEqual(first.availability, "available")
+      assert.deepStrictEqual(second, first)
+      assert.deepStrictEqual(yield* cache.stats, { full: 1, confirmed: 1, kept: 1 })
+    }))
+
+  it.effect("a byte changed inside the head or the receipt is seen; the answer fails closed", ({ root }) =>
+    Effect.gen(function*() {
+      const kit = yield* setup(root)
+      const cache = makeSidecarCurrentCache(kit.fs)
+      const { line } = yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) }))
+      assert.strictEqual((yield* cache.read(kit.sidecar)).availability, "available")
+      const size = yield* sizeOf(kit.fs, kit.sidecar)
+      // Inside the receipt: the head's hash no longer matches.
+      yield* overwriteByte(kit, size - Math.floor(bytesOf(line).length / 2), "Z".charCodeAt(0))
+      const afterReceipt = yield* cache.read(kit.sidecar)
+      assert.strictEqual(afterReceipt.availability, "unreadable")
+      assert.deepStrictEqual(afterReceipt, yield* readSidecarCurrent(kit.fs, kit.sidecar))
+      assert.strictEqual((yield* cache.stats).confirmed, 0)
+    }))
+
+  it.effect("answers are fresh objects: changing one does not change the next", ({ root }) =>
+    Effect.gen(function*() {
+      const kit = yield* setup(root)
+      const cache = makeSidecarCurrentCache(kit.fs)
+      yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) }))
+      const first = yield* cache.read(kit.sidecar)
+      const second = yield* cache.read(kit.sidecar)
+      ;(second.receipt as Record<string, unknown>).jobId = "changed by a caller"
+      ;(second.head as Record<string, unknown>).receiptOffset = -1
+      const third = yield* cache.read(kit.sidecar)
+      assert.deepStrictEqual(third, first)
+      assert.strictEqual((yield* cache.stats).confirmed, 2)
+    }))
+
+  it.effect("keeps at most `capacity` sidecars, dropping the least recently read", ({ root }) =>
+    Effect.gen(function*() {
+      const kit = yield* setup(root)
+      const cache = makeSidecarCurrentCache(kit.fs, 2)
+      yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) }))
+      const copies = ["a", "b", "c"].map((name) => `${kit.sidecar}.${name}`)
+      const bytes = yield* kit.fs.readFile(kit.sidecar)
+      for (const copy of copies) yield* kit.fs.writeFile(copy, bytes, { mode: 0o600 })
+      yield* cache.read(copies[0])
+      yield* cache.read(copies[1])
+      yield* cache.read(copies[0])
+      yield* cache.read(copies[2])
+      assert.deepStrictEqual(yield* cache.stats, { full: 3, confirmed: 1, kept: 2 })
+      yield* cache.read(copies[0])
+      assert.strictEqual((yield* cache.stats).confirmed, 2)
+      yield* cache.read(copies[1])
+      assert.deepStrictEqual(yield* cache.stats, { full: 4, confirmed: 2, kept: 2 })
+    }))
+})
