@@ -20,6 +20,10 @@
  *   (8 KiB). A same-size read with a different modification time is parsed
  *   in full. Anything else (a replaced, truncated or rewritten file) is
  *   parsed again from the start.
+ * - A stat alone answers when the file has the same identity and size and an
+ *   mtime that was already more than 2 s old when the cached bytes were read
+ *   (git's "racily clean" rule): any later write would have moved the mtime
+ *   past it. Within those 2 s the fingerprints are read again.
  * - Memory is bounded: at most `capacity` Sessions (least recently used are
  *   dropped) and `maxBytes` of estimated retained state in total. Full parses
  *   stream the file in 64 KiB pieces, so a read never holds the whole file.
@@ -29,14 +33,15 @@
  * The cache trusts that Sessions are append-only, as Pi writes them. A
  * rewrite in place (same inode) that keeps the size and modification time,
  * or that grows the file, and changes bytes only between the two
- * fingerprints is not seen. The store's `cacheSessions: false` reads every
+ * fingerprints is not seen; nor is a same-size rewrite whose mtime is set
+ * back to an old value with `utimes`. The store's `cacheSessions: false` reads every
  * Session in full for deployments where other programs rewrite them.
  * References that are not an existing regular file (Session ids, missing
  * paths) are passed to the uncached reader unchanged.
  *
  * @since 0.1.0
  */
-import { Cache, Effect, FileSystem, Option, Path, Result, Semaphore } from "effect"
+import { Cache, Clock, Effect, FileSystem, Option, Path, Result, Semaphore } from "effect"
 import type { PlatformError } from "effect/PlatformError"
 import { sha256Hex, stableJson } from "../protocol/CanonicalJson.js"
 import { measureRarebits, type RarebitMeasurement } from "./Measurement.js"
@@ -533,6 +538,8 @@ interface CachedSession {
   readonly identity: string
   readonly size: number
   readonly mtimeMs: number
+  /** Clock time just before the bytes behind this state were last read or checked. */
+  readonly readAt: number
   /** Offset just past the last newline parsed. */
   readonly committedEnd: number
   readonly accumulator: SessionAccumulator
@@ -561,6 +568,11 @@ export interface SessionCacheStats {
   readonly incremental: number
   /** Same bytes as last time: answered from the cache. */
   readonly unchanged: number
+  /**
+   * Same inode, size and an mtime already old at the last read: answered
+   * from the cache without opening the file (counted in `unchanged` too).
+   */
+  readonly unopened: number
   /** Not an existing regular file, or I/O failed: read by the uncached reader. */
   readonly uncached: number
 }
@@ -615,6 +627,24 @@ const mtimeOf = (info: FileSystem.File.Info): number =>
   Option.match(info.mtime, { onNone: () => -1, onSome: (date) => date.getTime() })
 
 /**
+ * How far an mtime must lie before the read that cached a Session for the
+ * cache to trust a later stat alone; covers coarse timestamps (1–2 s on some
+ * file systems) and a clock that is a little off.
+ */
+const RACY_MTIME_MS = 2_000
+
+/**
+ * Whether the file provably holds the bytes behind `state` without reading
+ * them (git's "racily clean" rule): same inode and size, and the same mtime,
+ * which was already old when those bytes were read. A later write sets the
+ * mtime to its own time, so it cannot reproduce an mtime from before the
+ * read; only a deliberate `utimes` back to the old value can.
+ */
+const unmovedSince = (state: CachedSession, info: FileSystem.File.Info): boolean =>
+  state.mtimeMs >= 0 && state.mtimeMs + RACY_MTIME_MS < state.readAt && identityOf(info) === state.identity &&
+  Number(info.size) === state.size && mtimeOf(info) === state.mtimeMs
+
+/**
  * Builds a Session cache over the `FileSystem` and `Path` in context.
  *
  * @category constructors
@@ -628,7 +658,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
     capacity: options.capacity ?? 32,
     lookup: () => Effect.sync(() => ({ lock: Semaphore.makeUnsafe(1), state: undefined }))
   })
-  const counters = { full: 0, incremental: 0, unchanged: 0, uncached: 0 }
+  const counters = { full: 0, incremental: 0, unchanged: 0, unopened: 0, uncached: 0 }
   // Read buffers are reused: fresh large allocations are what makes whole-file reads slow.
   const buffers: Array<Uint8Array> = []
   const takeBuffer = () => buffers.pop() ?? new Uint8Array(READ_CHUNK_BYTES)
@@ -693,6 +723,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
     slot: Slot,
     identity: string | undefined,
     mtimeMs: number,
+    readAt: number,
     accumulator: SessionAccumulator,
     scanned: { readonly committedEnd: number; readonly prints: Prints; readonly trailing: Uint8Array; readonly size: number }
   ): SessionOutcome => {
@@ -705,6 +736,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
         identity,
         size: scanned.size,
         mtimeMs,
+        readAt,
         committedEnd: scanned.committedEnd,
         accumulator,
         prints: scanned.prints,
@@ -722,7 +754,8 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
     prior: CachedSession,
     file: OpenFile,
     size: number,
-    mtimeMs: number
+    mtimeMs: number,
+    readAt: number
   ) =>
     Effect.gen(function*() {
       const tailStart = prior.committedEnd - prior.prints.tail.length
@@ -740,7 +773,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
         sameBytes(rest, prior.trailing)
       ) {
         counters.unchanged++
-        slot.state = prior
+        slot.state = { ...prior, readAt }
         return prior.outcome
       }
       counters.incremental++
@@ -750,7 +783,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
         const last = rest.lastIndexOf(NEWLINE)
         const complete = rest.subarray(0, last + 1)
         feedCompleteLines(accumulator, complete)
-        return remember(slot, prior.identity, mtimeMs, accumulator, {
+        return remember(slot, prior.identity, mtimeMs, readAt, accumulator, {
           committedEnd: prior.committedEnd + complete.length,
           prints: extendPrints(prior.prints, prior.committedEnd, complete),
           trailing: rest.slice(last + 1),
@@ -758,11 +791,12 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
         })
       }
       const scanned = yield* scan(file, accumulator, prior.committedEnd, size, prior.prints)
-      return remember(slot, prior.identity, mtimeMs, accumulator, scanned)
+      return remember(slot, prior.identity, mtimeMs, readAt, accumulator, scanned)
     })
 
   const refresh = (slot: Slot, sessionFile: string) =>
     Effect.scoped(Effect.gen(function*() {
+      const readAt = yield* Clock.currentTimeMillis
       const prior = slot.state
       // Cleared first: an interrupted or failed refresh must not leave a half-fed accumulator behind.
       slot.state = undefined
@@ -775,14 +809,14 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
         prior !== undefined && identity !== undefined && prior.identity === identity && size >= prior.size &&
         !(size === prior.size && mtimeMs !== prior.mtimeMs)
       ) {
-        const outcome = yield* tryIncremental(slot, prior, file, size, mtimeMs)
+        const outcome = yield* tryIncremental(slot, prior, file, size, mtimeMs, readAt)
         if (outcome !== undefined) return outcome
       }
       counters.full++
       const accumulator = new SessionAccumulator(sessionFile)
       // Like `readFile`: the size `fstat` reported, or to the end when it reported none.
       const scanned = yield* scan(file, accumulator, 0, size === 0 ? Number.MAX_SAFE_INTEGER : size, emptyPrints)
-      return remember(slot, identity, mtimeMs, accumulator, scanned)
+      return remember(slot, identity, mtimeMs, readAt, accumulator, scanned)
     }))
 
   /** Drops the least recently used Sessions' state until the total fits. */
@@ -818,6 +852,14 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       const info = yield* Effect.option(fs.stat(sessionFile))
       if (Option.isNone(info) || info.value.type !== "File") return yield* uncached(reference, options)
       const slot = yield* Cache.get(cache, sessionFile)
+      const settled = slot.state
+      if (settled !== undefined && unmovedSince(settled, info.value)) {
+        counters.unchanged++
+        counters.unopened++
+        yield* enforceBudget(slot)
+        const projection = yield* Effect.fromResult(settled.outcome)
+        return { sessionFile, ...projection } satisfies CachedSessionRead
+      }
       const outcome = yield* slot.lock.withPermits(1)(refresh(slot, sessionFile)).pipe(
         Effect.map(Option.some),
         Effect.catch((_: PlatformError) => Effect.succeedNone)

@@ -2,6 +2,7 @@ import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FileSystem, Layer, Option, Path, Result } from "effect"
 import fc from "fast-check"
+import { TestClock } from "effect/testing"
 import { accumulateText, make as makeSessionCache, SessionAccumulator } from "../../src/session/SessionCache.js"
 import {
   nativeObservation,
@@ -264,7 +265,7 @@ fileSystemSuite("SessionCache", (it) => {
       yield* append(file, turnsText(2))
       yield* check(cache, file, root, "first")
       const stats = yield* check(cache, file, root, "again")
-      assert.deepStrictEqual(stats, { full: 1, incremental: 0, unchanged: 1, uncached: 0 })
+      assert.deepStrictEqual(stats, { full: 1, incremental: 0, unchanged: 1, unopened: 0, uncached: 0 })
     }))
 
   it.effect("a torn last line reads as malformed, and whole once completed", ({ root }) =>
@@ -409,6 +410,70 @@ fileSystemSuite("SessionCache", (it) => {
           yield* check(cache, file, root, `${label} after ${index}: ${operation.op}`)
         }
       }
+    }))
+
+  it.effect("a Session whose mtime was old at the last read is answered by a stat, and every later write is seen", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      // The store's clock must agree with the file system's: both run on real time here.
+      const now = Date.now()
+      yield* TestClock.setTime(now)
+      const aged = new Date(now - 60_000)
+      let unopened = 0
+      for (const [run, [initial, operations]] of fc.sample(historyArb, { numRuns: fuzzRuns(40), seed: 7 }).entries()) {
+        const cache = yield* makeSessionCache()
+        const file = `${root}/aged${run}.jsonl`
+        const label = `run ${run} ${JSON.stringify(operations.map((operation) => operation.op))}`
+        const settle = Effect.fnUntraced(function*(step: string) {
+          // As if last written a minute ago: read once to remember that, then poll.
+          yield* fs.utimes(file, aged, aged)
+          const read = yield* check(cache, file, root, `${label} ${step}`)
+          const polled = yield* check(cache, file, root, `${label} ${step}, polled`)
+          assert.strictEqual(polled.unopened, read.unopened + 1, `${label} ${step}: answered by a stat`)
+          unopened++
+        })
+        yield* fs.writeFileString(file, initial)
+        yield* settle("initial")
+        for (const [index, operation] of operations.entries()) {
+          const current = yield* fs.readFileString(file)
+          // Ordinary writes, which move the mtime to the time of writing.
+          switch (operation.op) {
+            case "append":
+              yield* append(file, operation.text)
+              break
+            case "truncate":
+              yield* fs.truncate(file, operation.at % (current.length + 1))
+              break
+            case "rewrite": {
+              if (current.length === 0) break
+              const at = operation.at % current.length
+              yield* fs.writeFileString(file, `${current.slice(0, at)}${operation.char}${current.slice(at + 1)}`)
+              break
+            }
+            case "replace":
+              yield* replace(file, operation.text)
+              break
+          }
+          yield* check(cache, file, root, `${label} after ${index}: ${operation.op}`)
+          yield* settle(`after ${index}: ${operation.op}, aged`)
+        }
+      }
+      assert.isAbove(unopened, 0, "polls answered by a stat alone")
+    }))
+
+  it.effect("within 2 s of its mtime a same-size rewrite that keeps the mtime is still seen", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const cache = yield* makeSessionCache()
+      const file = `${root}/recent.jsonl`
+      yield* append(file, turnsText(2))
+      const mtime = Option.getOrThrow((yield* fs.stat(file)).mtime).getTime()
+      yield* TestClock.setTime(mtime + 1_500)
+      yield* check(cache, file, root, "first")
+      yield* rewriteInPlace(file, (yield* fs.readFileString(file)).replace("question 1", "question Q"))
+      const stats = yield* check(cache, file, root, "rewritten in place, mtime kept")
+      assert.strictEqual(stats.unopened, 0)
+      assert.strictEqual(stats.full, 2)
     }))
 
   it.effect("observations match the uncached observation, missing and unreadable included", ({ root }) =>
