@@ -44,6 +44,7 @@
 import { Cache, Clock, Effect, FileSystem, Option, Path, Result, Semaphore } from "effect"
 import type { PlatformError } from "effect/PlatformError"
 import { sha256Hex, stableJson } from "../protocol/CanonicalJson.js"
+import { registerOwnEvidence } from "../protocol/internal/OwnEvidence.js"
 import { measureRarebits, type RarebitMeasurement } from "./Measurement.js"
 import {
   messageTextBlocks,
@@ -422,7 +423,14 @@ const project = (
   const manifestJson = `{"occurrences":[${occurrenceJsons.join(",")}],"payloads":[${
     payloadJsons.join(",")
   }],"selectorVersion":${SELECTOR_VERSION_JSON}}`
-  const selection: RarebitSelection = { occurrences, payloads, manifest, manifestHash: sha256Hex(manifestJson) }
+  const selection: RarebitSelection = {
+    // Every poll of an unchanged Session shares this list; the projection
+    // remembers its verdict on it.
+    occurrences: registerOwnEvidence(occurrences),
+    payloads,
+    manifest,
+    manifestHash: sha256Hex(manifestJson)
+  }
   const measurement: RarebitMeasurement = {
     ...measurementTemplate,
     totalMessageProseChars,
@@ -527,11 +535,8 @@ const extendPrints = (prints: Prints, committedEnd: number, piece: Uint8Array): 
   return { head, tail }
 }
 
-const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => {
-  if (a.length !== b.length) return false
-  for (let index = 0; index < a.length; index++) if (a[index] !== b[index]) return false
-  return true
-}
+const sameBytes = (a: Uint8Array, b: Uint8Array): boolean =>
+  a.length === b.length && Buffer.from(a.buffer, a.byteOffset, a.length).equals(b)
 
 /** One Session's cached parse, valid for exactly the file state it records. */
 interface CachedSession {
@@ -620,6 +625,11 @@ export interface SessionCache {
 
 type OpenFile = FileSystem.File
 
+interface Scratch {
+  readonly verify: Uint8Array
+  readonly head: Uint8Array
+}
+
 const identityOf = (info: FileSystem.File.Info): string | undefined =>
   Option.match(info.ino, { onNone: () => undefined, onSome: (ino) => `${info.dev}:${ino}` })
 
@@ -662,16 +672,31 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
   // Read buffers are reused: fresh large allocations are what makes whole-file reads slow.
   const buffers: Array<Uint8Array> = []
   const takeBuffer = () => buffers.pop() ?? new Uint8Array(READ_CHUNK_BYTES)
+  // Space for the verification reads of a poll. Two Sessions may refresh at
+  // once, so each refresh takes its own and gives it back.
+  const scratchSpaces: Array<Scratch> = []
+  const takeScratch = (): Scratch =>
+    scratchSpaces.pop() ?? { verify: new Uint8Array(READ_CHUNK_BYTES), head: new Uint8Array(HEAD_PRINT_BYTES) }
+  const giveScratch = (scratch: Scratch) => {
+    if (scratchSpaces.length < 4) scratchSpaces.push(scratch)
+  }
   const giveBuffer = (buffer: Uint8Array) => {
     if (buffer.length === READ_CHUNK_BYTES && buffers.length < 4) buffers.push(buffer)
   }
 
-  /** Reads exactly `length` bytes at `position`, or `undefined` if the file is shorter now. */
-  const readExact = (file: OpenFile, position: number, length: number) =>
+  /**
+   * Reads exactly `length` bytes at `position` into `into` (from its start),
+   * or `undefined` if the file is shorter now.
+   */
+  const readExact = (file: OpenFile, position: number, length: number, into: Uint8Array) =>
     Effect.gen(function*() {
-      if (length === 0) return new Uint8Array(0)
-      const bytes = Option.getOrUndefined(yield* file.readAlloc(length, { position: BigInt(position) }))
-      return bytes !== undefined && bytes.length === length ? bytes : undefined
+      let filled = 0
+      while (filled < length) {
+        const count = yield* file.read(into.subarray(filled, length), { position: BigInt(position + filled) })
+        if (count === 0) return undefined
+        filled += count
+      }
+      return into.subarray(0, length)
     })
 
   /**
@@ -755,16 +780,18 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
     file: OpenFile,
     size: number,
     mtimeMs: number,
-    readAt: number
+    readAt: number,
+    scratch: Scratch
   ) =>
     Effect.gen(function*() {
       const tailStart = prior.committedEnd - prior.prints.tail.length
       const verifyEnd = size - tailStart <= READ_CHUNK_BYTES ? size : prior.committedEnd
-      const verified = yield* readExact(file, tailStart, verifyEnd - tailStart)
+      // Scratch space only: everything kept from these bytes is copied out below.
+      const verified = yield* readExact(file, tailStart, verifyEnd - tailStart, scratch.verify)
       if (verified === undefined) return undefined
       if (!sameBytes(verified.subarray(0, prior.prints.tail.length), prior.prints.tail)) return undefined
       if (tailStart > 0) {
-        const head = yield* readExact(file, 0, prior.prints.head.length)
+        const head = yield* readExact(file, 0, prior.prints.head.length, scratch.head)
         if (head === undefined || !sameBytes(head, prior.prints.head)) return undefined
       }
       const rest = verified.subarray(prior.prints.tail.length)
@@ -809,7 +836,11 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
         prior !== undefined && identity !== undefined && prior.identity === identity && size >= prior.size &&
         !(size === prior.size && mtimeMs !== prior.mtimeMs)
       ) {
-        const outcome = yield* tryIncremental(slot, prior, file, size, mtimeMs, readAt)
+        const outcome = yield* Effect.acquireUseRelease(
+          Effect.sync(takeScratch),
+          (scratch) => tryIncremental(slot, prior, file, size, mtimeMs, readAt, scratch),
+          (scratch) => Effect.sync(() => giveScratch(scratch))
+        )
         if (outcome !== undefined) return outcome
       }
       counters.full++
