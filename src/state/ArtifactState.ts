@@ -18,6 +18,7 @@
  */
 import { Result, Schema } from "effect"
 import { SHA256_HEX_PATTERN, sha256 } from "../protocol/CanonicalJson.js"
+import { isOwnEvidence } from "../protocol/internal/OwnEvidence.js"
 import type { CompactSelection, SessionStatusValue, StatusReason, SummaryReceipt } from "../protocol/SummaryReceipt.js"
 import { validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
 
@@ -367,7 +368,20 @@ const isValidNativeSelection = (selection: unknown): boolean => {
     return false
   }
   const occurrences = field(selection, "occurrences")
-  if (!Array.isArray(occurrences) || !occurrences.every(isNativeOccurrence)) return false
+  if (!Array.isArray(occurrences)) return false
+  // A polled Session hands over the same list again and again; its verdict cannot change.
+  const own = isOwnEvidence(occurrences)
+  const known = own ? occurrenceVerdicts.get(occurrences) : undefined
+  if (known !== undefined) return known
+  const verdict = areValidOccurrences(occurrences)
+  if (own) occurrenceVerdicts.set(occurrences, verdict)
+  return verdict
+}
+
+const occurrenceVerdicts = new WeakMap<ReadonlyArray<unknown>, boolean>()
+
+const areValidOccurrences = (occurrences: ReadonlyArray<unknown>): boolean => {
+  if (!occurrences.every(isNativeOccurrence)) return false
   const seen = new Set<string>()
   for (const occurrence of occurrences as ReadonlyArray<NativeOccurrence>) {
     if (occurrence.sourceEntryId === null) continue

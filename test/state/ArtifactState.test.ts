@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as RefCore from "@hypercarrier/rarebit/core"
 import { Result } from "effect"
 
+import { registerOwnEvidence } from "../../src/protocol/internal/OwnEvidence.js"
 import type { ArtifactState, ProjectionInput } from "../../src/state/ArtifactState.js"
 import {
   exactSelectionApplies,
@@ -237,6 +238,28 @@ describe("projectArtifactState", () => {
       ) {
         assert.strictEqual(terminalReason({ native }), "native_malformed")
       }
+    })
+
+    const malformed = (native: unknown) => project({ native }).projection?.reason === "native_malformed"
+
+    it("a caller's occurrence list is checked on every projection, even when it is the same list", () => {
+      const selection = nativeSelectionOf(upTo(3)) as { occurrences: Array<Record<string, unknown>> }
+      const native = available(selection)
+      assert.isFalse(malformed(native))
+      selection.occurrences[1] = { ...selection.occurrences[1], role: "narrator" }
+      assert.isTrue(malformed(native))
+    })
+
+    it("the verdict on a list this package registered as its own is kept for that list", () => {
+      const selection = nativeSelectionOf(upTo(3)) as { occurrences: Array<Record<string, unknown>> }
+      registerOwnEvidence(selection.occurrences)
+      const native = available(selection)
+      assert.isFalse(malformed(native))
+      // Only the Session cache registers lists, and it never changes them; this shows the verdict is remembered.
+      selection.occurrences[1] = { ...selection.occurrences[1], role: "narrator" }
+      assert.isFalse(malformed(native))
+      // A new list (as a Session that changed produces) is checked afresh.
+      assert.isTrue(malformed(available({ ...selection, occurrences: registerOwnEvidence([...selection.occurrences]) })))
     })
 
     it("occurrences without a source entry id are not malformed", () => {
