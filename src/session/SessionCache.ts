@@ -193,6 +193,7 @@ export class SessionAccumulator {
   private entryCount = 0
   private readonly linearPicks: Array<{ readonly order: number; readonly pick: Pick }> = []
   private linearProse = 0
+  private readonly selectionMemo: { last: SelectionMemo | undefined } = { last: undefined }
   // tree Sessions
   private readonly byId = new Map<string, TreeNode>()
   private leaf: TreeNode | undefined = undefined
@@ -296,7 +297,7 @@ export class SessionAccumulator {
       prose += contribution.prose
       if (contribution.pick !== null) picks = [...picks, { order: this.entryCount, pick: contribution.pick }]
     }
-    return project(this.header!, true, picks, prose, null)
+    return project(this.header!, true, picks, prose, null, this.selectionMemo)
   }
 
   private finishTree(extra: { readonly value: unknown } | undefined): SessionOutcome {
@@ -350,7 +351,7 @@ export class SessionAccumulator {
       prose += node.prose
       if (node.pick !== null) picks.push({ order, pick: node.pick })
     }
-    return Result.succeed(project(this.header!, false, picks, prose, leaf.id))
+    return Result.succeed(project(this.header!, false, picks, prose, leaf.id, this.selectionMemo))
   }
 }
 
@@ -366,13 +367,61 @@ const SELECTOR_VERSION_JSON = JSON.stringify(RAREBIT_SELECTOR_VERSION)
  * but its `stableJson` is put together from per-occurrence renderings kept on
  * the picks, so a poll re-renders only occurrences whose position changed.
  */
+type OrderedPicks = ReadonlyArray<{ readonly order: number; readonly pick: Pick }>
+
+/** The last selection an accumulator projected, reused while its picks stay the same. */
+interface SelectionMemo {
+  readonly picks: OrderedPicks
+  readonly selection: RarebitSelection
+  readonly rarebitChars: number
+}
+
+const samePicks = (a: OrderedPicks, b: OrderedPicks): boolean => {
+  if (a.length !== b.length) return false
+  for (let index = 0; index < a.length; index++) {
+    if (a[index].pick !== b[index].pick || a[index].order !== b[index].order) return false
+  }
+  return true
+}
+
 const project = (
   header: SessionHeader,
   linear: boolean,
-  picks: ReadonlyArray<{ readonly order: number; readonly pick: Pick }>,
+  picks: OrderedPicks,
   totalMessageProseChars: number,
-  leafId: string | null
+  leafId: string | null,
+  memo?: { last: SelectionMemo | undefined }
 ): SessionProjection => {
+  // Most appended lines (tool calls and results, thinking) select nothing:
+  // the selection, its manifest hash included, is the one computed last time.
+  const reused = memo?.last !== undefined && samePicks(memo.last.picks, picks) ? memo.last : undefined
+  const { rarebitChars, selection } = reused ?? selectionOf(picks)
+  // A copy: linear Sessions pass their growing array of picks itself.
+  if (memo !== undefined && reused === undefined) memo.last = { picks: [...picks], selection, rarebitChars }
+  const measurement: RarebitMeasurement = {
+    ...measurementTemplate,
+    totalMessageProseChars,
+    rarebitChars,
+    estimatedTotalTokens: Math.ceil(totalMessageProseChars / 4),
+    estimatedRarebitTokens: Math.ceil(rarebitChars / 4),
+    rarebitRatio: totalMessageProseChars === 0 ? null : rarebitChars / totalMessageProseChars,
+    rarebitOccurrenceCount: selection.occurrences.length
+  }
+  const startedAt = header.timestamp
+  return {
+    schemaVersion: RAREBIT_QUERY_SCHEMA_VERSION,
+    selectorVersion: RAREBIT_SELECTOR_VERSION,
+    session: {
+      id: header.id,
+      activeLeafId: linear ? null : leafId,
+      startedAt: typeof startedAt === "string" ? startedAt : null
+    },
+    selection,
+    measurement
+  }
+}
+
+const selectionOf = (picks: OrderedPicks): { readonly selection: RarebitSelection; readonly rarebitChars: number } => {
   const occurrences: Array<RarebitOccurrence> = []
   const manifestOccurrences: Array<RarebitManifestOccurrence> = []
   const occurrenceJsons: Array<string> = []
@@ -431,27 +480,7 @@ const project = (
     manifest,
     manifestHash: sha256Hex(manifestJson)
   }
-  const measurement: RarebitMeasurement = {
-    ...measurementTemplate,
-    totalMessageProseChars,
-    rarebitChars,
-    estimatedTotalTokens: Math.ceil(totalMessageProseChars / 4),
-    estimatedRarebitTokens: Math.ceil(rarebitChars / 4),
-    rarebitRatio: totalMessageProseChars === 0 ? null : rarebitChars / totalMessageProseChars,
-    rarebitOccurrenceCount: occurrences.length
-  }
-  const startedAt = header.timestamp
-  return {
-    schemaVersion: RAREBIT_QUERY_SCHEMA_VERSION,
-    selectorVersion: RAREBIT_SELECTOR_VERSION,
-    session: {
-      id: header.id,
-      activeLeafId: linear ? null : leafId,
-      startedAt: typeof startedAt === "string" ? startedAt : null
-    },
-    selection,
-    measurement
-  }
+  return { selection, rarebitChars }
 }
 
 const NEWLINE = 10
