@@ -307,8 +307,13 @@ const readCurrentWithProof = (fs: FileSystem, path: string) =>
     const diagnostics: SidecarDiagnostics = uncommitted
       ? { tornTail: parsed.tornTail, tailOffset, reason: "sidecar_uncommitted_tail" }
       : { tornTail: parsed.tornTail, tailOffset }
-    // The byte before the head line is part of the proof: it is what makes the head a line of its own.
-    const tailStart = Math.max(headOffset - 1, tailOffset)
+    // The byte before the head line is part of the proof: it is what makes the
+    // head a line of its own. A receipt inside the window is included too, so
+    // that one read confirms both.
+    const tailStart = Math.max(
+      tailOffset,
+      verified.offset >= tailOffset ? Math.min(headOffset - 1, verified.offset) : headOffset - 1
+    )
     const headEnd = bytes.indexOf(NEWLINE, headOffset - tailOffset)
     return {
       current: {

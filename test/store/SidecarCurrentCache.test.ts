@@ -11,7 +11,7 @@ import { makeSidecarCurrentCache, readSidecarCurrent } from "../../src/store/Sid
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 import { jobId, summaryReceipt, titleReceipt } from "../support/Receipts.js"
-import { appendRaw, appendReceiptWithHead, bytesOf, type Kit, setup, sizeOf } from "./StoreKit.js"
+import { appendRaw, appendReceiptWithHead, bytesOf, headFor, headLine, type Kit, receiptLine, setup, sizeOf } from "./StoreKit.js"
 
 type Step =
   | { readonly kind: "summary"; readonly n: number }
@@ -137,6 +137,22 @@ fileSystemSuite("sidecar current cache", (it) => {
       assert.strictEqual(afterReceipt.availability, "unreadable")
       assert.deepStrictEqual(afterReceipt, yield* readSidecarCurrent(kit.fs, kit.sidecar))
       assert.strictEqual((yield* cache.stats).confirmed, 0)
+    }))
+
+  it.effect("a head at the very start pointing forward at its receipt is confirmed like any other", ({ root }) =>
+    Effect.gen(function*() {
+      const kit = yield* setup(root)
+      const cache = makeSidecarCurrentCache(kit.fs)
+      const line = receiptLine(summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) }))
+      // The head's own length depends on the offset it names: iterate to the fixed point.
+      let head = headLine(headFor(kit.sessionId, 0, line))
+      for (let pass = 0; pass < 3; pass++) head = headLine(headFor(kit.sessionId, bytesOf(head).length, line))
+      yield* appendRaw(kit, head + line)
+      const fresh = yield* readSidecarCurrent(kit.fs, kit.sidecar)
+      assert.strictEqual(fresh.availability, "available")
+      assert.deepStrictEqual(yield* cache.read(kit.sidecar), fresh)
+      assert.deepStrictEqual(yield* cache.read(kit.sidecar), fresh)
+      assert.deepStrictEqual(yield* cache.stats, { full: 1, confirmed: 1, kept: 1 })
     }))
 
   it.effect("answers are fresh objects: changing one does not change the next", ({ root }) =>
