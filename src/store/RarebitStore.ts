@@ -419,18 +419,25 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
       makeActiveClaim(jobId, acquired.leaseToken, now, leaseMs, sidecarOffset)
     const io = storeIo("write job claim", claimPath)
 
-    const created = yield* sidecarSize(sidecar).pipe(
-      Effect.flatMap((offset) =>
-        createClaimExclusive(fs, claimPath, activeClaim(offset)).pipe(
-          Effect.mapError(io),
-          Effect.tap((claimed) => (claimed ? onAcquired(acquired) : Effect.void)),
-          Effect.uninterruptible
+    // Under contention most reserves find a claim already there. Reading it
+    // first answers a duplicate or an in-flight job with one read, where
+    // trying the exclusive create first costs a temp file, its fsync and a
+    // failed link. A claim that appears after this read still makes the
+    // create fail, and is read below.
+    let first = yield* readClaim(fs, claimPath).pipe(Effect.mapError(io))
+    if (first._tag === "Absent") {
+      const created = yield* sidecarSize(sidecar).pipe(
+        Effect.flatMap((offset) =>
+          createClaimExclusive(fs, claimPath, activeClaim(offset)).pipe(
+            Effect.mapError(io),
+            Effect.tap((claimed) => (claimed ? onAcquired(acquired) : Effect.void)),
+            Effect.uninterruptible
+          )
         )
       )
-    )
-    if (created) return acquired as Reservation
-
-    const first = yield* readClaim(fs, claimPath).pipe(Effect.mapError(io))
+      if (created) return acquired as Reservation
+      first = yield* readClaim(fs, claimPath).pipe(Effect.mapError(io))
+    }
     const duplicate = yield* settledDuplicate(first, reservationLocation, claimPath)
     if (duplicate !== undefined) return duplicate as Reservation
     if (!expired(first, now, leaseMs)) return inFlight as Reservation

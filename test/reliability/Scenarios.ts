@@ -120,8 +120,9 @@ export const scenarios: ReadonlyArray<Scenario> = [
     job: JOB1,
     receipt: currentSummary,
     finalCurrent: JOB1,
-    // Reserve: failed exclusive create 5, lock 6, claim replace 5 (temp open, write, fsync, rename, directory fsync); then settle 15.
-    expectedPoints: 32
+    // Reserve finds the claim by reading it (no failed create), then lock 6, claim replace 5
+    // (temp open, write, fsync, rename, directory fsync); then settle 15.
+    expectedPoints: 27
   },
   {
     name: "settle a summary (new head)",
@@ -205,8 +206,8 @@ export const scenarios: ReadonlyArray<Scenario> = [
     job: JOB1,
     receipt: currentSummary,
     finalCurrent: JOB1,
-    // Reserve without a new claim: failed create 5, lock 6 + 4 to break the dead one, settled claim 5.
-    expectedPoints: 21
+    // Reserve without a new claim (it reads the existing one): lock 6 + 4 to break the dead one, settled claim 5.
+    expectedPoints: 16
   }
 ]
 

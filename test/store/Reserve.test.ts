@@ -13,6 +13,7 @@ import {
   appendReceiptWithHead,
   assertNoOpenHandles,
   claimOf,
+  interceptFileSystem,
   type Kit,
   LEASE_MS,
   makeSleepProbe,
@@ -103,6 +104,32 @@ fileSystemSuite("RarebitStore.reserve", (it) => {
       })
       assert.deepStrictEqual(yield* strayFiles(kit), [])
     }).pipe(Random.withSeed("reserve-claim")))
+
+  it.effect("a reserve that finds a claim in flight or settled writes nothing", ({ root }) =>
+    Effect.gen(function*() {
+      const world = yield* setup(root)
+      yield* TestClock.setTime(T0)
+      const settledJob = jobId(2)
+      const settling = acquired(yield* world.store.reserve({ jobId: settledJob, sessionFile: world.sessionFile }))
+      yield* world.store.settle(settling, summaryReceipt(world.branch, world.sessionId))
+      acquired(yield* world.store.reserve({ jobId: JOB, sessionFile: world.sessionFile }))
+      // A second store on the same disk, whose every call is recorded.
+      const calls: Array<string> = []
+      const kit = yield* setup(root, {
+        writeSession: false,
+        fs: interceptFileSystem(world.fs, (method) => Effect.sync(() => void calls.push(method)))
+      })
+      const inFlight = yield* kit.store.reserve({ jobId: JOB, sessionFile: kit.sessionFile })
+      const duplicate = yield* kit.store.reserve({ jobId: settledJob, sessionFile: kit.sessionFile })
+      assert.strictEqual(inFlight._tag, "InFlight")
+      assert.strictEqual(duplicate._tag, "Duplicate")
+      const writes = calls.filter((method) =>
+        ["link", "rename", "remove", "writeFile", "chmod", "makeDirectory", "File.write", "File.writeAll", "File.sync"]
+          .includes(method)
+      )
+      assert.deepStrictEqual(writes, [])
+      assert.deepStrictEqual(yield* strayFiles(world), [])
+    }))
 
   it.effect("`now` and `leaseMs` given by the caller win over the Clock and the layer", ({ root }) =>
     Effect.gen(function*() {
