@@ -243,6 +243,33 @@ const historyArb = fc.tuple(
   )
 )
 
+type HistoryOperation = (typeof historyArb extends fc.Arbitrary<infer T> ? T : never)[1][number]
+
+/** Applies one generated operation to a Session file; `rewrite` writes a same-length text in place. */
+const applyOperation = (
+  file: string,
+  operation: HistoryOperation,
+  rewrite: (file: string, text: string) => Effect.Effect<void, unknown, FileSystem.FileSystem>
+) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const current = yield* fs.readFileString(file)
+    switch (operation.op) {
+      case "append":
+        // Generated texts start with their own header; appending one is still just more lines.
+        return yield* append(file, operation.text)
+      case "truncate":
+        return yield* fs.truncate(file, operation.at % (current.length + 1))
+      case "rewrite": {
+        if (current.length === 0) return
+        const at = operation.at % current.length
+        return yield* rewrite(file, `${current.slice(0, at)}${operation.char}${current.slice(at + 1)}`)
+      }
+      case "replace":
+        return yield* replace(file, operation.text)
+    }
+  })
+
 fileSystemSuite("SessionCache", (it) => {
   it.effect("appended lines are parsed incrementally and read like a fresh read", ({ root }) =>
     Effect.gen(function*() {
@@ -388,25 +415,7 @@ fileSystemSuite("SessionCache", (it) => {
         yield* fs.writeFileString(file, initial)
         yield* check(cache, file, root, `${label} initial`)
         for (const [index, operation] of operations.entries()) {
-          const current = yield* fs.readFileString(file)
-          switch (operation.op) {
-            case "append":
-              // Generated texts start with their own header; appending one is still just more lines.
-              yield* append(file, operation.text)
-              break
-            case "truncate":
-              yield* fs.truncate(file, operation.at % (current.length + 1))
-              break
-            case "rewrite": {
-              if (current.length === 0) break
-              const at = operation.at % current.length
-              yield* rewriteInPlace(file, `${current.slice(0, at)}${operation.char}${current.slice(at + 1)}`)
-              break
-            }
-            case "replace":
-              yield* replace(file, operation.text)
-              break
-          }
+          yield* applyOperation(file, operation, rewriteInPlace)
           yield* check(cache, file, root, `${label} after ${index}: ${operation.op}`)
         }
       }
@@ -435,25 +444,8 @@ fileSystemSuite("SessionCache", (it) => {
         yield* fs.writeFileString(file, initial)
         yield* settle("initial")
         for (const [index, operation] of operations.entries()) {
-          const current = yield* fs.readFileString(file)
           // Ordinary writes, which move the mtime to the time of writing.
-          switch (operation.op) {
-            case "append":
-              yield* append(file, operation.text)
-              break
-            case "truncate":
-              yield* fs.truncate(file, operation.at % (current.length + 1))
-              break
-            case "rewrite": {
-              if (current.length === 0) break
-              const at = operation.at % current.length
-              yield* fs.writeFileString(file, `${current.slice(0, at)}${operation.char}${current.slice(at + 1)}`)
-              break
-            }
-            case "replace":
-              yield* replace(file, operation.text)
-              break
-          }
+          yield* applyOperation(file, operation, (target, text) => fs.writeFileString(target, text))
           yield* check(cache, file, root, `${label} after ${index}: ${operation.op}`)
           yield* settle(`after ${index}: ${operation.op}, aged`)
         }

@@ -79,6 +79,15 @@ const apply = (kit: Kit, step: Step) =>
     }
   })
 
+/** A store kit whose sidecar holds one summary and its head, and a fresh cache. */
+const oneReceipt = (root: string) =>
+  Effect.gen(function*() {
+    const kit = yield* setup(root)
+    const cache = makeSidecarCurrentCache(kit.fs)
+    yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) }))
+    return { kit, cache }
+  })
+
 fileSystemSuite("sidecar current cache", (it) => {
   it.effect("after any change, a cached read answers what a fresh read answers", ({ root }) =>
     Effect.gen(function*() {
@@ -114,9 +123,7 @@ fileSystemSuite("sidecar current cache", (it) => {
 
   it.effect("an unchanged sidecar is confirmed by its bytes, not parsed again", ({ root }) =>
     Effect.gen(function*() {
-      const kit = yield* setup(root)
-      const cache = makeSidecarCurrentCache(kit.fs)
-      yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) }))
+      const { cache, kit } = yield* oneReceipt(root)
       const first = yield* cache.read(kit.sidecar)
       const second = yield* cache.read(kit.sidecar)
       assert.strictEqual(first.availability, "available")
@@ -157,9 +164,7 @@ fileSystemSuite("sidecar current cache", (it) => {
 
   it.effect("answers are fresh objects: changing one does not change the next", ({ root }) =>
     Effect.gen(function*() {
-      const kit = yield* setup(root)
-      const cache = makeSidecarCurrentCache(kit.fs)
-      yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) }))
+      const { cache, kit } = yield* oneReceipt(root)
       const first = yield* cache.read(kit.sidecar)
       const second = yield* cache.read(kit.sidecar)
       ;(second.receipt as Record<string, unknown>).jobId = "changed by a caller"
