@@ -10,6 +10,11 @@
  * resumable at absolute byte offsets. Neither reader fails for what it finds
  * on disk; problems are reported in `availability` and `diagnostics`.
  *
+ * `makeSidecarCurrentCache` serves repeated current reads: it re-reads only
+ * the bytes an earlier available answer rested on and, if they are
+ * unchanged, rebuilds that answer from them instead of parsing the window
+ * and re-validating the receipt.
+ *
  * @since 0.1.0
  */
 import { Effect, Option } from "effect"
