@@ -19,7 +19,7 @@
  * @since 0.1.0
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
-import { ByteSize, Effect, FileSystem, Layer, Option, PlatformError } from "effect"
+import { ByteSize, Effect, FileSystem, Layer, Option, PlatformError, type Scope } from "effect"
 import * as NFS from "node:fs"
 import { errnoReason } from "./ErrnoReason.js"
 
@@ -104,8 +104,7 @@ const fileInfo = (stats: NFS.BigIntStats): FileSystem.File.Info => ({
   blocks: Option.some(stats.blocks)
 })
 
-const openFlags = (flag: FileSystem.OpenFlag, noFollow: boolean): string | number => {
-  if (!noFollow) return flag
+const openFlags = (flag: FileSystem.OpenFlag, noFollow: boolean): number => {
   const { O_APPEND, O_CREAT, O_EXCL, O_NOFOLLOW, O_RDONLY, O_RDWR, O_TRUNC, O_WRONLY } = NFS.constants
   const bits: Record<FileSystem.OpenFlag, number> = {
     "r": O_RDONLY,
@@ -119,7 +118,33 @@ const openFlags = (flag: FileSystem.OpenFlag, noFollow: boolean): string | numbe
     "a+": O_APPEND | O_CREAT | O_RDWR,
     "ax+": O_APPEND | O_CREAT | O_RDWR | O_EXCL
   }
-  return bits[flag] | O_NOFOLLOW
+  return bits[flag] | (noFollow ? O_NOFOLLOW : 0)
+}
+
+/**
+ * Opens without ever blocking: a FIFO or a device can make `open(2)` wait
+ * for a peer, which on the calling thread would stop the whole event loop.
+ * `O_NONBLOCK` makes such opens return at once (or fail with ENXIO); then
+ * the file is not ours to open directly and `undefined` sends the call to
+ * the thread pool, which waits the way Node always does. On regular files
+ * and directories `O_NONBLOCK` changes nothing.
+ */
+const openWithoutBlocking = (
+  path: string,
+  flags: number,
+  mode?: number
+): { readonly fd: number; readonly size: number } | undefined => {
+  let fd: number
+  try {
+    fd = NFS.openSync(path, flags | NFS.constants.O_NONBLOCK, mode)
+  } catch (error) {
+    if ((error as NodeError).code === "ENXIO") return undefined
+    throw error
+  }
+  const stats = NFS.fstatSync(fd)
+  if (stats.isFile() || stats.isDirectory()) return { fd, size: stats.size }
+  NFS.closeSync(fd)
+  return undefined
 }
 
 const negativePosition = (method: string) =>
@@ -299,20 +324,23 @@ const make = (pool: FileSystem.FileSystem): FileSystem.FileSystem =>
     },
     open: (path, options) => {
       const flag = options?.flag ?? "r"
-      return Effect.map(
+      return Effect.flatMap(
         Effect.acquireRelease(
-          direct("open", path, () => NFS.openSync(path, openFlags(flag, options?.noFollow === true), options?.mode)),
-          (fd) => Effect.orDie(direct("open", path, () => NFS.closeSync(fd)))
+          direct("open", path, () => openWithoutBlocking(path, openFlags(flag, options?.noFollow === true), options?.mode)),
+          (opened) => opened === undefined ? Effect.void : Effect.orDie(direct("open", path, () => NFS.closeSync(opened.fd)))
         ),
-        (fd) => new DirectFile(fd, flag.startsWith("a"))
+        (opened): Effect.Effect<FileSystem.File, PlatformError.PlatformError, Scope.Scope> =>
+          opened === undefined ? pool.open(path, options) : Effect.succeed(new DirectFile(opened.fd, flag.startsWith("a")))
       )
     },
     readFile: (path) =>
       Effect.suspend(() => {
         let fd: number | undefined
         try {
-          fd = NFS.openSync(path, "r")
-          if (NFS.fstatSync(fd).size > DIRECT_IO_LIMIT) return pool.readFile(path)
+          const opened = openWithoutBlocking(path, NFS.constants.O_RDONLY)
+          if (opened === undefined) return pool.readFile(path)
+          fd = opened.fd
+          if (opened.size > DIRECT_IO_LIMIT) return pool.readFile(path)
           return Effect.succeed<Uint8Array>(NFS.readFileSync(fd))
         } catch (error) {
           return Effect.fail(failure("readFile", path, error))

@@ -1,8 +1,10 @@
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, FileSystem, Option, PlatformError } from "effect"
+import { Effect, Exit, Fiber, FileSystem, Option, PlatformError } from "effect"
 import fc from "fast-check"
+import { execFileSync } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
+import { writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as DirectFileSystem from "../../src/platform/DirectFileSystem.js"
@@ -161,6 +163,29 @@ describe("DirectFileSystem", () => {
         assert.strictEqual(Number((yield* fs.stat(join(root, "large"))).size), 2 * large.length)
       }).pipe(direct)
     ))
+
+  it.effect("a FIFO is opened on the thread pool, so waiting for its writer never stops the event loop", () =>
+    withTempDirectory((root) =>
+      Effect.gen(function*() {
+        const fifo = join(root, "pipe")
+        execFileSync("mkfifo", [fifo])
+        const fs = yield* FileSystem.FileSystem
+        // Without a writer, opening the FIFO for reading waits; the timer must still fire meanwhile.
+        const reading = yield* Effect.forkChild(fs.readFileString(fifo))
+        const ticked = yield* Effect.promise(() => new Promise<boolean>((resolve) => setTimeout(() => resolve(true), 20)))
+        assert.isTrue(ticked)
+        yield* Effect.promise(() => writeFile(fifo, "through the pipe"))
+        assert.strictEqual(yield* Fiber.join(reading), "through the pipe")
+        // Opening a handle waits on the pool too (platform-node's handles read at a
+        // position, which a pipe refuses, so only the open itself is checked here).
+        const opening = yield* Effect.forkChild(Effect.scoped(Effect.asVoid(fs.open(fifo, { flag: "r" }))))
+        const tickedAgain = yield* Effect.promise(() => new Promise<boolean>((resolve) => setTimeout(() => resolve(true), 20)))
+        assert.isTrue(tickedAgain)
+        // The reader may close before the write lands (EPIPE): only the open matters here.
+        yield* Effect.promise(() => writeFile(fifo, "again").catch(() => undefined))
+        yield* Fiber.join(opening)
+      }).pipe(direct)
+    ), 20_000)
 
   it.effect("a failed direct call is the same typed failure platform-node reports", () =>
     withTempDirectory((root) =>
