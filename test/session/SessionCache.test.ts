@@ -18,6 +18,7 @@ import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 import { Session } from "./Reference.js"
 import { sessionTextArb, textArb } from "./SessionArbitrary.js"
+import { header, message } from "./SessionLines.js"
 
 // ---- helpers --------------------------------------------------------------
 
@@ -54,17 +55,6 @@ const assertSameOutcome = (actual: Outcome, expected: Outcome, label: string) =>
   }
 }
 
-const header = (id: string, extra: Record<string, unknown> = {}) =>
-  JSON.stringify({ type: "session", version: 3, id, timestamp: "2026-01-01T00:00:00.000Z", cwd: "/project", ...extra })
-
-const message = (id: string, parentId: string | null, role: string, text: string, stopReason = "stop") =>
-  JSON.stringify({
-    type: "message",
-    id,
-    parentId,
-    timestamp: "2026-01-01T00:00:01.000Z",
-    message: { role, content: [{ type: "text", text }], stopReason }
-  })
 
 /** A tree Session of `turns` user/assistant pairs, each line newline-terminated. */
 const turnsText = (turns: number, id = "sess-a", from = 0) => {
@@ -270,6 +260,16 @@ const applyOperation = (
     }
   })
 
+/** A fresh cache that has read `text` once from `<root>/s.jsonl`. */
+const started = (root: string, text: string) =>
+  Effect.gen(function*() {
+    const cache = yield* makeSessionCache()
+    const file = `${root}/s.jsonl`
+    yield* append(file, text)
+    yield* check(cache, file, root, "first")
+    return { cache, file, text }
+  })
+
 fileSystemSuite("SessionCache", (it) => {
   it.effect("appended lines are parsed incrementally and read like a fresh read", ({ root }) =>
     Effect.gen(function*() {
@@ -328,11 +328,7 @@ fileSystemSuite("SessionCache", (it) => {
 
   it.effect("an in-place rewrite with the same size and modification time is noticed", ({ root }) =>
     Effect.gen(function*() {
-      const cache = yield* makeSessionCache()
-      const file = `${root}/s.jsonl`
-      const text = turnsText(3)
-      yield* append(file, text)
-      yield* check(cache, file, root, "first")
+      const { cache, file, text } = yield* started(root, turnsText(3))
       // Same length, different last answer: the tail fingerprint changes.
       yield* rewriteInPlace(file, text.replace("answer 2", "answer X"))
       const stats = yield* check(cache, file, root, "rewritten tail")
@@ -357,22 +353,14 @@ fileSystemSuite("SessionCache", (it) => {
 
   it.effect("a rewrite just before the old end is noticed when the file also grew", ({ root }) =>
     Effect.gen(function*() {
-      const cache = yield* makeSessionCache()
-      const file = `${root}/s.jsonl`
-      const text = turnsText(3)
-      yield* append(file, text)
-      yield* check(cache, file, root, "first")
+      const { cache, file, text } = yield* started(root, turnsText(3))
       yield* rewriteInPlace(file, `${text.replace("answer 2", "answer Y")}${message("u3", "a2", "user", "more")}\n`)
       assert.strictEqual((yield* check(cache, file, root, "rewritten and grown")).full, 2)
     }))
 
   it.effect("a file replaced by rename is parsed from the start", ({ root }) =>
     Effect.gen(function*() {
-      const cache = yield* makeSessionCache()
-      const file = `${root}/s.jsonl`
-      const text = turnsText(3)
-      yield* append(file, text)
-      yield* check(cache, file, root, "first")
+      const { cache, file, text } = yield* started(root, turnsText(3))
       yield* replace(file, text.replace("question 1", "question Q"))
       assert.strictEqual((yield* check(cache, file, root, "replaced, same size")).full, 2)
       yield* replace(file, `${text}${message("u3", "a2", "user", "more")}\n`)

@@ -16,18 +16,8 @@ import { fuzzRuns } from "../support/FuzzRuns.js"
 import { assertSameOutcome, type Outcome, settle } from "./Outcome.js"
 import { referenceNativeObservation, Session } from "./Reference.js"
 import { sessionTextArb, textArb } from "./SessionArbitrary.js"
+import { header, message } from "./SessionLines.js"
 
-const header = (id: string, extra: Record<string, unknown> = {}) =>
-  JSON.stringify({ type: "session", version: 3, id, timestamp: "2026-01-01T00:00:00.000Z", cwd: "/project", ...extra })
-
-const message = (id: string, parentId: string | null, role: string, text: string, stopReason = "stop") =>
-  JSON.stringify({
-    type: "message",
-    id,
-    parentId,
-    timestamp: "2026-01-01T00:00:01.000Z",
-    message: { role, content: [{ type: "text", text }], stopReason }
-  })
 
 const sessionText = (id: string) =>
   [header(id), message("u1", null, "user", "Run the tests."), message("a1", "u1", "assistant", "done")].join("\n") + "\n"
