@@ -12,8 +12,12 @@
  * use. Failures are the same `PlatformError`s, with the same reason, method,
  * syscall and path, as `@effect/platform-node` reports.
  *
- * The trade: a direct call blocks the event loop for its duration. On a
- * network file system that stalls, prefer
+ * Durability is unchanged: a call is done when the syscall returned, exactly
+ * as on the pool, and `File.sync` is a real `fsync`.
+ *
+ * The trade: a direct call blocks the event loop for its duration. Opens
+ * never wait on a peer (a FIFO or a device is opened on the pool instead),
+ * but on a network file system where any stat can stall, prefer
  * `NodeStore.threadpoolLayer`.
  *
  * @since 0.1.0
