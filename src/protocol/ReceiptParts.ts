@@ -253,7 +253,14 @@ const providerKeyList = [
   "requestIdSource"
 ] as const
 
-const usageKeyList = [
+/**
+ * The token and cost figures a synthesis `usage` (and its `provenance`)
+ * carries, each a number or `null`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export const SYNTHESIS_USAGE_KEYS = [
   "inputTokens",
   "outputTokens",
   "totalTokens",
@@ -329,8 +336,8 @@ const synthesisKeys = keyShape([
 ])
 const timingKeys = keyShape(["startedAt", "completedAt", "durationMs", "provenance"])
 const providerKeys = keyShape(providerKeyList)
-const usageKeys = keyShape(["availability", ...usageKeyList, "provenance"])
-const usageProvenanceKeys = keyShape(usageKeyList)
+const usageKeys = keyShape(["availability", ...SYNTHESIS_USAGE_KEYS, "provenance"])
+const usageProvenanceKeys = keyShape(SYNTHESIS_USAGE_KEYS)
 
 const everyNullableString = (record: Record<string, unknown>, keys: ReadonlyArray<string>): boolean => {
   for (let i = 0; i < keys.length; i++) {
@@ -368,9 +375,9 @@ export const isSynthesisReceipt = (u: unknown): u is SynthesisReceipt => {
     !hasKeyShape(usage, usageKeys) ||
     (usage.availability !== "unavailable" && usage.availability !== "partial" && usage.availability !== "reported")
   ) return false
-  for (let i = 0; i < usageKeyList.length; i++) {
-    if (!isNullableNonNegativeNumber(usage[usageKeyList[i]])) return false
+  for (let i = 0; i < SYNTHESIS_USAGE_KEYS.length; i++) {
+    if (!isNullableNonNegativeNumber(usage[SYNTHESIS_USAGE_KEYS[i]])) return false
   }
   const provenance = usage.provenance
-  return hasKeyShape(provenance, usageProvenanceKeys) && everyNullableString(provenance, usageKeyList)
+  return hasKeyShape(provenance, usageProvenanceKeys) && everyNullableString(provenance, SYNTHESIS_USAGE_KEYS)
 }

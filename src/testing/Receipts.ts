@@ -10,6 +10,7 @@
  *
  * @since 0.1.0
  */
+import { SYNTHESIS_USAGE_KEYS } from "../protocol/ReceiptParts.js"
 import { sha256 } from "../protocol/CanonicalJson.js"
 import { selectRarebits } from "../session/Selector.js"
 
@@ -41,16 +42,7 @@ export const unreportedSynthesis = (
   observedAt: string,
   model: { readonly provider: string; readonly id: string } = TEST_MODEL
 ) => {
-  const usageKeys = [
-    "inputTokens",
-    "outputTokens",
-    "totalTokens",
-    "cacheReadTokens",
-    "cacheWriteTokens",
-    "reasoningTokens",
-    "estimatedCostUsd"
-  ] as const
-  const nulls = Object.fromEntries(usageKeys.map((key) => [key, null]))
+  const nulls = Object.fromEntries(SYNTHESIS_USAGE_KEYS.map((key) => [key, null]))
   return {
     schemaVersion: 1,
     kind: "rarebit_model_synthesis",

@@ -4,6 +4,7 @@
  * sometimes do not, in the ways a hand-written validator tends to get wrong.
  */
 import fc from "fast-check"
+import { SYNTHESIS_USAGE_KEYS } from "../../src/protocol/ReceiptParts.js"
 
 type Json = Record<string, unknown>
 
@@ -67,15 +68,6 @@ export const modelProvenance = fc.record(
 
 export const receiptError = fc.record({ name: nonEmptyString, message: anyString })
 
-const usageKeys = [
-  "inputTokens",
-  "outputTokens",
-  "totalTokens",
-  "cacheReadTokens",
-  "cacheWriteTokens",
-  "reasoningTokens",
-  "estimatedCostUsd"
-] as const
 
 export const synthesis = fc.record({
   schemaVersion: fc.constant(1),
@@ -100,8 +92,8 @@ export const synthesis = fc.record({
   }),
   usage: fc.record({
     availability: fc.constantFrom("unavailable", "partial", "reported"),
-    ...Object.fromEntries(usageKeys.map((key) => [key, nullableNonNegativeNumber])),
-    provenance: fc.record(Object.fromEntries(usageKeys.map((key) => [key, nullableString])))
+    ...Object.fromEntries(SYNTHESIS_USAGE_KEYS.map((key) => [key, nullableNonNegativeNumber])),
+    provenance: fc.record(Object.fromEntries(SYNTHESIS_USAGE_KEYS.map((key) => [key, nullableString])))
   })
 })
 

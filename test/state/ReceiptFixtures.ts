@@ -5,6 +5,7 @@
  * manifest hashes are computed independently of the code under test.
  */
 import * as RefCore from "@hypercarrier/rarebit/core"
+import { unreportedSynthesis } from "../../src/testing/Receipts.js"
 
 export const SELECTOR_VERSION = "rarebit-selector-v1"
 
@@ -83,16 +84,6 @@ export const compactPrefixOf = (branch: ReadonlyArray<BranchEntry>, count: numbe
   return compactOf(branch.slice(0, end))
 }
 
-const nullUsage = {
-  inputTokens: null,
-  outputTokens: null,
-  totalTokens: null,
-  cacheReadTokens: null,
-  cacheWriteTokens: null,
-  reasoningTokens: null,
-  estimatedCostUsd: null
-}
-
 export interface ReceiptOptions {
   readonly status?: Status
   readonly boundary?: Boundary
@@ -150,29 +141,8 @@ export const receiptOf = (options: ReceiptOptions): Record<string, unknown> => {
         summary: "Prose that must never influence the state machine.",
         sessionStatus: owner ? "user_requested" : options.needsAttention ? "needs_attention" : "finished",
         statusReason: owner ? "owner_request_recorded" : options.needsAttention ? "decision" : "all_requests_accomplished",
-        synthesis: {
-          schemaVersion: 1,
-          kind: "rarebit_model_synthesis",
-          outcome: "response",
-          requestedModel: model,
-          timing: {
-            startedAt: observedAt,
-            completedAt: observedAt,
-            durationMs: 0,
-            provenance: "local_monotonic_clock"
-          },
-          provider: {
-            responseProvider: null,
-            responseProviderSource: null,
-            responseModel: null,
-            responseModelSource: null,
-            responseId: null,
-            responseIdSource: null,
-            requestId: null,
-            requestIdSource: null
-          },
-          usage: { availability: "unavailable", ...nullUsage, provenance: nullUsage }
-        }
+        // The model exactly as given (null, or keys in any order) is what the receipt asked for.
+        synthesis: { ...unreportedSynthesis(observedAt), requestedModel: model }
       }
     }
     case "ineligible":
