@@ -21,6 +21,7 @@ import { SHA256_HEX_PATTERN, sha256 } from "../protocol/CanonicalJson.js"
 import { isOwnEvidence } from "../protocol/internal/OwnEvidence.js"
 import type { CompactSelection, SessionStatusValue, StatusReason, SummaryReceipt } from "../protocol/SummaryReceipt.js"
 import { validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
+import type { RarebitManifestOccurrence } from "../session/Selector.js"
 
 // ---------------------------------------------------------------------------
 // models
@@ -108,14 +109,7 @@ export type RetryReason =
  * @category models
  * @since 0.1.0
  */
-export interface NativeOccurrence {
-  readonly occurrenceId: string
-  readonly sourceEntryId: string | null
-  readonly order: number
-  readonly role: "user" | "assistant"
-  readonly outcome: "user" | "stop" | "continuation"
-  readonly timestamp: string | null
-  readonly contentHash: string
+export interface NativeOccurrence extends RarebitManifestOccurrence {
   readonly text?: string
 }
 
