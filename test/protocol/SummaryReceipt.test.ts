@@ -1,6 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as RefState from "@hypercarrier/rarebit/artifact-state"
-import { Result, Schema } from "effect"
 import fc from "fast-check"
 import {
   explainSummaryReceipt,
@@ -9,17 +8,8 @@ import {
   SummaryReceipt,
   validateSummaryReceipt
 } from "../../src/protocol/SummaryReceipt.js"
-import { fuzzRuns } from "../support/FuzzRuns.js"
-import { mutated, singleEdits, summaryStatuses, validSummaryReceipt } from "./ReceiptArbitraries.js"
-
-/** The reference's verdict; a throw (it has a few) counts as "not valid". */
-const referenceValid = (record: unknown): boolean => {
-  try {
-    return RefState.validateRarebitArtifactReceipt(record).valid
-  } catch {
-    return false
-  }
-}
+import { summaryStatuses, validSummaryReceipt } from "./ReceiptArbitraries.js"
+import { describeReceiptDifferential } from "./ReceiptDifferential.js"
 
 const referenceThrows = (record: unknown): boolean => {
   try {
@@ -28,19 +18,6 @@ const referenceThrows = (record: unknown): boolean => {
   } catch {
     return true
   }
-}
-
-const decode = Schema.decodeUnknownResult(SummaryReceipt, { onExcessProperty: "error" })
-const schemaValid = (record: unknown): boolean => Result.isSuccess(decode(record))
-
-/** Every way we judge a record must agree with the reference. */
-const agrees = (record: unknown): boolean => {
-  const expected = referenceValid(record)
-  const result = validateSummaryReceipt(record)
-  return result.valid === expected &&
-    isSummaryReceipt(record) === expected &&
-    (explainSummaryReceipt(record) === undefined) === expected &&
-    (!result.valid || result.record === record)
 }
 
 const sample = (status: (typeof summaryStatuses)[number]): Record<string, unknown> =>
@@ -58,80 +35,15 @@ const okV4 = (): Record<string, unknown> => {
 }
 
 describe("SummaryReceipt", () => {
-  describe("differential against validateRarebitArtifactReceipt", () => {
-    for (const status of summaryStatuses) {
-      it(`accepts generated valid ${status} receipts`, () => {
-        fc.assert(
-          fc.property(validSummaryReceipt(status), (record) => {
-            assert.isTrue(referenceValid(record), "the generator must build valid receipts")
-            assert.isTrue(agrees(record))
-            assert.isTrue(schemaValid(record))
-          }),
-          { numRuns: fuzzRuns(1000) }
-        )
-      })
-    }
-
-    it("agrees on mutated receipts, with both verdicts well represented", () => {
-      let valid = 0
-      let invalid = 0
-      fc.assert(
-        fc.property(mutated(validSummaryReceipt()), (record) => {
-          if (referenceValid(record)) valid++
-          else invalid++
-          assert.isTrue(agrees(record))
-          assert.strictEqual(schemaValid(record), isSummaryReceipt(record))
-        }),
-        { numRuns: fuzzRuns(1000) }
-      )
-      const runs = valid + invalid
-      assert.isAbove(valid, runs * 0.1, `only ${valid} of ${runs} mutated receipts were valid`)
-      assert.isAbove(invalid, runs * 0.1, `only ${invalid} of ${runs} mutated receipts were invalid`)
-    })
-
-    it("agrees on every single edit of valid receipts of each variant", () => {
-      let valid = 0
-      let edits = 0
-      for (const status of summaryStatuses) {
-        for (const record of fc.sample(validSummaryReceipt(status), { numRuns: 2, seed: 3 })) {
-          for (const edit of singleEdits(record)) {
-            edits++
-            const expected = referenceValid(edit)
-            if (expected) valid++
-            // explain is left to the properties above: formatting every issue here would dominate the run time
-            if (validateSummaryReceipt(edit).valid !== expected || schemaValid(edit) !== expected) {
-              assert.fail(`disagreement on ${JSON.stringify(edit)}`)
-            }
-          }
-        }
-      }
-      assert.isAbove(valid, edits * 0.05)
-      assert.isAbove(edits - valid, edits * 0.5)
-    })
-
-    it("agrees on arbitrary JSON values", () => {
-      fc.assert(
-        fc.property(fc.jsonValue(), (value) => {
-          assert.isTrue(agrees(value))
-          assert.strictEqual(schemaValid(value), isSummaryReceipt(value))
-        }),
-        { numRuns: fuzzRuns(1000) }
-      )
-    })
-
-    it("agrees on arbitrary JavaScript values, exotic objects included", () => {
-      const exotic = fc.anything({
-        withNullPrototype: true,
-        withBoxedValues: true,
-        withDate: true,
-        withMap: true,
-        withSet: true,
-        withSparseArray: true,
-        withTypedArray: true,
-        withBigInt: true
-      })
-      fc.assert(fc.property(fc.oneof(fc.anything(), exotic), (value) => agrees(value)), { numRuns: fuzzRuns(1000) })
-    })
+  const { agrees, referenceValid } = describeReceiptDifferential({
+    reference: "validateRarebitArtifactReceipt",
+    statuses: summaryStatuses,
+    valid: validSummaryReceipt,
+    referenceValidate: RefState.validateRarebitArtifactReceipt,
+    schema: SummaryReceipt,
+    guard: isSummaryReceipt,
+    validate: validateSummaryReceipt,
+    explain: explainSummaryReceipt
   })
 
   describe("JavaScript corner cases", () => {
