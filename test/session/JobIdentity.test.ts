@@ -9,7 +9,7 @@ import {
 } from "../../src/session/index.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 import { assertSameOutcome, capture, type Outcome } from "./Outcome.js"
-import { Core } from "./Reference.js"
+import { Core } from "../support/Reference.js"
 import { jobIdentityInputArb, policyArb } from "./SessionArbitrary.js"
 
 const assertSame = (ours: Outcome<unknown>, reference: Outcome<unknown>) => {

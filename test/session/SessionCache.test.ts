@@ -16,7 +16,7 @@ import {
 } from "../../src/session/index.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
-import { Session } from "./Reference.js"
+import { Session } from "../support/Reference.js"
 import { sessionTextArb, textArb } from "./SessionArbitrary.js"
 import { header, message } from "./SessionLines.js"
 

@@ -19,7 +19,7 @@ import {
 } from "../../src/session/index.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 import { assertSameOutcome, capture } from "./Outcome.js"
-import { Core, Session } from "./Reference.js"
+import { Core, Session } from "../support/Reference.js"
 import { branchArb, sessionTextArb } from "./SessionArbitrary.js"
 
 const pipeline = (

@@ -14,7 +14,7 @@ import {
 } from "../../src/session/index.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 import { assertSameOutcome, type Outcome, settle } from "./Outcome.js"
-import { referenceNativeObservation, Session } from "./Reference.js"
+import { referenceNative, Session } from "../support/Reference.js"
 import { sessionTextArb, textArb } from "./SessionArbitrary.js"
 import { header, message } from "./SessionLines.js"
 
@@ -61,7 +61,7 @@ const readBoth = Effect.fnUntraced(function*(reference: string, sessionRoot: str
     )
   }
   const observed = yield* nativeObservation(reference, { sessionRoot })
-  const expected = yield* Effect.promise(() => referenceNativeObservation(reference, sessionRoot))
+  const expected = yield* Effect.promise(() => referenceNative(reference, sessionRoot))
   assert.deepStrictEqual(observed, expected as typeof observed, `${label}: native observation`)
   return mine
 })
@@ -261,7 +261,7 @@ describe("SessionReader on disk", () => {
 
         const available = yield* nativeObservation(good, { sessionRoot: root })
         assert.strictEqual(available.availability, "available")
-        assert.deepStrictEqual(available, (yield* Effect.promise(() => referenceNativeObservation(good, root))) as any)
+        assert.deepStrictEqual(available, (yield* Effect.promise(() => referenceNative(good, root))) as any)
         if (available.availability === "available") {
           assert.strictEqual(available.sessionId, "sess-good")
           assert.strictEqual(available.selection.selectorVersion, "rarebit-selector-v1")
@@ -275,7 +275,7 @@ describe("SessionReader on disk", () => {
         }
         // A missing absolute path is a path-like reference: a query error, so "unreadable", not "missing".
         assert.deepStrictEqual(yield* nativeObservation(missing, { sessionRoot: root }), { availability: "unreadable" })
-        assert.deepStrictEqual(yield* Effect.promise(() => referenceNativeObservation(missing, root)), {
+        assert.deepStrictEqual(yield* Effect.promise(() => referenceNative(missing, root)), {
           availability: "unreadable"
         })
         assert.deepStrictEqual(yield* nativeObservation(broken, { sessionRoot: root }), { availability: "unreadable" })

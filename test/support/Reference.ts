@@ -34,12 +34,34 @@ export interface RefStore {
 }
 
 export interface RefCore {
-  readonly selectRarebits: (branch: ReadonlyArray<unknown>) => any
+  readonly RAREBIT_SELECTOR_VERSION: string
+  readonly RAREBIT_MEASUREMENT_VERSION: string
+  readonly RAREBIT_JOB_IDENTITY_VERSION: string
+  readonly DEFAULT_RAREBIT_SUMMARY_POLICY: Readonly<Record<string, unknown>>
+  readonly messageTextBlocks: (message: unknown) => Array<string>
+  readonly rarebitMetadata: (entry: unknown, order?: number) => unknown
+  readonly rarebitText: (entry: unknown) => string
+  readonly selectRarebits: (branch: unknown) => any
+  readonly measureRarebits: (branch: unknown, selection?: unknown) => unknown
+  readonly normalizeRarebitSummaryPolicy: (policy?: unknown) => unknown
+  readonly rarebitJobIdentity: (input?: unknown) => string
   readonly sha256: (value: unknown) => string
   readonly stableJson: (value: unknown) => string
 }
 
+/** The reference's parsed Session, as `parseNativeSession` returns it. */
+export interface RefParsed {
+  readonly header: Record<string, unknown>
+  readonly entries: Array<unknown>
+  readonly byId: Map<string, unknown>
+  readonly linear: boolean
+}
+
 export interface RefSession {
+  readonly RAREBIT_QUERY_SCHEMA_VERSION: number
+  readonly parseNativeSession: (content: string, source?: string) => RefParsed
+  readonly resolveActiveBranch: (parsed: unknown, source?: string) => Array<unknown>
+  readonly resolveRarebitSessionFile: (reference: unknown, options?: { sessionRoot?: string }) => Promise<string>
   readonly readRarebitSession: (reference: unknown, options?: { sessionRoot?: string }) => Promise<any>
 }
 
