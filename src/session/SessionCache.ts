@@ -586,7 +586,11 @@ interface CachedSession {
 
 interface Slot {
   readonly lock: Semaphore.Semaphore
+  /** Set only through `setState`, which keeps the byte budget's running total. */
   state: CachedSession | undefined
+  /** What this slot adds to the running total, and in which budget generation it was added. */
+  counted: number
+  generation: number
 }
 
 /**
@@ -609,6 +613,8 @@ export interface SessionCacheStats {
   readonly unopened: number
   /** Not an existing regular file, or I/O failed: read by the uncached reader. */
   readonly uncached: number
+  /** Estimated bytes of state kept for the Sessions in the cache now; at most `maxBytes`. */
+  readonly retainedBytes: number
 }
 
 /**
@@ -695,8 +701,21 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
   const maxBytes = options.maxBytes ?? 64 * 1024 * 1024
   const cache = yield* Cache.make<string, Slot>({
     capacity: options.capacity ?? 32,
-    lookup: () => Effect.sync(() => ({ lock: Semaphore.makeUnsafe(1), state: undefined }))
+    lookup: () => Effect.sync((): Slot => ({ lock: Semaphore.makeUnsafe(1), state: undefined, counted: 0, generation: -1 }))
   })
+  // The byte budget is checked on every read, so its total is kept as it
+  // changes instead of summed over all slots each time. It never undercounts:
+  // a slot the Cache evicts stays counted until the next full count, which
+  // starts a new generation and forgets everything counted before.
+  let retainedBound = 0
+  let budgetGeneration = 0
+  const setState = (slot: Slot, state: CachedSession | undefined) => {
+    if (slot.generation === budgetGeneration) retainedBound -= slot.counted
+    slot.state = state
+    slot.counted = state?.bytes ?? 0
+    slot.generation = budgetGeneration
+    retainedBound += slot.counted
+  }
   const counters = { full: 0, incremental: 0, unchanged: 0, unopened: 0, uncached: 0 }
   // Read buffers are reused: fresh large allocations are what makes whole-file reads slow.
   const buffers: Array<Uint8Array> = []
@@ -786,7 +805,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
     const bytes = accumulator.retainedBytes + scanned.prints.head.length + scanned.prints.tail.length +
       (trailing?.length ?? 0)
     if (identity !== undefined && bytes <= maxBytes) {
-      slot.state = {
+      setState(slot, {
         identity,
         size: scanned.size,
         mtimeMs,
@@ -797,7 +816,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
         trailing,
         outcome,
         bytes
-      }
+      })
     }
     return outcome
   }
@@ -829,7 +848,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
         sameBytes(rest, prior.trailing)
       ) {
         counters.unchanged++
-        slot.state = { ...prior, readAt }
+        setState(slot, { ...prior, readAt })
         return prior.outcome
       }
       counters.incremental++
@@ -855,7 +874,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       const readAt = yield* Clock.currentTimeMillis
       const prior = slot.state
       // Cleared first: an interrupted or failed refresh must not leave a half-fed accumulator behind.
-      slot.state = undefined
+      setState(slot, undefined)
       const file = yield* fs.open(sessionFile, { flag: "r" })
       const info = yield* file.stat
       const size = Number(info.size)
@@ -879,17 +898,21 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       return remember(slot, identity, mtimeMs, readAt, accumulator, scanned)
     }))
 
+  /** Counts the live slots' state afresh, starting a new budget generation. */
+  const recount = Effect.map(Cache.values(cache), (values) => {
+    const slots = Array.from(values)
+    budgetGeneration++
+    retainedBound = 0
+    for (const slot of slots) setState(slot, slot.state)
+    return slots
+  })
+
   /** Drops the least recently used Sessions' state until the total fits. */
   const enforceBudget = (current: Slot) =>
-    Effect.gen(function*() {
-      const slots = Array.from(yield* Cache.values(cache))
-      let total = 0
-      for (const slot of slots) total += slot.state?.bytes ?? 0
+    retainedBound <= maxBytes ? Effect.void : Effect.map(recount, (slots) => {
       for (const slot of slots) {
-        if (total <= maxBytes) break
-        if (slot === current || slot.state === undefined) continue
-        total -= slot.state.bytes
-        slot.state = undefined
+        if (retainedBound <= maxBytes) break
+        if (slot !== current && slot.state !== undefined) setState(slot, undefined)
       }
     })
 
@@ -944,7 +967,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       )
     )
 
-  const stats = Effect.sync((): SessionCacheStats => ({ ...counters }))
+  const stats = Effect.map(recount, (): SessionCacheStats => ({ ...counters, retainedBytes: retainedBound }))
 
   return { read, observe, stats } satisfies SessionCache
 })

@@ -295,10 +295,11 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     return yield* sidecarPath(sessionFile, locate(config, overrides))
   })
 
-  // Hot read paths skip `Effect.fn`'s call-site capture, which costs about a
-  // tenth of a whole current read; they still get a span.
-  const readCurrent = (options: ReadCurrentOptions) =>
-    readCurrentUntraced(options).pipe(Effect.withSpan("RarebitStore.readCurrent"))
+  // Hot read paths skip the call-site capture of `Effect.fn` and `withSpan`
+  // (an `Error` per call, about a tenth of a repeated current read); they
+  // still get a span.
+  const readCurrentSpan = Effect.withSpan("RarebitStore.readCurrent", undefined, { captureStackTrace: false })
+  const readCurrent = (options: ReadCurrentOptions) => readCurrentSpan(readCurrentUntraced(options))
 
   const readCurrentUntraced = Effect.fnUntraced(function*(options: ReadCurrentOptions) {
     const location = locate(config, options)

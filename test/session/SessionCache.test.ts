@@ -291,8 +291,9 @@ fileSystemSuite("SessionCache", (it) => {
       const file = `${root}/s.jsonl`
       yield* append(file, turnsText(2))
       yield* check(cache, file, root, "first")
-      const stats = yield* check(cache, file, root, "again")
+      const { retainedBytes, ...stats } = yield* check(cache, file, root, "again")
       assert.deepStrictEqual(stats, { full: 1, incremental: 0, unchanged: 1, unopened: 0, uncached: 0 })
+      assert.isAbove(retainedBytes, 0)
     }))
 
   it.effect("a torn last line reads as malformed, and whole once completed", ({ root }) =>
@@ -499,6 +500,28 @@ fileSystemSuite("SessionCache", (it) => {
       yield* check(cache, b, root, "b")
       const stats = yield* check(cache, a, root, "a again")
       assert.strictEqual(stats.full, 3)
+    }))
+
+  it.effect("over several Sessions the least recently read state is dropped to fit the byte budget", ({ root }) =>
+    Effect.gen(function*() {
+      const files = ["a", "b", "c", "d"].map((name) => `${root}/${name}.jsonl`)
+      for (const [index, file] of files.entries()) yield* append(file, turnsText(6, `sess-${index}`))
+      // Learn one Session's footprint, then allow a little over two of them.
+      const probe = yield* makeSessionCache()
+      yield* check(probe, files[0], root, "probe")
+      const one = (yield* probe.stats).retainedBytes
+      const cache = yield* makeSessionCache({ maxBytes: Math.floor(one * 2.5) })
+      for (const [index, file] of files.entries()) {
+        const stats = yield* check(cache, file, root, `first read of ${index}`)
+        assert.isAtMost(stats.retainedBytes, Math.floor(one * 2.5))
+        assert.strictEqual(stats.full, index + 1)
+      }
+      // The last two read are kept; the first two were dropped and parse again.
+      const kept = yield* check(cache, files[3], root, "d again")
+      assert.strictEqual(kept.full, 4)
+      const dropped = yield* check(cache, files[0], root, "a again")
+      assert.strictEqual(dropped.full, 5)
+      assert.isAtMost(dropped.retainedBytes, Math.floor(one * 2.5))
     }))
 
   it.effect("state beyond the byte budget is not kept", ({ root }) =>
