@@ -27,6 +27,13 @@
  * - Memory is bounded: at most `capacity` Sessions (least recently used are
  *   dropped) and `maxBytes` of estimated retained state in total. Full parses
  *   stream the file in 64 KiB pieces, so a read never holds the whole file.
+ * - Each cached Session stays open for reading between reads (at most
+ *   `capacity` handles), so a poll of a grown Session is one `stat` and its
+ *   reads, with no open or close. The handle is used only while a `stat` of
+ *   the path shows the same device and inode; a replaced Session is opened
+ *   anew and the old handle closed, and a removed one is let go at its next
+ *   read. Evicted Sessions' handles close, and all of them when the cache's
+ *   scope ends (`make` needs a `Scope`; the store's layer provides it).
  *
  * **Gotchas**
  *
@@ -34,14 +41,16 @@
  * rewrite in place (same inode) that keeps the size and modification time,
  * or that grows the file, and changes bytes only between the two
  * fingerprints is not seen; nor is a same-size rewrite whose mtime is set
- * back to an old value with `utimes`. The store's `cacheSessions: false` reads every
+ * back to an old value with `utimes`. A removed Session's disk space is
+ * freed only once the cache lets go of it (its next read, its eviction, or
+ * the end of the cache's scope). The store's `cacheSessions: false` reads every
  * Session in full for deployments where other programs rewrite them.
  * References that are not an existing regular file (Session ids, missing
  * paths) are passed to the uncached reader unchanged.
  *
  * @since 0.1.0
  */
-import { Cache, Clock, Effect, FileSystem, Option, Path, Result, Semaphore } from "effect"
+import { Clock, Effect, Exit, FileSystem, Option, Path, Result, Scope, ScopedCache, Semaphore } from "effect"
 import type { PlatformError } from "effect/PlatformError"
 import { sha256Hex, stableJson } from "../protocol/CanonicalJson.js"
 import { registerOwnEvidence } from "../protocol/internal/OwnEvidence.js"
@@ -584,8 +593,17 @@ interface CachedSession {
   readonly bytes: number
 }
 
+/** The Session held open between reads, and the identity (device and inode) it was opened as. */
+interface HeldFile {
+  readonly file: OpenFile
+  readonly identity: string | undefined
+  readonly scope: Scope.Closeable
+}
+
 interface Slot {
+  /** Serializes refreshes, and uses of `held`, of one Session. */
   readonly lock: Semaphore.Semaphore
+  held: HeldFile | undefined
   /** Set only through `setState`, which keeps the byte budget's running total. */
   state: CachedSession | undefined
   /** What this slot adds to the running total, and in which budget generation it was added. */
@@ -699,9 +717,20 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const maxBytes = options.maxBytes ?? 64 * 1024 * 1024
-  const cache = yield* Cache.make<string, Slot>({
+  const cache = yield* ScopedCache.make<string, Slot>({
     capacity: options.capacity ?? 32,
-    lookup: () => Effect.sync((): Slot => ({ lock: Semaphore.makeUnsafe(1), state: undefined, counted: 0, generation: -1 }))
+    lookup: () =>
+      Effect.gen(function*() {
+        const slot: Slot = { lock: Semaphore.makeUnsafe(1), held: undefined, state: undefined, counted: 0, generation: -1 }
+        // Evicted, or the cache closed: wait for a refresh in progress to end, then let go.
+        yield* Effect.addFinalizer(() =>
+          slot.lock.withPermits(1)(Effect.suspend(() => {
+            setState(slot, undefined)
+            return letGo(slot)
+          }))
+        )
+        return slot
+      })
   })
   // The byte budget is checked on every read, so its total is kept as it
   // changes instead of summed over all slots each time. It never undercounts:
@@ -869,14 +898,46 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       return remember(slot, prior.identity, mtimeMs, readAt, accumulator, scanned)
     })
 
-  const refresh = (slot: Slot, sessionFile: string) =>
-    Effect.scoped(Effect.gen(function*() {
+  /** Closes the Session file a slot holds, if any. Under the slot's lock. */
+  const letGo = (slot: Slot): Effect.Effect<void> => {
+    const held = slot.held
+    slot.held = undefined
+    return held === undefined ? Effect.void : Scope.close(held.scope, Exit.void)
+  }
+
+  /**
+   * The Session open for reading, with what is known of it: the handle kept
+   * from the last read while the path still names the same file (`pathInfo`
+   * was stat'ed just before, so no open, `fstat` or close is needed), else a
+   * newly opened one, kept for the next read. Under the slot's lock.
+   */
+  const fileFor = (slot: Slot, sessionFile: string, pathInfo: FileSystem.File.Info) => {
+    const held = slot.held
+    if (held !== undefined && held.identity !== undefined && held.identity === identityOf(pathInfo)) {
+      return Effect.succeed({ file: held.file, info: pathInfo })
+    }
+    return Effect.gen(function*() {
+      yield* letGo(slot)
+      const scope = yield* Scope.make()
+      const file = yield* Effect.uninterruptible(
+        Scope.provide(fs.open(sessionFile, { flag: "r" }), scope).pipe(
+          Effect.tap((file) => Effect.sync(() => slot.held = { file, identity: undefined, scope })),
+          Effect.onError(() => Scope.close(scope, Exit.void))
+        )
+      )
+      const info = yield* file.stat
+      slot.held = { file, identity: identityOf(info), scope }
+      return { file, info }
+    })
+  }
+
+  const refresh = (slot: Slot, sessionFile: string, pathInfo: FileSystem.File.Info) =>
+    Effect.gen(function*() {
       const readAt = yield* Clock.currentTimeMillis
       const prior = slot.state
       // Cleared first: an interrupted or failed refresh must not leave a half-fed accumulator behind.
       setState(slot, undefined)
-      const file = yield* fs.open(sessionFile, { flag: "r" })
-      const info = yield* file.stat
+      const { file, info } = yield* fileFor(slot, sessionFile, pathInfo)
       const size = Number(info.size)
       const identity = identityOf(info)
       const mtimeMs = mtimeOf(info)
@@ -896,11 +957,10 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       // Like `readFile`: the size `fstat` reported, or to the end when it reported none.
       const scanned = yield* scan(file, accumulator, 0, size === 0 ? Number.MAX_SAFE_INTEGER : size, emptyPrints)
       return remember(slot, identity, mtimeMs, readAt, accumulator, scanned)
-    }))
+    })
 
   /** Counts the live slots' state afresh, starting a new budget generation. */
-  const recount = Effect.map(Cache.values(cache), (values) => {
-    const slots = Array.from(values)
+  const recount = Effect.map(ScopedCache.values(cache), (slots) => {
     budgetGeneration++
     retainedBound = 0
     for (const slot of slots) setState(slot, slot.state)
@@ -933,8 +993,12 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       const sessionFile = path.resolve(reference.trim())
       // `stat` follows symlinks exactly as the reader's resolution does.
       const info = yield* Effect.option(fs.stat(sessionFile))
-      if (Option.isNone(info) || info.value.type !== "File") return yield* uncached(reference, options)
-      const slot = yield* Cache.get(cache, sessionFile)
+      if (Option.isNone(info) || info.value.type !== "File") {
+        // A Session that was removed or replaced by something else is not held open any longer.
+        yield* ScopedCache.invalidate(cache, sessionFile)
+        return yield* uncached(reference, options)
+      }
+      const slot = yield* ScopedCache.get(cache, sessionFile)
       const settled = slot.state
       if (settled !== undefined && unmovedSince(settled, info.value)) {
         counters.unchanged++
@@ -943,7 +1007,10 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
         const projection = yield* Effect.fromResult(settled.outcome)
         return { sessionFile, ...projection } satisfies CachedSessionRead
       }
-      const outcome = yield* slot.lock.withPermits(1)(refresh(slot, sessionFile)).pipe(
+      // After a failure the handle is not trusted again.
+      const outcome = yield* slot.lock.withPermits(1)(
+        refresh(slot, sessionFile, info.value).pipe(Effect.onError(() => letGo(slot)))
+      ).pipe(
         Effect.map(Option.some),
         Effect.catch((_: PlatformError) => Effect.succeedNone)
       )

@@ -218,7 +218,8 @@ const sidecarOffsetOf = (claim: unknown): number | undefined => {
 
 /**
  * Builds a store instance. Exposed for layers that wire dependencies
- * differently; most callers want `RarebitStore.layer`.
+ * differently; most callers want `RarebitStore.layer`. The instance holds
+ * the Sessions it reads open until the `Scope` it was built in ends.
  *
  * @category constructors
  * @since 0.1.0

@@ -5,7 +5,7 @@
  * can finish the job.
  */
 import { assert } from "@effect/vitest"
-import { Effect, Exit, FileSystem, type Path } from "effect"
+import { Effect, Exit, FileSystem, type Path, type Scope } from "effect"
 import { TestClock } from "effect/testing"
 import type { Acquired } from "../../src/store/Reservation.js"
 import { makeFaultFileSystem } from "../../src/testing/FaultFileSystem.js"
@@ -32,7 +32,8 @@ import {
 export interface Scenario {
   readonly name: string
   /** Builds the initial state as worker 10 at `T0`; returns the reservation the program uses, if any. */
-  readonly setup: (world: MemoryFileSystemShape) => Effect.Effect<Acquired | undefined, unknown, Path.Path>
+  /** Runs in a scope of its own: stores it builds let go of their files when it ends. */
+  readonly setup: (world: MemoryFileSystemShape) => Effect.Effect<Acquired | undefined, unknown, Path.Path | Scope.Scope>
   readonly programAt: number
   /** What worker 100 does, crashed at every step. */
   readonly program: (store: Store, reservation: Acquired | undefined) => Effect.Effect<unknown, unknown>
@@ -219,12 +220,12 @@ export const prepare = (scenario: Scenario) =>
   Effect.gen(function*() {
     yield* TestClock.setTime(T0)
     const world = makeWorld()
-    const reservation = yield* scenario.setup(world)
-    const program = Effect.gen(function*() {
+    const reservation = yield* Effect.scoped(scenario.setup(world))
+    const program = Effect.scoped(Effect.gen(function*() {
       yield* TestClock.setTime(scenario.programAt)
       const store = yield* storeOn(yield* FileSystem.FileSystem)
       return yield* scenario.program(store, reservation)
-    }).pipe(asWorker(100, "program"))
+    })).pipe(asWorker(100, "program"))
     // A copy without open handles, so every run starts from the same bytes.
     return { initial: world.crashImage("process"), program }
   })

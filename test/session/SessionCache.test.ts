@@ -1,6 +1,6 @@
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, FileSystem, Layer, Option, Path, Result } from "effect"
+import { Deferred, Effect, Fiber, FileSystem, Layer, Option, Path, Result } from "effect"
 import fc from "fast-check"
 import { TestClock } from "effect/testing"
 import { accumulateText, make as makeSessionCache, SessionAccumulator } from "../../src/session/SessionCache.js"
@@ -14,6 +14,8 @@ import {
   type SessionInvalid,
   type SessionProjection
 } from "../../src/session/index.js"
+import { makeFaultFileSystem } from "../../src/testing/FaultFileSystem.js"
+import { makeMemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 import { Session } from "../support/Reference.js"
@@ -573,4 +575,124 @@ describe("SessionCache against the reference", () => {
         }
       }
     }).pipe(Effect.provide(nodeLayer)))
+})
+
+describe("SessionCache holds each Session open between reads", () => {
+  const world = () => {
+    const memory = makeMemoryFileSystem()
+    const fault = makeFaultFileSystem(memory, { rules: [] })
+    const provide = <A, E, R>(self: Effect.Effect<A, E, R>) =>
+      self.pipe(Effect.provideService(FileSystem.FileSystem, fault), Effect.provide(Path.layer))
+    const opens = () => fault.operations().filter((op) => op.method === "open").length
+    const open = () => memory.openDescriptors().map(({ flag, path }) => `${flag} ${path}`)
+    return { memory, provide, opens, open }
+  }
+
+  it.effect("polls of a growing Session open it once and keep one read handle", () => {
+    const { open, opens, provide } = world()
+    return provide(Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      yield* fs.makeDirectory("/s", { recursive: true })
+      yield* append("/s/a.jsonl", turnsText(2))
+      const cache = yield* makeSessionCache()
+      yield* check(cache, "/s/a.jsonl", "/s", "first")
+      for (let step = 2; step < 6; step++) {
+        yield* append("/s/a.jsonl", turnsText(1, "sess-a", step))
+        const stats = yield* check(cache, "/s/a.jsonl", "/s", `append ${step}`)
+        assert.strictEqual(stats.incremental, step - 1)
+      }
+      // `check`'s uncached reads use `readFile`; the cache opened the Session once.
+      assert.strictEqual(opens(), 1)
+      assert.deepStrictEqual(open(), ["r /s/a.jsonl"])
+    }))
+  })
+
+  it.effect("a replaced or removed Session's handle is let go, and eviction and the cache's end close the rest", () => {
+    const { open, provide } = world()
+    return provide(Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      yield* fs.makeDirectory("/s", { recursive: true })
+      yield* append("/s/a.jsonl", turnsText(2))
+      yield* append("/s/b.jsonl", turnsText(2, "sess-b"))
+      yield* Effect.scoped(Effect.gen(function*() {
+        const cache = yield* makeSessionCache({ capacity: 2 })
+        yield* check(cache, "/s/a.jsonl", "/s", "a")
+        // Replaced by a rename: the new file is read and held, the old handle closed.
+        yield* fs.writeFileString("/s/a.new", turnsText(3))
+        yield* fs.rename("/s/a.new", "/s/a.jsonl")
+        const replaced = yield* check(cache, "/s/a.jsonl", "/s", "a replaced")
+        assert.strictEqual(replaced.full, 2)
+        assert.deepStrictEqual(open(), ["r /s/a.jsonl"])
+        // Removed: nothing stays open for it.
+        yield* fs.remove("/s/a.jsonl")
+        yield* Effect.flip(cache.read("/s/a.jsonl", { sessionRoot: "/s" }))
+        assert.deepStrictEqual(open(), [])
+        yield* append("/s/a.jsonl", turnsText(2))
+        yield* append("/s/c.jsonl", turnsText(2, "sess-c"))
+        // Capacity 2: reading a third Session evicts the least recently read, and its handle.
+        for (const name of ["a", "b", "c"]) yield* check(cache, `/s/${name}.jsonl`, "/s", name)
+        assert.deepStrictEqual(open().sort(), ["r /s/b.jsonl", "r /s/c.jsonl"])
+      }))
+      assert.deepStrictEqual(open(), [])
+    }))
+  })
+
+  it.effect("a read interrupted at any file-system call leaves at most the one held handle, and the next read is right", () => {
+    const { memory, open, provide } = world()
+    return provide(Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      yield* fs.makeDirectory("/s", { recursive: true })
+      yield* append("/s/a.jsonl", turnsText(2))
+      const stalled = { appended: 0, replaced: 0 }
+      for (let run = 0; run < 16; run++) yield* Effect.scoped(Effect.gen(function*() {
+        // Once armed, the poll's `cut`-th file-system call never returns; then the poll is interrupted.
+        const cut = 1 + (run >> 1)
+        const variant = run % 2 === 0 ? "appended" : "replaced"
+        let armed = false
+        let calls = 0
+        const reached = yield* Deferred.make<void>()
+        const stall = <A>(call: () => A): A | Effect.Effect<never> =>
+          // Interruptible even inside an uninterruptible acquire, like a slow system call that can be abandoned.
+          armed && ++calls === cut ? Effect.andThen(Deferred.succeed(reached, undefined), Effect.interruptible(Effect.never)) : call()
+        // Every call of the file system and of the files it opens counts, `stat` getters included.
+        const counted = <T extends object>(inner: T): T =>
+          new Proxy(inner, {
+            get: (target, key) => {
+              const value = Reflect.get(target, key, target)
+              if (Effect.isEffect(value)) return stall(() => value)
+              if (typeof value !== "function") return value
+              return (...args: Array<unknown>) =>
+                stall(() => {
+                  const result = value.apply(target, args)
+                  return key === "open" ? Effect.map(result, (file: FileSystem.File) => counted(file)) : result
+                })
+            }
+          })
+        const stalling = counted(memory as FileSystem.FileSystem)
+        // The cache does all its reading through the file system it was made with.
+        const cache = yield* makeSessionCache().pipe(Effect.provideService(FileSystem.FileSystem, stalling))
+        yield* check(cache, "/s/a.jsonl", "/s", "warm")
+        if (variant === "appended") {
+          yield* append("/s/a.jsonl", turnsText(1, "sess-a", 10 + cut))
+        } else {
+          // A replaced file makes the poll let go of its handle and open the new one.
+          yield* fs.writeFileString("/s/a.new", turnsText(2 + cut))
+          yield* fs.rename("/s/a.new", "/s/a.jsonl")
+        }
+        armed = true
+        const poll = yield* Effect.forkChild(
+          cache.read("/s/a.jsonl", { sessionRoot: "/s" }).pipe(Effect.provideService(FileSystem.FileSystem, stalling))
+        )
+        yield* Effect.raceFirst(Effect.andThen(Deferred.await(reached), Effect.sync(() => stalled[variant]++)), Fiber.await(poll))
+        yield* Fiber.interrupt(poll)
+        armed = false
+        assert.isAtMost(open().length, 1, `cut ${cut}: ${open().join(", ")}`)
+        yield* check(cache, "/s/a.jsonl", "/s", `after cut ${cut}`)
+        assert.isAtMost(open().length, 1)
+      })).pipe(Effect.andThen(Effect.sync(() => assert.deepStrictEqual(open(), [], `run ${run}: the cache's end`))))
+      // A poll served by the held handle makes 2 calls here (stat, one read: the file is under 8 KiB); one that opens it anew, more.
+      assert.strictEqual(stalled.appended, 2)
+      assert.isAtLeast(stalled.replaced, 4)
+    }))
+  })
 })

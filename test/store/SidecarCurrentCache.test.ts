@@ -113,7 +113,7 @@ fileSystemSuite("sidecar current cache", (it) => {
         }).pipe(Effect.provide(services))
       yield* Effect.promise(() =>
         fc.assert(
-          fc.asyncProperty(fc.array(steps, { minLength: 1, maxLength: 30 }), (sequence) => Effect.runPromise(run(sequence))),
+          fc.asyncProperty(fc.array(steps, { minLength: 1, maxLength: 30 }), (sequence) => Effect.runPromise(Effect.scoped(run(sequence)))),
           { numRuns: fuzzRuns(60) }
         )
       )
