@@ -16,7 +16,8 @@
  * as on the pool, and `File.sync` is a real `fsync`.
  *
  * The trade: a direct call blocks the event loop for its duration. Opens
- * never wait on a peer (a FIFO or a device is opened on the pool instead),
+ * and whole-file reads and writes never wait on a peer (a FIFO or a device
+ * is opened on the pool instead),
  * but on a network file system where any stat can stall, prefer
  * `NodeStore.threadpoolLayer`.
  *
@@ -145,7 +146,13 @@ const openWithoutBlocking = (
     if ((error as NodeError).code === "ENXIO") return undefined
     throw error
   }
-  const stats = NFS.fstatSync(fd)
+  let stats: NFS.Stats
+  try {
+    stats = NFS.fstatSync(fd)
+  } catch (error) {
+    NFS.closeSync(fd)
+    throw error
+  }
   if (stats.isFile() || stats.isDirectory()) return { fd, size: stats.size }
   NFS.closeSync(fd)
   return undefined
@@ -355,11 +362,21 @@ const make = (pool: FileSystem.FileSystem): FileSystem.FileSystem =>
     writeFile: (path, data, options) =>
       data.length > DIRECT_IO_LIMIT
         ? pool.writeFile(path, data, options)
-        : direct("writeFile", path, () =>
-          NFS.writeFileSync(path, data, {
-            ...(options?.flag === undefined ? {} : { flag: options.flag }),
-            ...(options?.mode === undefined ? {} : { mode: options.mode })
-          }))
+        : Effect.suspend(() => {
+          let fd: number | undefined
+          try {
+            // Opened like `open`, so a FIFO without a reader goes to the pool instead of blocking here.
+            const opened = openWithoutBlocking(path, openFlags(options?.flag ?? "w", false), options?.mode)
+            if (opened === undefined) return pool.writeFile(path, data, options)
+            fd = opened.fd
+            NFS.writeFileSync(fd, data)
+            return Effect.void
+          } catch (error) {
+            return Effect.fail(failure("writeFile", path, error))
+          } finally {
+            if (fd !== undefined) NFS.closeSync(fd)
+          }
+        })
   })
 
 /**

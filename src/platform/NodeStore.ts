@@ -18,14 +18,6 @@ import * as DirectFileSystem from "./DirectFileSystem.js"
 import * as ProcessOwner from "./ProcessOwner.js"
 
 /**
- * Everything the store needs on Node, without the store itself.
- *
- * @category layers
- * @since 0.1.0
- */
-export const platformLayer = Layer.mergeAll(DirectFileSystem.layer, Path.layer, CryptoRandom.layer, ProcessOwner.layer)
-
-/**
  * Node's file system (direct short calls) and path.
  *
  * @category layers
@@ -48,6 +40,14 @@ export const threadpoolFileLayer = Layer.mergeAll(NodeFileSystem.layer, Path.lay
  * @since 0.1.0
  */
 export const tokenAndOwnerLayer = Layer.mergeAll(CryptoRandom.layer, ProcessOwner.layer)
+
+/**
+ * Everything the store needs on Node, without the store itself.
+ *
+ * @category layers
+ * @since 0.1.0
+ */
+export const platformLayer = Layer.mergeAll(fileLayer, tokenAndOwnerLayer)
 
 /**
  * The live store: provide it and call `RarebitStore` operations.

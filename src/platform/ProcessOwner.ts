@@ -6,7 +6,9 @@
  * boot id), or during this boot by a pid that is gone or now belongs to a
  * process that started at another time (pid reuse). Anything we cannot prove — another host, another boot with no
  * way to compare, a platform without `/proc` — counts as alive, so a live
- * owner's lock is never removed.
+ * owner's lock is never removed. The rule rests on hostnames naming one
+ * machine among those sharing a rarebit root: two machines (or containers
+ * on two machines) with one hostname and one root must not run the store.
  *
  * @since 0.1.0
  */

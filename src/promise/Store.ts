@@ -11,8 +11,8 @@
  */
 import { Effect } from "effect"
 import { dirname, join, resolve } from "node:path"
-import { SHA256_HEX_PATTERN } from "../protocol/CanonicalJson.js"
 import { DEFAULT_LEASE_MS, SIDECAR_PROTOCOL_VERSION } from "../protocol/Limits.js"
+import { jobIdValid, leaseValid } from "../store/RarebitStore.js"
 import type { Acquired, Reservation } from "../store/Reservation.js"
 import { historyBoundsValid } from "../store/SidecarReader.js"
 import { DEFAULT_RAREBIT_ROOT, DEFAULT_RAREBIT_SESSION_ROOT } from "../store/StoreConfig.js"
@@ -217,9 +217,7 @@ export async function reserveRarebitJob(
   } = {}
 ): Promise<any> {
   // The reference checks the job id and the lease before it computes the path.
-  const argumentsValid = typeof jobId === "string" && SHA256_HEX_PATTERN.test(jobId) && Number.isFinite(leaseMs) &&
-    leaseMs >= 1
-  if (argumentsValid) checkRoots(sessionFile, { rarebitRoot, sessionRoot })
+  if (jobIdValid(jobId) && leaseValid(leaseMs)) checkRoots(sessionFile, { rarebitRoot, sessionRoot })
   const reservation = await run((store) =>
     store.reserve({
       jobId,

@@ -53,6 +53,8 @@
 import { Clock, Effect, Exit, FileSystem, Option, Path, Result, Scope, ScopedCache, Semaphore } from "effect"
 import type { PlatformError } from "effect/PlatformError"
 import { sha256Hex, stableJson } from "../protocol/CanonicalJson.js"
+import { sameBytes } from "../protocol/internal/Bytes.js"
+import { fileIdentity, modifiedMs } from "../protocol/internal/FileInfo.js"
 import { registerOwnEvidence } from "../protocol/internal/OwnEvidence.js"
 import { measureRarebits, type RarebitMeasurement } from "./Measurement.js"
 import {
@@ -573,9 +575,6 @@ const extendPrints = (prints: Prints, committedEnd: number, piece: Uint8Array): 
   return { head, tail }
 }
 
-const sameBytes = (a: Uint8Array, b: Uint8Array): boolean =>
-  a.length === b.length && Buffer.from(a.buffer, a.byteOffset, a.length).equals(b)
-
 /** One Session's cached parse, valid for exactly the file state it records. */
 interface CachedSession {
   readonly identity: string
@@ -606,9 +605,6 @@ interface Slot {
   held: HeldFile | undefined
   /** Set only through `setState`, which keeps the byte budget's running total. */
   state: CachedSession | undefined
-  /** What this slot adds to the running total, and in which budget generation it was added. */
-  counted: number
-  generation: number
 }
 
 /**
@@ -683,11 +679,8 @@ interface Scratch {
   readonly head: Uint8Array
 }
 
-const identityOf = (info: FileSystem.File.Info): string | undefined =>
-  Option.match(info.ino, { onNone: () => undefined, onSome: (ino) => `${info.dev}:${ino}` })
-
-const mtimeOf = (info: FileSystem.File.Info): number =>
-  Option.match(info.mtime, { onNone: () => -1, onSome: (date) => date.getTime() })
+/** The modification time the cache compares; -1 (never racily clean) when none is reported. */
+const mtimeOf = (info: FileSystem.File.Info): number => modifiedMs(info) ?? -1
 
 /**
  * How far an mtime must lie before the read that cached a Session for the
@@ -704,7 +697,7 @@ const RACY_MTIME_MS = 2_000
  * read; only a deliberate `utimes` back to the old value can.
  */
 const unmovedSince = (state: CachedSession, info: FileSystem.File.Info): boolean =>
-  state.mtimeMs >= 0 && state.mtimeMs + RACY_MTIME_MS < state.readAt && identityOf(info) === state.identity &&
+  state.mtimeMs >= 0 && state.mtimeMs + RACY_MTIME_MS < state.readAt && fileIdentity(info) === state.identity &&
   Number(info.size) === state.size && mtimeOf(info) === state.mtimeMs
 
 /**
@@ -721,7 +714,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
     capacity: options.capacity ?? 32,
     lookup: () =>
       Effect.gen(function*() {
-        const slot: Slot = { lock: Semaphore.makeUnsafe(1), held: undefined, state: undefined, counted: 0, generation: -1 }
+        const slot: Slot = { lock: Semaphore.makeUnsafe(1), held: undefined, state: undefined }
         // Evicted, or the cache closed: wait for a refresh in progress to end, then let go.
         yield* Effect.addFinalizer(() =>
           slot.lock.withPermits(1)(Effect.suspend(() => {
@@ -733,17 +726,12 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       })
   })
   // The byte budget is checked on every read, so its total is kept as it
-  // changes instead of summed over all slots each time. It never undercounts:
-  // a slot the Cache evicts stays counted until the next full count, which
-  // starts a new generation and forgets everything counted before.
-  let retainedBound = 0
-  let budgetGeneration = 0
+  // changes instead of summed over all slots each time (eviction clears a
+  // slot's state through `setState` too).
+  let retained = 0
   const setState = (slot: Slot, state: CachedSession | undefined) => {
-    if (slot.generation === budgetGeneration) retainedBound -= slot.counted
+    retained += (state?.bytes ?? 0) - (slot.state?.bytes ?? 0)
     slot.state = state
-    slot.counted = state?.bytes ?? 0
-    slot.generation = budgetGeneration
-    retainedBound += slot.counted
   }
   const counters = { full: 0, incremental: 0, unchanged: 0, unopened: 0, uncached: 0 }
   // Read buffers are reused: fresh large allocations are what makes whole-file reads slow.
@@ -913,7 +901,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
    */
   const fileFor = (slot: Slot, sessionFile: string, pathInfo: FileSystem.File.Info) => {
     const held = slot.held
-    if (held !== undefined && held.identity !== undefined && held.identity === identityOf(pathInfo)) {
+    if (held !== undefined && held.identity !== undefined && held.identity === fileIdentity(pathInfo)) {
       return Effect.succeed({ file: held.file, info: pathInfo })
     }
     return Effect.gen(function*() {
@@ -926,7 +914,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
         )
       )
       const info = yield* file.stat
-      slot.held = { file, identity: identityOf(info), scope }
+      slot.held = { file, identity: fileIdentity(info), scope }
       return { file, info }
     })
   }
@@ -939,7 +927,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       setState(slot, undefined)
       const { file, info } = yield* fileFor(slot, sessionFile, pathInfo)
       const size = Number(info.size)
-      const identity = identityOf(info)
+      const identity = fileIdentity(info)
       const mtimeMs = mtimeOf(info)
       if (
         prior !== undefined && identity !== undefined && prior.identity === identity && size >= prior.size &&
@@ -959,19 +947,11 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       return remember(slot, identity, mtimeMs, readAt, accumulator, scanned)
     })
 
-  /** Counts the live slots' state afresh, starting a new budget generation. */
-  const recount = Effect.map(ScopedCache.values(cache), (slots) => {
-    budgetGeneration++
-    retainedBound = 0
-    for (const slot of slots) setState(slot, slot.state)
-    return slots
-  })
-
   /** Drops the least recently used Sessions' state until the total fits. */
   const enforceBudget = (current: Slot) =>
-    retainedBound <= maxBytes ? Effect.void : Effect.map(recount, (slots) => {
+    retained <= maxBytes ? Effect.void : Effect.map(ScopedCache.values(cache), (slots) => {
       for (const slot of slots) {
-        if (retainedBound <= maxBytes) break
+        if (retained <= maxBytes) break
         if (slot !== current && slot.state !== undefined) setState(slot, undefined)
       }
     })
@@ -1034,7 +1014,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       )
     )
 
-  const stats = Effect.map(recount, (): SessionCacheStats => ({ ...counters, retainedBytes: retainedBound }))
+  const stats = Effect.sync((): SessionCacheStats => ({ ...counters, retainedBytes: retained }))
 
   return { read, observe, stats } satisfies SessionCache
 })

@@ -51,7 +51,11 @@ export const randomToken = (bytes: number): Effect.Effect<string> =>
  * not in this set was left by a release that failed here, and can be
  * broken by the next waiter instead of blocking the sidecar until exit.
  */
-const tokensHeldHere = new Set<string>()
+const tokensHeldHere: Set<string> = ((globalThis as Record<symbol, unknown>)[
+  // Shared by every copy of this module in the process (nested installs of
+  // two versions), so neither takes the other's live locks for leaked ones.
+  Symbol.for("rarebit-store/tokensHeldHere")
+] ??= new Set<string>()) as Set<string>
 
 const leakedHere = (self: OwnerEvidence | undefined, owner: OwnerEvidence, token: string): boolean =>
   self !== undefined && owner.pid === self.pid && owner.hostname === self.hostname &&
@@ -66,8 +70,11 @@ export interface HeldLock {
 const isAlreadyExists = (error: PlatformError) => error.reason._tag === "AlreadyExists"
 const isNotFound = (error: PlatformError) => error.reason._tag === "NotFound"
 
-/** Reads and parses a small JSON file; `undefined` when absent, `null` when unparsable. @internal */
-export const readJsonFile = (fs: FileSystem, path: string): Effect.Effect<unknown, PlatformError> =>
+/** The token of a parsed lock file, whatever else it holds. */
+const tokenOf = (content: unknown): unknown => (content as { token?: unknown } | null | undefined)?.token
+
+/** Reads and parses a small JSON file; `undefined` when absent, `null` when unparsable. */
+const readJsonFile = (fs: FileSystem, path: string): Effect.Effect<unknown, PlatformError> =>
   fs.readFileString(path).pipe(
     Effect.map(parseJsonOrNull),
     Effect.catchIf(isNotFound, () => Effect.succeed(undefined))
@@ -98,8 +105,24 @@ const removeIgnoringMissing = (fs: FileSystem, path: string) =>
 export const releaseFileLock = (fs: FileSystem, lockPath: string, token: string): Effect.Effect<void, StoreIo> =>
   Effect.gen(function*() {
     const current = yield* readJsonFile(fs, lockPath)
-    if ((current as { token?: unknown } | null | undefined)?.token === token) yield* removeIgnoringMissing(fs, lockPath)
+    if (tokenOf(current) === token) yield* removeIgnoringMissing(fs, lockPath)
   }).pipe(Effect.mapError(storeIo("release commit lock", lockPath)))
+
+/** Where the break of the lock holding `deadToken` is claimed. @internal */
+export const breakFilePath = (lockPath: string, deadToken: string): string => `${lockPath}.break-${deadToken}`
+
+/**
+ * Claims the break of the lock holding `deadToken`: `false` when someone
+ * else already has. Breakers in this process, the operator's `unlock` and
+ * other processes all race on this one exclusive create.
+ *
+ * @internal
+ */
+export const createBreakFile = (fs: FileSystem, lockPath: string, deadToken: string): Effect.Effect<boolean, PlatformError> =>
+  fs.writeFile(breakFilePath(lockPath, deadToken), encoder.encode(`${JSON.stringify({ deadToken })}\n`), {
+    flag: "wx",
+    mode: 0o600
+  }).pipe(Effect.as(true), Effect.catchIf(isAlreadyExists, () => Effect.succeed(false)))
 
 /**
  * Breaks a lock whose owner is provably dead.
@@ -111,23 +134,20 @@ export const releaseFileLock = (fs: FileSystem, lockPath: string, token: string)
  * re-reads the lock and removes it only if it still holds the dead token: a
  * fresh lock can be created only after the dead one is gone, so a token
  * match means the file is still the dead owner's. A crash inside this step
- * leaves the break file, and that lock then needs `rarebit-store unlock`.
+ * leaves the break file, and that lock then needs `rarebit-store unlock
+ * --force`, which clears a break file old enough to be a crashed breaker's.
  */
 const breakDeadLock = (fs: FileSystem, lockPath: string, deadToken: string): Effect.Effect<boolean, PlatformError> =>
   Effect.gen(function*() {
-    const breakPath = `${lockPath}.break-${deadToken}`
-    const created = yield* fs.writeFile(breakPath, encoder.encode(`${JSON.stringify({ deadToken })}\n`), {
-      flag: "wx",
-      mode: 0o600
-    }).pipe(Effect.as(true), Effect.catchIf(isAlreadyExists, () => Effect.succeed(false)))
-    if (!created) return false
+    const breakPath = breakFilePath(lockPath, deadToken)
+    if (!(yield* createBreakFile(fs, lockPath, deadToken))) return false
     // The break file goes whatever happens here: left behind after a failed
     // read or removal, it would stop every later waiter from breaking the
     // dead lock. Removing it is safe at any point, since a lock can only be
     // removed while it still holds the dead token.
     return yield* Effect.gen(function*() {
       const current = yield* readJsonFile(fs, lockPath)
-      const broken = (current as { token?: unknown } | null | undefined)?.token === deadToken
+      const broken = tokenOf(current) === deadToken
       if (broken) yield* removeIgnoringMissing(fs, lockPath)
       return broken
     }).pipe(Effect.ensuring(Effect.ignore(removeIgnoringMissing(fs, breakPath))))
@@ -174,7 +194,7 @@ const acquireFileLock = (
           if (breakDeadLocks) {
             const holder = yield* readJsonFile(fs, lockPath)
             const owner = ownerEvidenceOf(holder)
-            const holderToken = (holder as { token?: unknown } | null | undefined)?.token
+            const holderToken = tokenOf(holder)
             if (
               owner && typeof holderToken === "string" &&
               (leakedHere(probe.current, owner, holderToken) || (yield* probe.isProvablyDead(owner)))
@@ -274,15 +294,21 @@ export const makeLockQueues = (fs: FileSystem) => {
       entry.handoffs = 0
       return releaseLogged(fs, lock)
     })
-  /** Takes up a handed-over lock if it is still on disk with its token. */
+  /**
+   * Takes up a handed-over lock if it is still on disk with its token.
+   * Otherwise it is released: left holding our token after a failed
+   * re-read, it would keep counting as held here, so no waiter of this
+   * process could ever break it.
+   */
   const takeHandedOver = (entry: LockQueue) =>
     Effect.gen(function*() {
       const lock = entry.handedOver
       entry.handedOver = undefined
       if (lock === undefined) return undefined
       const current = yield* readJsonFile(fs, lock.lockPath).pipe(Effect.orElseSucceed(() => undefined))
-      if ((current as { token?: unknown } | null | undefined)?.token === lock.token) return lock
+      if (tokenOf(current) === lock.token) return lock
       entry.handoffs = 0
+      yield* releaseLogged(fs, lock)
       return undefined
     })
   return { hold, handOffOrRelease, takeHandedOver, size: () => queues.size }

@@ -14,10 +14,11 @@
  *
  * @since 0.1.0
  */
-import { Effect, Option } from "effect"
+import { Effect } from "effect"
 import type { FileSystem } from "effect/FileSystem"
 import type { Path } from "effect/Path"
 import type { PlatformError } from "effect/PlatformError"
+import { modifiedMs } from "../protocol/internal/FileInfo.js"
 import { encodeClaimLine, type JobClaim, parseClaim } from "../protocol/JobClaim.js"
 import { randomToken, writeDurableTemp } from "./CommitLock.js"
 
@@ -41,7 +42,7 @@ export const readClaim = (fs: FileSystem, claimPath: string): Effect.Effect<Clai
     const parsed = parseClaim(text)
     if (parsed._tag === "Parsed") return parsed satisfies ClaimRead
     const info = yield* fs.stat(claimPath)
-    const modifiedAtMs = Option.match(info.mtime, { onNone: () => 0, onSome: (date) => date.getTime() })
+    const modifiedAtMs = modifiedMs(info) ?? 0
     return { _tag: "Torn", modifiedAtMs } satisfies ClaimRead
   }).pipe(Effect.catchIf(isNotFound, () => Effect.succeed<ClaimRead>({ _tag: "Absent" })))
 

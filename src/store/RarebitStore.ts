@@ -29,7 +29,7 @@ import { FileSystem } from "effect/FileSystem"
 import { Path } from "effect/Path"
 import type { PlatformError } from "effect/PlatformError"
 import { sha256Hex, SHA256_HEX_PATTERN } from "../protocol/CanonicalJson.js"
-import { encodeHeadLine, headFor, makeHead } from "../protocol/Head.js"
+import { encodeHeadLine, headFor, makeHead, type ReceiptReference } from "../protocol/Head.js"
 import {
   claimExpired,
   claimIsActiveFor,
@@ -203,12 +203,12 @@ const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "obj
 
 const isNotFound = (error: PlatformError) => error.reason._tag === "NotFound"
 
-/** The `{receiptOffset, receiptLength, receiptHash}` pointer of a settled claim. */
-interface ReceiptRef {
-  readonly receiptOffset: number
-  readonly receiptLength: number
-  readonly receiptHash: string
-}
+/** Whether `jobId` is a job id `reserve` accepts: 64 lowercase hex digits. @internal */
+export const jobIdValid = (jobId: unknown): jobId is string => typeof jobId === "string" && SHA256_HEX_PATTERN.test(jobId)
+
+/** Whether `leaseMs` is a lease `reserve` accepts: a finite number of at least 1 ms. @internal */
+export const leaseValid = (leaseMs: unknown): leaseMs is number =>
+  typeof leaseMs === "number" && Number.isFinite(leaseMs) && leaseMs >= 1
 
 /** Our claims' record of the sidecar size when they were taken, if present and sane. */
 const sidecarOffsetOf = (claim: unknown): number | undefined => {
@@ -390,11 +390,9 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     onAcquired: (acquired: Acquired) => Effect.Effect<void, never, R>
   ) {
     const { jobId } = options
-    if (typeof jobId !== "string" || !SHA256_HEX_PATTERN.test(jobId)) return yield* new InvalidJobId({ jobId })
+    if (!jobIdValid(jobId)) return yield* new InvalidJobId({ jobId })
     const leaseMs = options.leaseMs ?? config.leaseMs
-    if (typeof leaseMs !== "number" || !Number.isFinite(leaseMs) || leaseMs < 1) {
-      return yield* new InvalidLease({ leaseMs })
-    }
+    if (!leaseValid(leaseMs)) return yield* new InvalidLease({ leaseMs })
     const location = locate(config, options)
     const sidecar = yield* sidecarPath(options.sessionFile, location)
     const now = options.now ?? (yield* Clock.currentTimeMillis)
@@ -481,13 +479,11 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
   const recoverSettlement = (read: ClaimRead, location: ReservationLocation, claimPath: string) =>
     Effect.gen(function*() {
       const claim = read._tag === "Parsed" && isRecord(read.claim) ? read.claim : undefined
-      const from = sidecarOffsetOf(claim)
-      if (claim === undefined || from === undefined || typeof claim.leaseToken !== "string") return undefined
-      const sidecar = location.materializationPath
-      const found = yield* findJobReceipt(sidecar, location.jobId, from, yield* sidecarSize(sidecar))
+      if (claim === undefined || typeof claim.leaseToken !== "string") return undefined
+      const found = yield* receiptSinceClaim(location, claim)
       if (found === undefined) return undefined
       yield* completeSettlement(location, claimPath, claim.leaseToken, found)
-      return { ...location, _tag: "Duplicate", record: { ...found.record, path: sidecar } } as Duplicate
+      return { ...location, _tag: "Duplicate", record: { ...found.record, path: location.materializationPath } } as Duplicate
     })
 
   /**
@@ -535,7 +531,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     location: ReservationLocation,
     claimPath: string,
     leaseToken: string,
-    found: { readonly record: Record<string, unknown>; readonly receiptRef: ReceiptRef }
+    found: { readonly record: Record<string, unknown>; readonly receiptRef: ReceiptReference }
   ) =>
     Effect.gen(function*() {
       yield* appendHeadIfCurrent(location, found.record, found.receiptRef)
@@ -545,17 +541,17 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     })
 
   /**
-   * The receipt an earlier, failed attempt of this same lease already
-   * appended, if the claim says where to look and anything was appended
-   * since.
+   * The job's last receipt appended since `claim` was taken (an earlier,
+   * failed attempt of the same lease), if the claim records where the
+   * sidecar ended then and anything was appended since.
    */
-  const receiptOfLease = (reservation: Acquired, claim: unknown) =>
+  const receiptSinceClaim = (location: { readonly materializationPath: string; readonly jobId: string }, claim: unknown) =>
     Effect.gen(function*() {
       const from = sidecarOffsetOf(claim)
       if (from === undefined) return undefined
-      const size = yield* sidecarSize(reservation.materializationPath)
+      const size = yield* sidecarSize(location.materializationPath)
       if (from >= size) return undefined
-      return yield* findJobReceipt(reservation.materializationPath, reservation.jobId, from, size)
+      return yield* findJobReceipt(location.materializationPath, location.jobId, from, size)
     })
 
   /** The exact byte range of the line starting at `offset`. */
@@ -579,7 +575,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
   const appendHeadIfCurrent = (
     location: ReservationLocation,
     record: Record<string, unknown>,
-    receiptRef: { readonly receiptOffset: number; readonly receiptLength: number; readonly receiptHash: string }
+    receiptRef: ReceiptReference
   ) =>
     Effect.gen(function*() {
       const current = yield* sidecars.read(location.materializationPath)
@@ -692,7 +688,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
       yield* sidecarPath(reservation.sessionFile, reservation)
       // An earlier attempt of this lease may have appended its receipt and
       // then failed: finish that settlement instead of appending again.
-      const earlier = yield* receiptOfLease(reservation, claim)
+      const earlier = yield* receiptSinceClaim(reservation, claim)
       if (earlier !== undefined) {
         yield* completeSettlement(reservation, reservation.claimPath, reservation.leaseToken, earlier)
         return { ...earlier.record, path: sidecar } as SettledReceipt
@@ -734,7 +730,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
           if (claim === undefined) return Effect.void
           if (!appendAttempted) return removeClaim(fs, reservation.claimPath)
           return Effect.flatMap(
-            receiptOfLease(reservation, claim),
+            receiptSinceClaim(reservation, claim),
             (earlier): Effect.Effect<void, PlatformError | StoreIo> =>
               earlier === undefined
                 ? removeClaim(fs, reservation.claimPath)
@@ -748,7 +744,9 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     // The settled claim is visible since its rename; making the rename
     // durable does not need the lock. (Were it lost to a power cut, the
     // claim would be the active one again, and the receipt after its
-    // `sidecarOffset` settles it on the next attempt or takeover.)
+    // `sidecarOffset` settles it on the next attempt or takeover.) Its
+    // failure is still reported: the caller learns the settlement may not
+    // survive a power cut, and a retry answers `Duplicate` once it is there.
     yield* syncDirectory(fs, path.dirname(reservation.claimPath)).pipe(
       Effect.mapError(storeIo("sync claims directory", reservation.claimPath))
     )
@@ -769,7 +767,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
         if (claim === undefined) return
         // A receipt this lease already appended settles the job rather than
         // giving it back to run again.
-        const earlier = yield* receiptOfLease(reservation, claim)
+        const earlier = yield* receiptSinceClaim(reservation, claim)
         if (earlier !== undefined) {
           return yield* completeSettlement(reservation, reservation.claimPath, reservation.leaseToken, earlier)
         }

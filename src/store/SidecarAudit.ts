@@ -66,11 +66,13 @@ import { FileSystem } from "effect/FileSystem"
 import { Path } from "effect/Path"
 import { isPlatformError, type PlatformError } from "effect/PlatformError"
 import { sha256Hex } from "../protocol/CanonicalJson.js"
+import { modifiedMs } from "../protocol/internal/FileInfo.js"
 import { isValidHead } from "../protocol/Head.js"
 import { claimExpired, settledReceiptRef } from "../protocol/JobClaim.js"
 import { MAX_HISTORY_BYTES, MAX_RECEIPT_BYTES } from "../protocol/Limits.js"
 import { explainSummaryReceipt, validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
 import { explainTitleReceipt } from "../protocol/TitleReceipt.js"
+import { breakFilePath, createBreakFile } from "./CommitLock.js"
 import { storeIo } from "./Errors.js"
 import { readClaim } from "./JobClaims.js"
 import { LockOwner, type OwnerEvidence, ownerEvidenceOf } from "./LockOwner.js"
@@ -86,7 +88,6 @@ import type { Availability, SidecarReason } from "./SidecarReader.js"
 
 const NEWLINE = 10
 const utf8 = new TextDecoder("utf-8")
-const encoder = new TextEncoder()
 
 /**
  * How old a commit lock, temp file or break file must be before the audit
@@ -620,7 +621,7 @@ const inspectClaim = (
 
 const modifiedAt = (fs: FileSystem, path: string) =>
   fs.lstat(path).pipe(
-    Effect.map((info) => Option.getOrUndefined(Option.map(info.mtime, (date) => date.getTime()))),
+    Effect.map(modifiedMs),
     Effect.catch(() => Effect.succeed(undefined))
   )
 
@@ -782,28 +783,20 @@ export const removeCommitLock = Effect.fn("SidecarAudit.removeCommitLock")(funct
     isRecord(read.content) && typeof read.content.token === "string" ? read.content.token.slice(0, 12) : null
   if (!matches(first.value)) return { _tag: "Changed", tokenPrefix: tokenPrefixOf(first.value) } as LockRemoval
   const key = breakKey(first.value.content, first.value.raw)
-  const breakPath = `${lockPath}.break-${key}`
-  const createBreakFile = fs.writeFile(breakPath, encoder.encode(`${JSON.stringify({ deadToken: key })}\n`), {
-    flag: "wx",
-    mode: 0o600
-  }).pipe(
-    Effect.as(true),
-    Effect.catchIf((error) => error.reason._tag === "AlreadyExists", () => Effect.succeed(false)),
-    Effect.mapError(io)
-  )
-  let created = yield* createBreakFile
+  const breakPath = breakFilePath(lockPath, key)
+  const claimBreak = createBreakFile(fs, lockPath, key).pipe(Effect.mapError(io))
+  let created = yield* claimBreak
   if (!created && options.clearStaleBreakFile === true) {
     // A break takes microseconds, so a break file this old was left by a
     // breaker that crashed. Clearing it is the operator's call (`--force`,
     // with no other repair running), since another repairer could be
     // between the same two steps.
-    const info = yield* fs.stat(breakPath).pipe(Effect.option)
-    const modified = Option.flatMap(info, (value) => value.mtime)
+    const modified = yield* modifiedAt(fs, breakPath)
     const now = yield* Clock.currentTimeMillis
     const staleAfterMs = options.staleAfterMs ?? DEFAULT_STALE_AFTER_MS
-    if (Option.isSome(modified) && now - modified.value.getTime() >= staleAfterMs) {
+    if (modified !== undefined && now - modified >= staleAfterMs) {
       yield* fs.remove(breakPath).pipe(Effect.catchIf(isNotFound, () => Effect.void), Effect.mapError(io))
-      created = yield* createBreakFile
+      created = yield* claimBreak
     }
   }
   if (!created) return { _tag: "BreakInProgress", breakPath } as LockRemoval

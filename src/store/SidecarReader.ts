@@ -18,9 +18,11 @@
  * @since 0.1.0
  */
 import { Effect, Option } from "effect"
-import type { File, FileSystem } from "effect/FileSystem"
+import type { FileSystem } from "effect/FileSystem"
 import type { PlatformError } from "effect/PlatformError"
 import { sha256Hex } from "../protocol/CanonicalJson.js"
+import { sameBytes } from "../protocol/internal/Bytes.js"
+import { fileIdentity } from "../protocol/internal/FileInfo.js"
 import { isValidHead, isValidReceiptReference } from "../protocol/Head.js"
 import { MAX_HISTORY_BYTES, MAX_HISTORY_RECORDS, MAX_TAIL_BYTES } from "../protocol/Limits.js"
 import { validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
@@ -29,7 +31,6 @@ import { NotRegularFile } from "./Errors.js"
 
 const NEWLINE = 10
 
-type FileInfo = File.Info
 const utf8 = new TextDecoder("utf-8")
 
 /** Whether a sidecar and its receipt could be read. @category models @since 0.1.0 */
@@ -173,11 +174,8 @@ export const openRegularFile = Effect.fnUntraced(function*(fs: FileSystem, path:
   const info = yield* fs.lstat(path)
   if (info.type !== "File") return yield* new NotRegularFile({ path })
   const file = yield* fs.open(path, { flag: "r", noFollow: true })
-  return { file, size: Number(info.size), identity: identityOf(info) }
+  return { file, size: Number(info.size), identity: fileIdentity(info) }
 })
-
-const identityOf = (info: FileInfo): string | undefined =>
-  Option.match(info.ino, { onNone: () => undefined, onSome: (ino) => `${info.dev}:${ino}` })
 
 type OpenFile = Effect.Success<ReturnType<typeof openRegularFile>>["file"]
 
@@ -319,7 +317,9 @@ const readCurrentWithProof = (fs: FileSystem, path: string) =>
       tailOffset,
       verified.offset >= tailOffset ? Math.min(headOffset - 1, verified.offset) : headOffset - 1
     )
-    const headEnd = bytes.indexOf(NEWLINE, headOffset - tailOffset)
+    // Copied out of the 64 KiB window, which the proof must not keep alive; the head line lies within it.
+    const tail = bytes.slice(tailStart - tailOffset)
+    const headEnd = tail.indexOf(NEWLINE, headOffset - tailStart)
     return {
       current: {
         availability: "available",
@@ -333,10 +333,10 @@ const readCurrentWithProof = (fs: FileSystem, path: string) =>
         identity,
         size,
         tailStart,
-        tail: bytes.slice(tailStart - tailOffset),
+        tail,
         receiptOffset: verified.offset,
         receipt: verified.bytes,
-        headLine: bytes.subarray(headOffset - tailOffset, headEnd),
+        headLine: tail.subarray(headOffset - tailStart, headEnd),
         diagnostics
       } satisfies CurrentProof
     }
@@ -356,7 +356,7 @@ export const readSidecarCurrent = (fs: FileSystem, path: string): Effect.Effect<
   )
 
 const sameBytesAt = (file: OpenFile, position: number, expected: Uint8Array) =>
-  Effect.map(readRange(file, position, expected.length), (actual) => Buffer.from(actual.buffer, actual.byteOffset, actual.length).equals(expected))
+  Effect.map(readRange(file, position, expected.length), (actual) => sameBytes(actual, expected))
 
 /**
  * Current reads that skip re-parsing and re-validating a sidecar whose

@@ -2,7 +2,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { run } from "../../examples/EffectStore.js"
+import { Effect } from "effect"
+import { NodeStore } from "rarebit-store"
+import { program, run } from "../../examples/EffectStore.js"
 import { sessionText, summaryReceipt } from "../support/Receipts.js"
 
 describe("README example: Effect API", () => {
@@ -20,6 +22,19 @@ describe("README example: Effect API", () => {
       assert.deepStrictEqual(first, { outcome: "Settled", availability: "available", syncState: "assessment_current" })
       const again = await run({ rarebitRoot, sessionRoot }, sessionFile, jobId, summaryReceipt(branch, "s"))
       assert.strictEqual(again.outcome, "Duplicate")
+      // The README's alternative for network file systems runs the same program, and sees the same store.
+      const onThePool = (job: string) =>
+        Effect.runPromise(
+          program(sessionFile, job, summaryReceipt(branch, "s")).pipe(
+            Effect.provide(NodeStore.threadpoolLayer({ rarebitRoot, sessionRoot }))
+          )
+        )
+      assert.strictEqual((await onThePool(jobId)).outcome, "Duplicate")
+      assert.deepStrictEqual(await onThePool("c".repeat(64)), {
+        outcome: "Settled",
+        availability: "available",
+        syncState: "assessment_current"
+      })
     } finally {
       await rm(root, { recursive: true, force: true })
     }

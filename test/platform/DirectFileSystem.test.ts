@@ -2,9 +2,9 @@ import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, FileSystem, Option, PlatformError } from "effect"
 import fc from "fast-check"
-import { execFileSync } from "node:child_process"
+import { execFileSync, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
-import { writeFile } from "node:fs/promises"
+import { readFile, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as DirectFileSystem from "../../src/platform/DirectFileSystem.js"
@@ -18,6 +18,38 @@ const bytesOf = (length: number, seed: number): Uint8Array => {
   for (let index = 0; index < length; index++) bytes[index] = (index * 31 + seed) & 0xff
   return bytes
 }
+
+/** After this long a writer in another process opens the FIFO, ending a wait that blocked the event loop. */
+const FALLBACK_MS = 5_000
+
+/**
+ * A writer in another process that opens `fifo` after `FALLBACK_MS`. A blocked
+ * event loop cannot write to the FIFO itself, so without this a regression
+ * would hang the worker instead of failing the test.
+ */
+const fallbackWriter = (fifo: string) =>
+  Effect.acquireRelease(
+    Effect.sync(() =>
+      spawn("sh", ["-c", `sleep ${FALLBACK_MS / 1000}; printf fallback > "$0"`, fifo], { stdio: "ignore", detached: true })
+    ),
+    // The whole group, so the `sleep` does not outlive the test either.
+    (child) => Effect.sync(() => child.pid !== undefined && process.kill(-child.pid, "SIGKILL"))
+  )
+
+/** Like `fallbackWriter`, for a write to `fifo` that waits for a reader. */
+const fallbackReader = (fifo: string) =>
+  Effect.acquireRelease(
+    Effect.sync(() =>
+      spawn("sh", ["-c", `sleep ${FALLBACK_MS / 1000}; cat "$0" > /dev/null`, fifo], { stdio: "ignore", detached: true })
+    ),
+    (child) => Effect.sync(() => child.pid !== undefined && process.kill(-child.pid, "SIGKILL"))
+  )
+
+/** How long a 20 ms timer really took: far longer only when something held the event loop. */
+const timerDelay = Effect.promise(() => {
+  const start = performance.now()
+  return new Promise<number>((resolve) => setTimeout(() => resolve(Math.round(performance.now() - start)), 20))
+})
 
 const withTempDirectory = <A, E, R>(body: (root: string) => Effect.Effect<A, E, R>) =>
   Effect.acquireUseRelease(
@@ -164,26 +196,46 @@ describe("DirectFileSystem", () => {
       }).pipe(direct)
     ))
 
-  it.effect("a FIFO is opened on the thread pool, so waiting for its writer never stops the event loop", () =>
+  it.effect("a FIFO is opened, read and written on the thread pool, so waiting for its peer never stops the event loop", () =>
     withTempDirectory((root) =>
       Effect.gen(function*() {
         const fifo = join(root, "pipe")
         execFileSync("mkfifo", [fifo])
         const fs = yield* FileSystem.FileSystem
         // Without a writer, opening the FIFO for reading waits; the timer must still fire meanwhile.
-        const reading = yield* Effect.forkChild(fs.readFileString(fifo))
-        const ticked = yield* Effect.promise(() => new Promise<boolean>((resolve) => setTimeout(() => resolve(true), 20)))
-        assert.isTrue(ticked)
-        yield* Effect.promise(() => writeFile(fifo, "through the pipe"))
-        assert.strictEqual(yield* Fiber.join(reading), "through the pipe")
+        // A blocked event loop could neither fire it nor write, so another process ends the wait.
+        // (Checked before writing: after a blocked read there is no reader left and the write would wait forever.)
+        const read = yield* Effect.scoped(Effect.gen(function*() {
+          yield* fallbackWriter(fifo)
+          const reading = yield* Effect.forkChild(fs.readFileString(fifo))
+          const elapsed = yield* timerDelay
+          assert.isBelow(elapsed, FALLBACK_MS, `a 20 ms timer fired after ${elapsed} ms: reading the FIFO blocked the event loop`)
+          yield* Effect.promise(() => writeFile(fifo, "through the pipe"))
+          return yield* Fiber.join(reading)
+        }))
+        assert.strictEqual(read, "through the pipe", "the read did not wait for this test's writer")
         // Opening a handle waits on the pool too (platform-node's handles read at a
         // position, which a pipe refuses, so only the open itself is checked here).
-        const opening = yield* Effect.forkChild(Effect.scoped(Effect.asVoid(fs.open(fifo, { flag: "r" }))))
-        const tickedAgain = yield* Effect.promise(() => new Promise<boolean>((resolve) => setTimeout(() => resolve(true), 20)))
-        assert.isTrue(tickedAgain)
-        // The reader may close before the write lands (EPIPE): only the open matters here.
-        yield* Effect.promise(() => writeFile(fifo, "again").catch(() => undefined))
-        yield* Fiber.join(opening)
+        yield* Effect.scoped(Effect.gen(function*() {
+          yield* fallbackWriter(fifo)
+          const opening = yield* Effect.forkChild(Effect.scoped(Effect.asVoid(fs.open(fifo, { flag: "r" }))))
+          const elapsed = yield* timerDelay
+          assert.isBelow(elapsed, FALLBACK_MS, `a 20 ms timer fired after ${elapsed} ms: opening the FIFO blocked the event loop`)
+          // The reader may close before the write lands (EPIPE): only the open matters here.
+          yield* Effect.promise(() => writeFile(fifo, "again").catch(() => undefined))
+          yield* Fiber.join(opening)
+        }))
+        // Writing a whole file to a FIFO without a reader waits on the pool as well.
+        const written = yield* Effect.scoped(Effect.gen(function*() {
+          yield* fallbackReader(fifo)
+          const writing = yield* Effect.forkChild(fs.writeFileString(fifo, "to this test's reader"))
+          const elapsed = yield* timerDelay
+          assert.isBelow(elapsed, FALLBACK_MS, `a 20 ms timer fired after ${elapsed} ms: writing the FIFO blocked the event loop`)
+          const received = yield* Effect.promise(() => readFile(fifo, "utf8"))
+          yield* Fiber.join(writing)
+          return received
+        }))
+        assert.strictEqual(written, "to this test's reader", "the write did not wait for this test's reader")
       }).pipe(direct)
     ), 20_000)
 

@@ -1,6 +1,5 @@
-import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, FileSystem, Layer, Option, Path, Result } from "effect"
+import { Deferred, Effect, Fiber, FileSystem, Option, Path, Result } from "effect"
 import fc from "fast-check"
 import { TestClock } from "effect/testing"
 import { accumulateText, make as makeSessionCache, SessionAccumulator } from "../../src/session/SessionCache.js"
@@ -16,7 +15,7 @@ import {
 } from "../../src/session/index.js"
 import { makeFaultFileSystem } from "../../src/testing/FaultFileSystem.js"
 import { makeMemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
-import { fileSystemSuite } from "../support/FileSystemSuite.js"
+import { fileSystemSuite, nodeWorld } from "../support/FileSystemSuite.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 import { Session } from "../support/Reference.js"
 import { sessionTextArb, textArb } from "./SessionArbitrary.js"
@@ -499,7 +498,10 @@ fileSystemSuite("SessionCache", (it) => {
       yield* append(a, turnsText(2, "sess-a"))
       yield* append(b, turnsText(2, "sess-b"))
       yield* check(cache, a, root, "a")
-      yield* check(cache, b, root, "b")
+      const onlyB = yield* check(cache, b, root, "b")
+      // The evicted Session's state no longer counts against the byte budget.
+      const probe = yield* makeSessionCache()
+      assert.strictEqual(onlyB.retainedBytes, (yield* check(probe, b, root, "b alone")).retainedBytes)
       const stats = yield* check(cache, a, root, "a again")
       assert.strictEqual(stats.full, 3)
     }))
@@ -537,8 +539,7 @@ fileSystemSuite("SessionCache", (it) => {
     }))
 })
 
-const nodeLayer = Layer.merge(NodeFileSystem.layer, Path.layer)
-
+// On the file system the store's live layer reads Sessions through (DirectFileSystem), not platform-node's pool.
 describe("SessionCache against the reference", () => {
   it.effect("cached reads of a growing Session equal the reference's readRarebitSession", () =>
     Effect.gen(function*() {
@@ -574,7 +575,7 @@ describe("SessionCache against the reference", () => {
           }
         }
       }
-    }).pipe(Effect.provide(nodeLayer)))
+    }).pipe(Effect.provide(nodeWorld.layer)))
 })
 
 describe("SessionCache holds each Session open between reads", () => {

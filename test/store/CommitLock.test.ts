@@ -4,14 +4,15 @@
  * locks whose owner is provably dead (never by age, never twice).
  */
 import { assert } from "@effect/vitest"
-import { Clock, Deferred, Effect, Exit, Fiber, FileSystem, Random } from "effect"
+import { Clock, Deferred, Effect, Exit, Fiber, FileSystem, PlatformError, Random } from "effect"
 import { acquireCommitLock, makeLockQueues } from "../../src/store/CommitLock.js"
 import { LockOwner, type LockOwnerProbe, type OwnerEvidence } from "../../src/store/LockOwner.js"
-import type { Acquired, Reservation } from "../../src/store/Reservation.js"
+import type { Acquired } from "../../src/store/Reservation.js"
 import { FaultPlan, makeFaultFileSystem } from "../../src/testing/FaultFileSystem.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { type Json, jobId, summaryReceipt } from "../support/Receipts.js"
 import {
+  assertNoLeftovers,
   assertNoOpenHandles,
   claimOf,
   driveSleeps,
@@ -20,6 +21,7 @@ import {
   type Kit,
   makeSleepProbe,
   readIfExists,
+  reserveAcquired,
   runDriven,
   setup,
   sidecarRecords,
@@ -31,13 +33,6 @@ const JOB = jobId(1)
 const FOREIGN = { token: "held-by-another-process", claimedAt: "2026-07-26T00:00:00.000Z" }
 const HERE: OwnerEvidence = { pid: 1, hostname: "here" }
 const DEAD: OwnerEvidence = { pid: 999, hostname: "here" }
-
-const acquired = (reservation: Reservation): Acquired => {
-  assert.strictEqual(reservation._tag, "Acquired")
-  return reservation as Acquired
-}
-
-const reserve = (kit: Kit, job = JOB) => Effect.map(kit.store.reserve({ jobId: job, sessionFile: kit.sessionFile }), acquired)
 
 const settle = (kit: Kit, reservation: Acquired, hook?: Effect.Effect<void, unknown>) =>
   kit.store.settle(
@@ -55,18 +50,11 @@ const probeOf = (dead: (owner: OwnerEvidence) => Effect.Effect<boolean>): LockOw
 const failureTag = (exit: Exit.Exit<unknown, unknown>): unknown =>
   Exit.isFailure(exit) ? (exit.cause.reasons.find((reason) => reason._tag === "Fail") as any)?.error?._tag : "Success"
 
-const assertNoLeftovers = (kit: Kit, label: string) =>
-  Effect.gen(function*() {
-    assert.isFalse(yield* kit.fs.exists(kit.lockPath), `no lock ${label}`)
-    assert.deepStrictEqual(yield* strayFiles(kit), [], `no temp files ${label}`)
-    yield* assertNoOpenHandles(kit.fs, label)
-  })
-
 fileSystemSuite("Commit lock", (it) => {
   it.effect("a lock held by someone else fails with LockHeld after the configured attempts", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root, { config: { lockRetry: FAST_RETRY } })
-      const reservation = yield* reserve(kit)
+      const reservation = yield* reserveAcquired(kit)
       yield* writeLock(kit, FOREIGN)
       const { exit, sleeps } = yield* runDriven(settle(kit, reservation))
       assert.strictEqual(failureTag(exit), "LockHeld")
@@ -90,7 +78,7 @@ fileSystemSuite("Commit lock", (it) => {
   it.effect("the protocol's schedule is 2000 attempts 5 ms apart", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
-      const reservation = yield* reserve(kit)
+      const reservation = yield* reserveAcquired(kit)
       yield* writeLock(kit, FOREIGN)
       const { exit, sleeps } = yield* runDriven(settle(kit, reservation))
       assert.strictEqual(failureTag(exit), "LockHeld")
@@ -102,7 +90,7 @@ fileSystemSuite("Commit lock", (it) => {
   it.effect("release and a takeover wait for the lock too", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root, { config: { lockRetry: FAST_RETRY } })
-      const reservation = yield* reserve(kit)
+      const reservation = yield* reserveAcquired(kit)
       yield* writeLock(kit, FOREIGN)
       const released = yield* runDriven(kit.store.release(reservation))
       assert.strictEqual(failureTag(released.exit), "LockHeld")
@@ -147,7 +135,7 @@ fileSystemSuite("Commit lock", (it) => {
     Effect.gen(function*() {
       const kit = yield* setup(root, { config: { lockRetry: { intervalMs: 5, attempts: 1 } } })
       const jobs = [1, 2, 3, 4, 5, 6].map(jobId)
-      const reservations = yield* Effect.forEach(jobs, (job) => reserve(kit, job))
+      const reservations = yield* Effect.forEach(jobs, (job) => reserveAcquired(kit, job))
       const hook = Effect.andThen(Effect.yieldNow, Effect.yieldNow)
       const settled = yield* Effect.forEach(reservations, (r) => settle(kit, r, hook), { concurrency: "unbounded" })
       assert.strictEqual(settled.length, jobs.length)
@@ -164,7 +152,7 @@ fileSystemSuite("Commit lock", (it) => {
       const fs = interceptFileSystem(base, (method) => Effect.sync(() => void (method === "link" && links++)))
       const kit = yield* setup(root, { fs, config: { lockRetry: { intervalMs: 5, attempts: 1 } } })
       const jobs = [11, 12, 13, 14, 15, 16].map(jobId)
-      const reservations = yield* Effect.forEach(jobs, (job) => reserve(kit, job))
+      const reservations = yield* Effect.forEach(jobs, (job) => reserveAcquired(kit, job))
       links = 0
       const tokensSeen: Array<string> = []
       const hook = Effect.orDie(
@@ -179,10 +167,34 @@ fileSystemSuite("Commit lock", (it) => {
       yield* assertNoLeftovers(kit, "after handed-over settles")
     }))
 
+  it.effect("a handed-over lock that cannot be re-read is released, so the next holder is not blocked by it", ({ root }) =>
+    Effect.gen(function*() {
+      // Fails the first read of the lock file after a holder entered its
+      // critical section: the re-read by which the next queued fiber takes
+      // the lock over.
+      let lockPath = ""
+      let armed = false
+      const base = yield* FileSystem.FileSystem
+      const fs = interceptFileSystem(base, (method, args) => {
+        if (!(armed && method === "readFileString" && args[0] === lockPath)) return Effect.void
+        armed = false
+        return Effect.fail(PlatformError.systemError({ _tag: "Unknown", module: "FileSystem", method, pathOrDescriptor: lockPath }))
+      })
+      const kit = yield* setup(root, { fs, config: { lockRetry: { intervalMs: 5, attempts: 1 } } })
+      lockPath = kit.lockPath
+      const reservations = yield* Effect.forEach([21, 22].map(jobId), (job) => reserveAcquired(kit, job))
+      let entered = 0
+      const hook = Effect.sync(() => void (entered++ === 0 && (armed = true))).pipe(Effect.andThen(Effect.yieldNow))
+      yield* Effect.forEach(reservations, (r) => settle(kit, r, hook), { concurrency: "unbounded" })
+      assert.isFalse(armed, "the take-over re-read was made and failed")
+      for (const job of [21, 22].map(jobId)) assert.strictEqual((yield* claimOf(kit, job)).state, "settled")
+      yield* assertNoLeftovers(kit, "after a failed take-over")
+    }))
+
   it.effect("the lock file holds a fresh token, the Clock's time and our owner evidence", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
-      const reservation = yield* reserve(kit)
+      const reservation = yield* reserveAcquired(kit)
       const seen: Array<Json> = []
       const hook = Effect.orDie(Effect.map(kit.fs.readFileString(kit.lockPath), (text) => seen.push(JSON.parse(text))))
       yield* settle(kit, reservation, hook).pipe(
@@ -201,14 +213,14 @@ fileSystemSuite("Commit lock", (it) => {
       const kit = yield* setup(root)
       // Someone replaces the lock mid-way (e.g. a repair followed by another writer).
       const replace = Effect.orDie(kit.fs.writeFileString(kit.lockPath, `${JSON.stringify(FOREIGN)}\n`))
-      yield* settle(kit, yield* reserve(kit, jobId(1)), replace)
+      yield* settle(kit, yield* reserveAcquired(kit, jobId(1)), replace)
       assert.strictEqual(yield* readIfExists(kit.fs, kit.lockPath), `${JSON.stringify(FOREIGN)}\n`)
       yield* kit.fs.remove(kit.lockPath)
       // The lock removed under us: releasing is not an error.
-      yield* settle(kit, yield* reserve(kit, jobId(2)), Effect.orDie(kit.fs.remove(kit.lockPath)))
+      yield* settle(kit, yield* reserveAcquired(kit, jobId(2)), Effect.orDie(kit.fs.remove(kit.lockPath)))
       assert.strictEqual((yield* claimOf(kit, jobId(2))).state, "settled")
       // An unparsable lock is not ours either.
-      yield* settle(kit, yield* reserve(kit, jobId(3)), Effect.orDie(kit.fs.writeFileString(kit.lockPath, "{")))
+      yield* settle(kit, yield* reserveAcquired(kit, jobId(3)), Effect.orDie(kit.fs.writeFileString(kit.lockPath, "{")))
       assert.strictEqual(yield* readIfExists(kit.fs, kit.lockPath), "{")
       yield* kit.fs.remove(kit.lockPath)
       yield* assertNoLeftovers(kit, "after foreign replacements")
@@ -217,7 +229,7 @@ fileSystemSuite("Commit lock", (it) => {
   it.effect("interrupting a fiber that waits for another process's lock leaves nothing behind", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
-      const reservation = yield* reserve(kit)
+      const reservation = yield* reserveAcquired(kit)
       yield* writeLock(kit, FOREIGN)
       const probe = yield* makeSleepProbe
       const fiber = yield* Effect.forkChild(probe.instrument(settle(kit, reservation)))
@@ -237,8 +249,8 @@ fileSystemSuite("Commit lock", (it) => {
   it.effect("interrupting a fiber queued behind another in-process holder leaves nothing behind", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
-      const first = yield* reserve(kit, jobId(1))
-      const second = yield* reserve(kit, jobId(2))
+      const first = yield* reserveAcquired(kit, jobId(1))
+      const second = yield* reserveAcquired(kit, jobId(2))
       const inHook = yield* Deferred.make<void>()
       const gate = yield* Deferred.make<void>()
       const holder = yield* Effect.forkChild(
@@ -260,7 +272,7 @@ fileSystemSuite("Commit lock", (it) => {
   it.effect("interrupting the holder inside the hook removes the lock and the claim, and appends nothing", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
-      const reservation = yield* reserve(kit)
+      const reservation = yield* reserveAcquired(kit)
       const inHook = yield* Deferred.make<void>()
       const fiber = yield* Effect.forkChild(
         settle(kit, reservation, Effect.andThen(Deferred.succeed(inHook, undefined), Effect.never))
@@ -277,7 +289,7 @@ fileSystemSuite("Commit lock", (it) => {
   it.effect("a lock whose owner is provably dead is broken", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root, { config: { lockRetry: FAST_RETRY } })
-      const reservation = yield* reserve(kit)
+      const reservation = yield* reserveAcquired(kit)
       yield* writeLock(kit, { token: "dead-token", claimedAt: FOREIGN.claimedAt, owner: DEAD })
       const judged: Array<OwnerEvidence> = []
       const probe = probeOf((owner) => Effect.sync(() => (judged.push(owner), owner.pid === DEAD.pid)))
@@ -302,14 +314,14 @@ fileSystemSuite("Commit lock", (it) => {
         const kit = yield* setup(`${root}/${locks.findIndex((l) => l[0] === label)}`, {
           config: { lockRetry: FAST_RETRY, breakDeadLocks }
         })
-        const reservation = yield* reserve(kit)
+        const reservation = yield* reserveAcquired(kit)
         yield* writeLock(kit, lock)
         const { exit } = yield* runDriven(settle(kit, reservation).pipe(Effect.provideService(LockOwner, everyoneDead)))
         assert.strictEqual(failureTag(exit), "LockHeld", label)
         assert.strictEqual(yield* readIfExists(kit.fs, kit.lockPath), `${JSON.stringify(lock)}\n`, label)
       }
       const kit = yield* setup(`${root}/alive`, { config: { lockRetry: FAST_RETRY } })
-      const reservation = yield* reserve(kit)
+      const reservation = yield* reserveAcquired(kit)
       yield* writeLock(kit, { ...FOREIGN, owner: DEAD })
       const alive = probeOf(() => Effect.succeed(false))
       const { exit } = yield* runDriven(settle(kit, reservation).pipe(Effect.provideService(LockOwner, alive)))
@@ -322,8 +334,8 @@ fileSystemSuite("Commit lock", (it) => {
       const logged = makeFaultFileSystem(world.fs, FaultPlan.none)
       const kit = yield* setup(root, { fs: logged, writeSession: false, config: { lockRetry: { intervalMs: 5, attempts: 50 } } })
       const other = yield* kit.otherStore()
-      const r1 = yield* reserve(kit, jobId(1))
-      const r2 = yield* reserve(kit, jobId(2))
+      const r1 = yield* reserveAcquired(kit, jobId(1))
+      const r2 = yield* reserveAcquired(kit, jobId(2))
       yield* writeLock(kit, { token: "dead-token", claimedAt: FOREIGN.claimedAt, owner: DEAD })
 
       // Both waiters must have judged the dead lock before either may act on it. The

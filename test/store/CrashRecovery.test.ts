@@ -6,17 +6,16 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FileSystem, Path, Random } from "effect"
-import { sha256Hex } from "../../src/protocol/CanonicalJson.js"
 import { LockOwner, type LockOwnerProbe } from "../../src/store/LockOwner.js"
-import type { Acquired, Reservation } from "../../src/store/Reservation.js"
 import { exploreCrashPoints } from "../../src/testing/CrashPoints.js"
 import { makeMemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
-import { jobId, sessionText, summaryReceipt, titleReceipt } from "../support/Receipts.js"
+import { jobId, type Json, sessionText, summaryReceipt, titleReceipt } from "../support/Receipts.js"
 import {
+  acquired,
   appendRaw,
+  assertSettledPointer,
   appendReceiptWithHead,
-  bytesOf,
   claimOf,
   type Kit,
   LEASE_MS,
@@ -28,25 +27,13 @@ import {
 
 const JOB = jobId(1)
 
-const acquired = (reservation: Reservation): Acquired => {
-  assert.strictEqual(reservation._tag, "Acquired")
-  return reservation as Acquired
-}
-
 const receiptsOf = (kit: Kit, job: string) =>
   Effect.map(sidecarRecords(kit), (records) => records.filter((r) => r.type !== "rarebit_head" && r.jobId === job))
 
 /** The claim is settled and its pointer is the line of the one receipt of the job. */
-const assertRecovered = (kit: Kit, job: string, receipt: Record<string, unknown>) =>
+const assertRecovered = (kit: Kit, job: string, receipt: Json) =>
   Effect.gen(function*() {
-    const claim = yield* claimOf(kit, job)
-    assert.strictEqual(claim.state, "settled")
-    const line = bytesOf(receiptLine(receipt))
-    assert.strictEqual(claim.receiptRef.receiptLength, line.length)
-    assert.strictEqual(claim.receiptRef.receiptHash, sha256Hex(line))
-    const bytes = yield* kit.fs.readFile(kit.sidecar)
-    const at = claim.receiptRef.receiptOffset
-    assert.deepStrictEqual([...bytes.subarray(at, at + line.length)], [...line])
+    yield* assertSettledPointer(kit, job, receipt)
     assert.strictEqual((yield* receiptsOf(kit, job)).length, 1, "never a second receipt")
   })
 

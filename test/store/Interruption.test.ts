@@ -7,11 +7,11 @@
 import { assert } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber } from "effect"
 import { sha256Hex } from "../../src/protocol/CanonicalJson.js"
-import type { Acquired, Reservation } from "../../src/store/Reservation.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { jobId, summaryReceipt } from "../support/Receipts.js"
 import {
-  assertNoOpenHandles,
+  acquired,
+  assertNoLeftovers,
   bytesOf,
   interceptFileSystem,
   type Kit,
@@ -19,17 +19,11 @@ import {
   readIfExists,
   receiptLine,
   setup,
-  sidecarRecords,
-  strayFiles
+  sidecarRecords
 } from "./StoreKit.js"
 
 const JOB = jobId(1)
 const LATER = 100 * LEASE_MS
-
-const acquired = (reservation: Reservation): Acquired => {
-  assert.strictEqual(reservation._tag, "Acquired")
-  return reservation as Acquired
-}
 
 interface Interrupted<A, E> {
   readonly exit: Exit.Exit<A, E>
@@ -66,9 +60,7 @@ const interruptAt = <A, E>(world: Kit, k: number, operation: (kit: Kit) => Effec
 /** Leftover-free and consistent: no lock, temp files or handles; a claim that parses; receipt ⇔ settled claim. */
 const assertConsistent = (kit: Kit, label: string) =>
   Effect.gen(function*() {
-    assert.isFalse(yield* kit.fs.exists(kit.lockPath), `no lock ${label}`)
-    assert.deepStrictEqual(yield* strayFiles(kit), [], `no temp files ${label}`)
-    yield* assertNoOpenHandles(kit.fs, label)
+    yield* assertNoLeftovers(kit, label)
     const text = yield* readIfExists(kit.fs, kit.claimPath(JOB))
     const claim = text === undefined ? undefined : JSON.parse(text)
     if (text !== undefined) assert.isTrue(text.endsWith("}\n"), `a whole claim ${label}`)

@@ -18,6 +18,7 @@ import {
   headLine,
   type Kit,
   receiptLine,
+  rewriteInPlace,
   setup,
   sizeOf
 } from "./StoreKit.js"
@@ -375,6 +376,32 @@ fileSystemSuite("RarebitStore.readCurrent", (it) => {
       assertProjection(kit, unreadable, { native: { availability: "unreadable" } })
       const other = yield* setup(root)
       assertProjection(other, yield* read(other))
+    }))
+
+  it.effect("with cacheSessions: false a Session rewritten in place (same size and mtime) is read as it is now", ({ root }) =>
+    Effect.gen(function*() {
+      // Long answers around the changed question keep it away from both ends of the file,
+      // where the Session cache compares bytes: only a read of the whole Session sees it.
+      const messages = (middle: string) =>
+        branchOf([
+          ["user", "first"],
+          ["assistant", "x".repeat(10_000)],
+          ["user", middle],
+          ["assistant", "y".repeat(10_000)],
+          ["user", "third"]
+        ])
+      const before = messages("middle B")
+      const after = messages("middle C")
+      for (const cacheSessions of [false, true]) {
+        const kit = yield* setup(`${root}/${cacheSessions}`, { branch: before, config: { cacheSessions } })
+        yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, "s", { jobId: jobId(1) }))
+        assertProjection(kit, yield* read(kit))
+        const text = yield* kit.fs.readFileString(kit.sessionFile)
+        yield* rewriteInPlace(kit.fs, kit.sessionFile, text.replace("middle B", "middle C"))
+        const again = yield* read(kit)
+        // The default cache trusts the unchanged size and mtime (the documented limit); off, it is not asked.
+        assertProjection(kit, again, { native: nativeOf("s", cacheSessions ? before : after) })
+      }
     }))
 
   it.effect("an unsupported expectation is a typed failure, not a result", ({ root }) =>

@@ -6,10 +6,10 @@
 import { assert } from "@effect/vitest"
 import { Effect, Fiber, Random } from "effect"
 import { TestClock } from "effect/testing"
-import type { Acquired, Reservation } from "../../src/store/Reservation.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { jobId, summaryReceipt, titleReceipt } from "../support/Receipts.js"
 import {
+  acquired,
   appendReceiptWithHead,
   assertNoOpenHandles,
   claimOf,
@@ -34,11 +34,6 @@ const reserve = (kit: Kit, options: Record<string, unknown> = {}) =>
     kit.store.reserve({ jobId: JOB, sessionFile: kit.sessionFile, ...options }),
     () => assertNoOpenHandles(kit.fs, "after reserve")
   )
-
-const acquired = (reservation: Reservation): Acquired => {
-  assert.strictEqual(reservation._tag, "Acquired")
-  return reservation as Acquired
-}
 
 /** Reserves and settles a summary for `job`; returns the settled receipt. */
 const settleJob = (kit: Kit, job: string) =>

@@ -7,36 +7,30 @@ import { assert } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Random } from "effect"
 import { TestClock } from "effect/testing"
 import { sha256Hex } from "../../src/protocol/CanonicalJson.js"
-import type { Acquired, Reservation } from "../../src/store/Reservation.js"
+import type { Acquired } from "../../src/store/Reservation.js"
 import { FaultPlan, makeFaultFileSystem } from "../../src/testing/FaultFileSystem.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { branchOf, type Json, jobId, summaryReceipt, titleReceipt } from "../support/Receipts.js"
 import {
   appendRaw,
+  assertNoLeftovers,
   assertNoOpenHandles,
+  assertSettledPointer,
   bytesOf,
   claimOf,
   headFor,
   headLine,
-  type Kit,
   LEASE_MS,
   modeOf,
   readIfExists,
   receiptLine,
+  reserveAcquired,
   setup,
   sidecarRecords,
   strayFiles
 } from "./StoreKit.js"
 
 const JOB = jobId(1)
-
-const acquired = (reservation: Reservation): Acquired => {
-  assert.strictEqual(reservation._tag, "Acquired")
-  return reservation as Acquired
-}
-
-const reserve = (kit: Kit, job = JOB) =>
-  Effect.map(kit.store.reserve({ jobId: job, sessionFile: kit.sessionFile }), acquired)
 
 /** The seed's message for a receipt that does not validate. */
 const invalidMessage = (kind: "Summary" | "Title", receipt: Json, job: string) => {
@@ -46,35 +40,11 @@ const invalidMessage = (kind: "Summary" | "Title", receipt: Json, job: string) =
   })`
 }
 
-/** After a failed settle: no lock, no temp files, no open handles. */
-const assertClean = (kit: Kit, label: string) =>
-  Effect.gen(function*() {
-    assert.isFalse(yield* kit.fs.exists(kit.lockPath), `no lock ${label}`)
-    assert.deepStrictEqual(yield* strayFiles(kit), [], `no temp files ${label}`)
-    yield* assertNoOpenHandles(kit.fs, label)
-  })
-
-/** Asserts the claim is settled and its pointer is the exact receipt line in the sidecar. */
-const assertSettledPointer = (kit: Kit, job: string, receipt: Json) =>
-  Effect.gen(function*() {
-    const claim = yield* claimOf(kit, job)
-    const line = bytesOf(receiptLine(receipt))
-    assert.strictEqual(claim.state, "settled")
-    assert.deepStrictEqual(Object.keys(claim), ["jobId", "state", "leaseToken", "receiptRef"])
-    assert.deepStrictEqual(Object.keys(claim.receiptRef), ["receiptOffset", "receiptLength", "receiptHash"])
-    assert.strictEqual(claim.receiptRef.receiptLength, line.length)
-    assert.strictEqual(claim.receiptRef.receiptHash, sha256Hex(line))
-    const bytes = yield* kit.fs.readFile(kit.sidecar)
-    const at = claim.receiptRef.receiptOffset
-    assert.deepStrictEqual([...bytes.subarray(at, at + line.length)], [...line])
-    return claim
-  })
-
 fileSystemSuite("RarebitStore.settle", (it) => {
   it.effect("a current Summary is appended with a new head, and the claim points at it", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
-      const reservation = yield* reserve(kit)
+      const reservation = yield* reserveAcquired(kit)
       const receipt = summaryReceipt(kit.branch, "s")
       const settled = yield* kit.store.settle(reservation, receipt)
       const stored = { ...receipt, jobId: JOB }
@@ -90,7 +60,7 @@ fileSystemSuite("RarebitStore.settle", (it) => {
       })
       assert.strictEqual(yield* modeOf(kit.fs, kit.sidecar), 0o600)
       assert.strictEqual(yield* modeOf(kit.fs, kit.claimPath(JOB)), 0o600)
-      yield* assertClean(kit, "after settle")
+      yield* assertNoLeftovers(kit, "after settle")
       const current = yield* kit.store.readCurrent({ sessionFile: kit.sessionFile })
       assert.strictEqual(current.availability, "available")
       assert.deepStrictEqual(current.receipt, stored)
@@ -101,20 +71,20 @@ fileSystemSuite("RarebitStore.settle", (it) => {
       const kit = yield* setup(root)
       yield* appendRaw(kit, "")
       yield* kit.fs.chmod(kit.sidecar, 0o644)
-      yield* kit.store.settle(yield* reserve(kit), summaryReceipt(kit.branch, "s"))
+      yield* kit.store.settle(yield* reserveAcquired(kit), summaryReceipt(kit.branch, "s"))
       assert.strictEqual(yield* modeOf(kit.fs, kit.sidecar), 0o600)
     }))
 
   it.effect("a Title repeats the current head; an older Summary does too", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
-      yield* kit.store.settle(yield* reserve(kit, jobId(1)), summaryReceipt(kit.branch, "s"))
+      yield* kit.store.settle(yield* reserveAcquired(kit, jobId(1)), summaryReceipt(kit.branch, "s"))
       const before = (yield* kit.store.readCurrent({ sessionFile: kit.sessionFile })).head!
       const title = titleReceipt(kit.branch, "s")
-      yield* kit.store.settle(yield* reserve(kit, jobId(2)), title)
+      yield* kit.store.settle(yield* reserveAcquired(kit, jobId(2)), title)
       // A summary of only the first message: not current for the Session's selection.
       const older = summaryReceipt(kit.branch.slice(0, 1), "s")
-      yield* kit.store.settle(yield* reserve(kit, jobId(3)), older)
+      yield* kit.store.settle(yield* reserveAcquired(kit, jobId(3)), older)
       const records = yield* sidecarRecords(kit)
       assert.deepStrictEqual(records.map((r) => r.type), [
         "rarebit_summary",
@@ -136,10 +106,10 @@ fileSystemSuite("RarebitStore.settle", (it) => {
   it.effect("a newer Summary for a longer Session gets a new head", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
-      yield* kit.store.settle(yield* reserve(kit, jobId(1)), summaryReceipt(kit.branch, "s"))
+      yield* kit.store.settle(yield* reserveAcquired(kit, jobId(1)), summaryReceipt(kit.branch, "s"))
       const longer = branchOf([["user", "first request"], ["assistant", "done"], ["user", "more"], ["assistant", "ok"]])
       const next = yield* setup(root, { branch: longer })
-      yield* next.store.settle(yield* reserve(next, jobId(2)), summaryReceipt(longer, "s"))
+      yield* next.store.settle(yield* reserveAcquired(next, jobId(2)), summaryReceipt(longer, "s"))
       const current = yield* next.store.readCurrent({ sessionFile: next.sessionFile })
       assert.strictEqual(current.receipt?.jobId, jobId(2))
       assert.strictEqual(current.artifactState.syncState, "assessment_current")
@@ -149,11 +119,11 @@ fileSystemSuite("RarebitStore.settle", (it) => {
     Effect.gen(function*() {
       const kit = yield* setup(root)
       const title = titleReceipt(kit.branch, "s")
-      yield* kit.store.settle(yield* reserve(kit, jobId(1)), title)
+      yield* kit.store.settle(yield* reserveAcquired(kit, jobId(1)), title)
       assert.strictEqual(yield* readIfExists(kit.fs, kit.sidecar), receiptLine({ ...title, jobId: jobId(1) }))
       // A Summary settled while the Session cannot be read is not current either.
       yield* kit.fs.remove(kit.sessionFile)
-      yield* kit.store.settle(yield* reserve(kit, jobId(2)), summaryReceipt(kit.branch, "s"))
+      yield* kit.store.settle(yield* reserveAcquired(kit, jobId(2)), summaryReceipt(kit.branch, "s"))
       assert.deepStrictEqual((yield* sidecarRecords(kit)).map((r) => r.type), ["rarebit_title", "rarebit_summary"])
       const current = yield* kit.store.readCurrent({ sessionFile: kit.sessionFile })
       assert.strictEqual(current.availability, "missing")
@@ -163,7 +133,7 @@ fileSystemSuite("RarebitStore.settle", (it) => {
   it.effect("the receipt's jobId is always the reservation's", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
-      const settled = yield* kit.store.settle(yield* reserve(kit), summaryReceipt(kit.branch, "s", { jobId: jobId(99) }))
+      const settled = yield* kit.store.settle(yield* reserveAcquired(kit), summaryReceipt(kit.branch, "s", { jobId: jobId(99) }))
       assert.strictEqual(settled.jobId, JOB)
       assert.strictEqual((yield* sidecarRecords(kit))[0]!.jobId, JOB)
     }))
@@ -171,7 +141,7 @@ fileSystemSuite("RarebitStore.settle", (it) => {
   it.effect("an unsupported type, an invalid receipt and an oversized receipt are refused before the lock", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
-      const reservation = yield* reserve(kit)
+      const reservation = yield* reserveAcquired(kit)
       const claimBefore = yield* readIfExists(kit.fs, kit.claimPath(JOB))
 
       for (const receipt of [{ type: "rarebit_other" }, {}, { ...summaryReceipt(kit.branch, "s"), type: "rarebit_head" }]) {
@@ -205,14 +175,14 @@ fileSystemSuite("RarebitStore.settle", (it) => {
       // None of these touched the claim or the sidecar: the job can still be settled.
       assert.strictEqual(yield* readIfExists(kit.fs, kit.claimPath(JOB)), claimBefore)
       assert.isFalse(yield* kit.fs.exists(kit.sidecar))
-      yield* assertClean(kit, "after refused receipts")
+      yield* assertNoLeftovers(kit, "after refused receipts")
       yield* kit.store.settle(reservation, summaryReceipt(kit.branch, "s"))
     }))
 
   it.effect("a reservation that is not acquired is refused with ReservationNotAcquired", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
-      yield* kit.store.settle(yield* reserve(kit), summaryReceipt(kit.branch, "s"))
+      yield* kit.store.settle(yield* reserveAcquired(kit), summaryReceipt(kit.branch, "s"))
       const duplicate = yield* kit.store.reserve({ jobId: JOB, sessionFile: kit.sessionFile })
       assert.strictEqual(duplicate._tag, "Duplicate")
       for (const outcome of [duplicate, { ...duplicate, _tag: "InFlight" }, null, {}]) {
@@ -226,25 +196,25 @@ fileSystemSuite("RarebitStore.settle", (it) => {
   it.effect("settling twice is fenced: the claim is no longer active", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
-      const reservation = yield* reserve(kit)
+      const reservation = yield* reserveAcquired(kit)
       yield* kit.store.settle(reservation, summaryReceipt(kit.branch, "s"))
       const sidecar = yield* readIfExists(kit.fs, kit.sidecar)
       const error = yield* Effect.flip(kit.store.settle(reservation, summaryReceipt(kit.branch, "s")))
       assert.strictEqual(error._tag, "LeaseFenced")
       assert.strictEqual(yield* readIfExists(kit.fs, kit.sidecar), sidecar)
       assert.strictEqual((yield* claimOf(kit, JOB)).state, "settled", "the settled claim is kept")
-      yield* assertClean(kit, "after a second settle")
+      yield* assertNoLeftovers(kit, "after a second settle")
     }))
 
   it.effect("settling after a release is fenced", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
-      const reservation = yield* reserve(kit)
+      const reservation = yield* reserveAcquired(kit)
       yield* kit.store.release(reservation)
       const error = yield* Effect.flip(kit.store.settle(reservation, summaryReceipt(kit.branch, "s")))
       assert.strictEqual(error._tag, "LeaseFenced")
       assert.isFalse(yield* kit.fs.exists(kit.sidecar))
-      yield* assertClean(kit, "after settling a released job")
+      yield* assertNoLeftovers(kit, "after settling a released job")
     }))
 
   it.effect("a torn tail is ended before the receipt, which gets a line of its own", ({ root }) =>
@@ -252,7 +222,7 @@ fileSystemSuite("RarebitStore.settle", (it) => {
       const kit = yield* setup(root)
       const fragment = "{\"type\":\"rarebit_summ"
       yield* appendRaw(kit, fragment)
-      const settled = yield* kit.store.settle(yield* reserve(kit), summaryReceipt(kit.branch, "s"))
+      const settled = yield* kit.store.settle(yield* reserveAcquired(kit), summaryReceipt(kit.branch, "s"))
       const { path: _path, ...receipt } = settled
       // Unlike the seed, which appends right after the fragment, the store ends it with a newline first.
       const offset = bytesOf(fragment).length + 1
@@ -269,7 +239,7 @@ fileSystemSuite("RarebitStore.settle", (it) => {
   it.effect("the hook runs under the commit lock, after the lease check and before anything is appended", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
-      const reservation = yield* reserve(kit)
+      const reservation = yield* reserveAcquired(kit)
       const seen: Array<unknown> = []
       const hook = Effect.gen(function*() {
         const lock = JSON.parse((yield* readIfExists(kit.fs, kit.lockPath)) ?? "null")
@@ -283,13 +253,13 @@ fileSystemSuite("RarebitStore.settle", (it) => {
       assert.strictEqual(claim.state, "active")
       assert.strictEqual(claim.leaseToken, reservation.leaseToken)
       assert.isFalse(sidecarExists)
-      yield* assertClean(kit, "after a hooked settle")
+      yield* assertNoLeftovers(kit, "after a hooked settle")
     }))
 
   it.effect("a failing hook fails the settle, removes the claim and appends nothing", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
-      const reservation = yield* reserve(kit)
+      const reservation = yield* reserveAcquired(kit)
       const error = yield* Effect.flip(
         kit.store.settle(reservation, summaryReceipt(kit.branch, "s"), {
           hooks: { afterLeaseValidated: Effect.fail("boom") }
@@ -299,14 +269,14 @@ fileSystemSuite("RarebitStore.settle", (it) => {
       if (error._tag === "SettleHookFailed") assert.strictEqual(error.cause, "boom")
       assert.isFalse(yield* kit.fs.exists(kit.claimPath(JOB)), "the claim is removed so the job can be retried")
       assert.isFalse(yield* kit.fs.exists(kit.sidecar))
-      yield* assertClean(kit, "after a failed hook")
+      yield* assertNoLeftovers(kit, "after a failed hook")
       assert.strictEqual((yield* kit.store.reserve({ jobId: JOB, sessionFile: kit.sessionFile }))._tag, "Acquired")
     }))
 
   it.effect("a hook that takes the job over fences the settle after the append, and the new owner keeps its claim", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
-      const reservation = yield* reserve(kit)
+      const reservation = yield* reserveAcquired(kit)
       // During the hook, another worker's claim replaces ours (as a takeover would).
       const takeover = Effect.orDie(kit.fs.writeFileString(
         kit.claimPath(JOB),
@@ -319,7 +289,7 @@ fileSystemSuite("RarebitStore.settle", (it) => {
       // The seed appends before its second lease check; the receipt stays, unreferenced.
       assert.strictEqual((yield* sidecarRecords(kit))[0]!.type, "rarebit_summary")
       assert.strictEqual((yield* claimOf(kit, JOB)).leaseToken, "newer")
-      yield* assertClean(kit, "after a late fence")
+      yield* assertNoLeftovers(kit, "after a late fence")
     }))
 
   it.effect("an I/O failure while appending removes the claim, releases the lock and closes every handle", ({ root }) =>
@@ -330,7 +300,7 @@ fileSystemSuite("RarebitStore.settle", (it) => {
         FaultPlan.make({ kind: "write", path: (p) => p === world.sidecar, action: { _tag: "Fail", error: "EIO" } })
       )
       const kit = yield* setup(root, { fs: fault })
-      const reservation = yield* reserve(kit)
+      const reservation = yield* reserveAcquired(kit)
       const error = yield* Effect.flip(kit.store.settle(reservation, summaryReceipt(kit.branch, "s")))
       assert.strictEqual(error._tag, "StoreIo")
       if (error._tag === "StoreIo") {
@@ -348,13 +318,13 @@ fileSystemSuite("RarebitStore.settle", (it) => {
     Effect.gen(function*() {
       const sessionId = "s".repeat(9000)
       const kit = yield* setup(root, { sessionId })
-      const reservation = yield* reserve(kit)
+      const reservation = yield* reserveAcquired(kit)
       const error = yield* Effect.flip(kit.store.settle(reservation, summaryReceipt(kit.branch, sessionId)))
       assert.strictEqual(error._tag, "HeadTooLarge")
       assert.strictEqual(error.message, "Rarebit head exceeds protocol byte limit")
       assert.deepStrictEqual(yield* sidecarRecords(kit), [])
       assert.isFalse(yield* kit.fs.exists(kit.claimPath(JOB)))
-      yield* assertClean(kit, "after a too large head")
+      yield* assertNoLeftovers(kit, "after a too large head")
     }))
 
   it.effect("a sidecar path that is a symlink or a directory is never written through", ({ root }) =>
@@ -364,18 +334,18 @@ fileSystemSuite("RarebitStore.settle", (it) => {
       yield* kit.fs.writeFileString(target, "")
       yield* kit.fs.makeDirectory(kit.path.dirname(kit.sidecar), { recursive: true })
       yield* kit.fs.symlink(target, kit.sidecar)
-      const error = yield* Effect.flip(kit.store.settle(yield* reserve(kit), summaryReceipt(kit.branch, "s")))
+      const error = yield* Effect.flip(kit.store.settle(yield* reserveAcquired(kit), summaryReceipt(kit.branch, "s")))
       assert.strictEqual(error._tag, "NotRegularFile")
       assert.strictEqual(error.message, "Rarebit materialization path must be a regular file")
       assert.strictEqual(yield* kit.fs.readFileString(target), "")
       assert.isFalse(yield* kit.fs.exists(kit.claimPath(JOB)))
-      yield* assertClean(kit, "after a symlink sidecar")
+      yield* assertNoLeftovers(kit, "after a symlink sidecar")
 
       yield* kit.fs.remove(kit.sidecar)
       yield* kit.fs.makeDirectory(kit.sidecar)
-      const again = yield* Effect.flip(kit.store.settle(yield* reserve(kit), summaryReceipt(kit.branch, "s")))
+      const again = yield* Effect.flip(kit.store.settle(yield* reserveAcquired(kit), summaryReceipt(kit.branch, "s")))
       assert.strictEqual(again._tag, "NotRegularFile")
-      yield* assertClean(kit, "after a directory sidecar")
+      yield* assertNoLeftovers(kit, "after a directory sidecar")
     }))
 })
 
@@ -383,32 +353,32 @@ fileSystemSuite("RarebitStore.release", (it) => {
   it.effect("an owner's release deletes the claim, under the lock", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
-      const reservation = yield* reserve(kit)
+      const reservation = yield* reserveAcquired(kit)
       yield* kit.store.release(reservation)
       assert.isFalse(yield* kit.fs.exists(kit.claimPath(JOB)))
-      yield* assertClean(kit, "after release")
+      yield* assertNoLeftovers(kit, "after release")
       assert.strictEqual((yield* kit.store.reserve({ jobId: JOB, sessionFile: kit.sessionFile }))._tag, "Acquired")
     }))
 
   it.effect("a release after a takeover, or after settling, keeps the claim", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
-      const first = yield* reserve(kit)
+      const first = yield* reserveAcquired(kit)
       yield* TestClock.adjust(LEASE_MS + 1)
-      const second = yield* reserve(kit)
+      const second = yield* reserveAcquired(kit)
       yield* kit.store.release(first)
       assert.strictEqual((yield* claimOf(kit, JOB)).leaseToken, second.leaseToken)
       yield* kit.store.settle(second, summaryReceipt(kit.branch, "s"))
       const settled = yield* readIfExists(kit.fs, kit.claimPath(JOB))
       yield* kit.store.release(second)
       assert.strictEqual(yield* readIfExists(kit.fs, kit.claimPath(JOB)), settled)
-      yield* assertClean(kit, "after releases that are not the owner's")
+      yield* assertNoLeftovers(kit, "after releases that are not the owner's")
     }))
 
   it.effect("releasing a duplicate or an in-flight outcome does nothing, not even take the lock", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
-      yield* reserve(kit)
+      yield* reserveAcquired(kit)
       const inFlight = yield* kit.store.reserve({ jobId: JOB, sessionFile: kit.sessionFile })
       assert.strictEqual(inFlight._tag, "InFlight")
       // A lock held elsewhere would make any locked release wait.
@@ -433,7 +403,7 @@ fileSystemSuite("RarebitStore.withJob", (it) => {
       assert.strictEqual(seen.length, 1)
       assert.strictEqual((yield* claimOf(kit, JOB)).leaseToken, seen[0])
       yield* assertSettledPointer(kit, JOB, { ...summaryReceipt(kit.branch, "s"), jobId: JOB })
-      yield* assertClean(kit, "after withJob")
+      yield* assertNoLeftovers(kit, "after withJob")
     }))
 
   it.effect("a duplicate or in-flight job is reported without deriving", ({ root }) =>
@@ -441,7 +411,7 @@ fileSystemSuite("RarebitStore.withJob", (it) => {
       const kit = yield* setup(root)
       let derived = 0
       const derive = () => Effect.sync(() => (derived++, summaryReceipt(kit.branch, "s")))
-      yield* reserve(kit, jobId(2))
+      yield* reserveAcquired(kit, jobId(2))
       assert.strictEqual((yield* kit.store.withJob({ jobId: jobId(2), sessionFile: kit.sessionFile }, derive))._tag, "InFlight")
       yield* kit.store.withJob({ jobId: JOB, sessionFile: kit.sessionFile }, derive)
       assert.strictEqual((yield* kit.store.withJob({ jobId: JOB, sessionFile: kit.sessionFile }, derive))._tag, "Duplicate")
@@ -464,7 +434,7 @@ fileSystemSuite("RarebitStore.withJob", (it) => {
       assert.strictEqual(invalid._tag, "ReceiptInvalid")
       assert.isFalse(yield* kit.fs.exists(kit.claimPath(JOB)))
       assert.isFalse(yield* kit.fs.exists(kit.sidecar))
-      yield* assertClean(kit, "after failed derivations")
+      yield* assertNoLeftovers(kit, "after failed derivations")
     }))
 
   it.effect("interrupting the derivation releases the claim", ({ root }) =>
@@ -480,7 +450,7 @@ fileSystemSuite("RarebitStore.withJob", (it) => {
       yield* Fiber.interrupt(fiber)
       assert.isFalse(yield* kit.fs.exists(kit.claimPath(JOB)))
       assert.isFalse(yield* kit.fs.exists(kit.sidecar))
-      yield* assertClean(kit, "after an interrupted derivation")
+      yield* assertNoLeftovers(kit, "after an interrupted derivation")
       assert.strictEqual((yield* kit.store.reserve({ jobId: JOB, sessionFile: kit.sessionFile }))._tag, "Acquired")
     }))
 })

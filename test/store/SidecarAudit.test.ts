@@ -9,7 +9,7 @@
  * random sequences of such lines.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, FileSystem, Layer, Path, PlatformError, Schema } from "effect"
+import { Effect, FileSystem, Layer, Option, Path, PlatformError, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import { sampleSession, summaryReceipt, titleReceipt } from "../../src/cli/DemoSession.js"
 import { makeHead } from "../../src/protocol/Head.js"
@@ -166,6 +166,40 @@ fileSystemSuite("SidecarAudit", (it) => {
       assert.isFalse(yield* fs.exists(lockPath))
       assert.deepStrictEqual(yield* fs.readDirectory(root), [])
       assert.deepStrictEqual(yield* removeCommitLock(lockPath, current!.key), { _tag: "Absent" })
+    }))
+
+  it.effect("clearStaleBreakFile clears a crashed breaker's break file only once it is stale", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const lockPath = `${root}/session.jsonl.commit-lock`
+      const lockText = `${JSON.stringify({ token: "e".repeat(48), claimedAt: "2026-01-01T00:00:00.000Z" })}\n`
+      yield* fs.writeFileString(lockPath, lockText)
+      const key = (yield* inspectCommitLock(lockPath))!.key
+      const breakPath = `${lockPath}.break-${key}`
+      const breakText = `${JSON.stringify({ deadToken: key })}\n`
+      yield* fs.writeFileString(breakPath, breakText)
+      // Staleness is judged from the break file's mtime, which on disk is the
+      // real time of the write, so the clock is set relative to it.
+      const mtime = Option.getOrThrow((yield* fs.stat(breakPath)).mtime).getTime()
+      // Distinct from the 10 s default, so an ignored option shows.
+      const staleAfterMs = 30_000
+      const repair = removeCommitLock(lockPath, key, { clearStaleBreakFile: true, staleAfterMs })
+      const kept = { _tag: "BreakInProgress", breakPath } as const
+
+      for (const age of [0, 10_000, staleAfterMs - 1]) {
+        yield* TestClock.setTime(mtime + age)
+        assert.deepStrictEqual(yield* repair, kept, `break file ${age} ms old`)
+        assert.strictEqual(yield* fs.readFileString(lockPath), lockText, `lock kept at ${age} ms`)
+        assert.strictEqual(yield* fs.readFileString(breakPath), breakText, `break file kept at ${age} ms`)
+      }
+      // Without the option a stale break file is still someone else's break.
+      yield* TestClock.setTime(mtime + staleAfterMs)
+      assert.deepStrictEqual(yield* removeCommitLock(lockPath, key, { staleAfterMs }), kept)
+      assert.isTrue(yield* fs.exists(lockPath))
+
+      assert.deepStrictEqual(yield* repair, { _tag: "Removed" })
+      assert.isFalse(yield* fs.exists(lockPath))
+      assert.deepStrictEqual(yield* fs.readDirectory(root), [], "the break file is gone too")
     }))
 
   it.effect("a torn lock (no token) is keyed by its content, so it can be repaired too", ({ root }) =>

@@ -133,17 +133,28 @@ fileSystemSuite("sidecar current cache", (it) => {
 
   it.effect("a byte changed inside the head or the receipt is seen; the answer fails closed", ({ root }) =>
     Effect.gen(function*() {
-      const kit = yield* setup(root)
-      const cache = makeSidecarCurrentCache(kit.fs)
-      const { line } = yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) }))
-      assert.strictEqual((yield* cache.read(kit.sidecar)).availability, "available")
-      const size = yield* sizeOf(kit.fs, kit.sidecar)
-      // Inside the receipt: the head's hash no longer matches.
-      yield* overwriteByte(kit, size - Math.floor(bytesOf(line).length / 2), "Z".charCodeAt(0))
-      const afterReceipt = yield* cache.read(kit.sidecar)
-      assert.strictEqual(afterReceipt.availability, "unreadable")
-      assert.deepStrictEqual(afterReceipt, yield* readSidecarCurrent(kit.fs, kit.sidecar))
-      assert.strictEqual((yield* cache.stats).confirmed, 0)
+      for (const target of ["receipt", "head"] as const) {
+        const kit = yield* setup(`${root}/${target}`)
+        const cache = makeSidecarCurrentCache(kit.fs)
+        const { line } = yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) }))
+        assert.strictEqual((yield* cache.read(kit.sidecar)).availability, "available", target)
+        const size = yield* sizeOf(kit.fs, kit.sidecar)
+        if (target === "receipt") {
+          // Inside the receipt: the head's hash no longer matches.
+          yield* overwriteByte(kit, size - Math.floor(bytesOf(line).length / 2), "Z".charCodeAt(0))
+        } else {
+          // The head's last hash digit (before `"}\n`), changed to another hex digit: the head still
+          // parses, and names a hash the receipt does not have.
+          const bytes = yield* kit.fs.readFile(kit.sidecar)
+          const digit = String.fromCharCode(bytes[size - 4]!)
+          assert.match(digit, /^[0-9a-f]$/, "the byte is a digit of the head's hash")
+          yield* overwriteByte(kit, 4, (digit === "0" ? "1" : "0").charCodeAt(0))
+        }
+        const after = yield* cache.read(kit.sidecar)
+        assert.strictEqual(after.availability, "unreadable", target)
+        assert.deepStrictEqual(after, yield* readSidecarCurrent(kit.fs, kit.sidecar), target)
+        assert.strictEqual((yield* cache.stats).confirmed, 0, target)
+      }
     }))
 
   it.effect("a head at the very start pointing forward at its receipt is confirmed like any other", ({ root }) =>

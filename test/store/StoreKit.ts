@@ -7,14 +7,15 @@
  * the scheduler).
  */
 import { assert } from "@effect/vitest"
-import { Clock, Duration, Effect, Fiber, FileSystem, Option, Path, Queue, Scope } from "effect"
+import { Clock, Duration, Effect, Fiber, FileSystem, Option, Path, type PlatformError, Queue, Scope } from "effect"
 import type { Exit } from "effect"
 import { TestClock } from "effect/testing"
 import { sha256Hex } from "../../src/protocol/CanonicalJson.js"
 import { make, type RarebitStore } from "../../src/store/RarebitStore.js"
+import type { Acquired, Reservation } from "../../src/store/Reservation.js"
 import { makeStoreConfig, type StoreConfig } from "../../src/store/StoreConfig.js"
 import type { MemoryFileSystemShape } from "../../src/testing/MemoryFileSystem.js"
-import { type Json, sessionText } from "../support/Receipts.js"
+import { jobId, type Json, sessionText } from "../support/Receipts.js"
 
 export type Store = RarebitStore["Service"]
 
@@ -156,6 +157,24 @@ export const appendReceiptWithHead = (kit: Kit, receipt: Json, options: { readon
     return { offset, line, head }
   })
 
+/**
+ * Rewrites a file in place (same inode) and puts its modification time back,
+ * so only its bytes tell the rewrite apart from no change at all.
+ */
+export const rewriteInPlace = (fs: FileSystem.FileSystem, file: string, text: string) =>
+  Effect.gen(function*() {
+    const before = yield* fs.stat(file)
+    const mtimeMs = Option.getOrThrow(before.mtime).getTime()
+    yield* fs.writeFileString(file, text)
+    // In seconds, aimed at the middle of the millisecond so float rounding cannot move it.
+    const seconds = (mtimeMs + 0.5) / 1000
+    yield* fs.utimes(file, seconds, seconds)
+    const after = yield* fs.stat(file)
+    assert.strictEqual(Option.getOrThrow(after.mtime).getTime(), mtimeMs, "mtime restored")
+    assert.deepStrictEqual(after.ino, before.ino, "same inode")
+    assert.strictEqual(Number(after.size), Number(before.size), "same size")
+  })
+
 /** Every file under `dir` (recursively), relative to it; empty when `dir` does not exist. */
 export const filesUnder = (fs: FileSystem.FileSystem, dir: string) =>
   fs.readDirectory(dir, { recursive: true }).pipe(
@@ -192,6 +211,40 @@ const isSessionPath = (file: string): boolean => file.includes("/sessions/")
 /** Whether this world can tell us about open handles. */
 export const tracksHandles = (fs: FileSystem.FileSystem): boolean =>
   typeof (fs as Partial<MemoryFileSystemShape>).openDescriptors === "function"
+
+/** Narrows a reservation to `Acquired`, failing the test on any other outcome. */
+export const acquired = (reservation: Reservation): Acquired => {
+  assert.strictEqual(reservation._tag, "Acquired")
+  return reservation as Acquired
+}
+
+/** Reserves `job` (by default the suites' `jobId(1)`) and insists that it was acquired. */
+export const reserveAcquired = (kit: Kit, job = jobId(1)) =>
+  Effect.map(kit.store.reserve({ jobId: job, sessionFile: kit.sessionFile }), acquired)
+
+/** No lock, no temp or break files, no open handles: what every settle or failure must leave. */
+export const assertNoLeftovers = (kit: Kit, label: string) =>
+  Effect.gen(function*() {
+    assert.isFalse(yield* kit.fs.exists(kit.lockPath), `no lock ${label}`)
+    assert.deepStrictEqual(yield* strayFiles(kit), [], `no temp files ${label}`)
+    yield* assertNoOpenHandles(kit.fs, label)
+  })
+
+/** Asserts the claim is settled and its pointer is the exact receipt line in the sidecar; returns the claim. */
+export const assertSettledPointer = (kit: Kit, job: string, receipt: Json) =>
+  Effect.gen(function*() {
+    const claim = yield* claimOf(kit, job)
+    const line = bytesOf(receiptLine(receipt))
+    assert.strictEqual(claim.state, "settled")
+    assert.deepStrictEqual(Object.keys(claim), ["jobId", "state", "leaseToken", "receiptRef"])
+    assert.deepStrictEqual(Object.keys(claim.receiptRef), ["receiptOffset", "receiptLength", "receiptHash"])
+    assert.strictEqual(claim.receiptRef.receiptLength, line.length)
+    assert.strictEqual(claim.receiptRef.receiptHash, sha256Hex(line))
+    const bytes = yield* kit.fs.readFile(kit.sidecar)
+    const at = claim.receiptRef.receiptOffset
+    assert.deepStrictEqual([...bytes.subarray(at, at + line.length)], [...line])
+    return claim
+  })
 
 /** Writes a foreign commit lock (another process's, or the reference's). */
 export const writeLock = (kit: Kit, lock: Json) =>
@@ -258,24 +311,25 @@ export const runDriven = <A, E, R>(self: Effect.Effect<A, E, R>) =>
 // ---------------------------------------------------------------------------
 
 /**
- * A view of `inner` that runs `before(method)` ahead of every file-system
- * call, including the methods of the handles it opens.
+ * A view of `inner` that runs `before(method, args)` ahead of every
+ * file-system call, including the methods of the handles it opens; a
+ * failure of `before` is the call's failure.
  */
 export const interceptFileSystem = (
   inner: FileSystem.FileSystem,
-  before: (method: string) => Effect.Effect<void>
+  before: (method: string, args: ReadonlyArray<unknown>) => Effect.Effect<void, PlatformError.PlatformError>
 ): FileSystem.FileSystem => {
   const wrap = <T extends object>(target: T, prefix: string, onResult: (name: string, value: unknown) => unknown): T =>
     new Proxy(target, {
       get(object, property, receiver) {
         const value = Reflect.get(object, property, receiver)
         const name = `${prefix}${String(property)}`
-        if (Effect.isEffect(value)) return Effect.andThen(before(name), value)
+        if (Effect.isEffect(value)) return Effect.andThen(before(name, []), value)
         if (typeof value !== "function") return value
         return (...args: Array<unknown>) => {
           const result = value.apply(object, args)
           if (!Effect.isEffect(result)) return result
-          return Effect.andThen(before(name), result).pipe(Effect.map((out) => onResult(name, out)))
+          return Effect.andThen(before(name, args), result).pipe(Effect.map((out) => onResult(name, out)))
         }
       }
     })
