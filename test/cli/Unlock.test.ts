@@ -5,7 +5,7 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { readFile, stat, writeFile } from "node:fs/promises"
+import { readFile, stat, utimes, writeFile } from "node:fs/promises"
 import { entry, makeRoots, type Roots, Store, summaryReceipt, writeSession } from "../support/Reference.js"
 import { cli, deadOwnerEvidence, liveOwnerEvidence, rootFlags, settleWith, writeLock } from "./CliHarness.js"
 
@@ -115,5 +115,31 @@ describe("rarebit-store unlock", () => {
       assert.match(run.stderr, /another repair of this lock is in progress or crashed/)
       assert.isTrue(yield* exists(lockPath))
       assert.isTrue(yield* exists(breakPath))
+    }))
+
+  it.live("with --force clears a crashed breaker's stale break file and removes the lock", () =>
+    Effect.gen(function*() {
+      // A provably dead owner, so the plain run gets past the liveness check
+      // and only the break file stands in its way.
+      const owner = yield* Effect.promise(() => deadOwnerEvidence())
+      const token = "7".repeat(48)
+      yield* Effect.promise(() => writeLock(lockPath, token, Date.now() - 3_600_000, owner))
+      const breakPath = `${lockPath}.break-${token}`
+      yield* Effect.promise(() => writeFile(breakPath, `${JSON.stringify({ deadToken: token })}\n`))
+      const anHourAgo = (Date.now() - 3_600_000) / 1000
+      yield* Effect.promise(() => utimes(breakPath, anHourAgo, anHourAgo))
+
+      const plain = yield* unlock()
+      assert.strictEqual(plain.code, 5)
+      assert.match(plain.stderr, /another repair of this lock is in progress or crashed/)
+      assert.isTrue(yield* exists(lockPath))
+      assert.isTrue(yield* exists(breakPath))
+
+      const forced = yield* unlock("--force")
+      assert.strictEqual(forced.code, 0, forced.stderr)
+      assert.match(forced.stdout, /Break file +.*break-7{48}/)
+      assert.match(forced.stdout, /lock removed/)
+      assert.isFalse(yield* exists(lockPath))
+      assert.isFalse(yield* exists(breakPath))
     }))
 })

@@ -13,7 +13,6 @@ import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Path } from "effect"
 import { TestClock } from "effect/testing"
 import fc from "fast-check"
-import { ownerEvidenceOf } from "../../src/store/LockOwner.js"
 import { acquire, asWorker, currentSummary, JOB1, LOCK, makeWorld, storeOn, T0 } from "../reliability/StoreWorld.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 
@@ -64,7 +63,14 @@ const lockContent: fc.Arbitrary<{ readonly text: Uint8Array; readonly descriptio
   fc.jsonValue({ maxDepth: 2 }).map((value) => ({ text: encoder.encode(JSON.stringify(value)), description: "any JSON" }))
 )
 
-/** What the probe of worker 100 can prove, mirrored independently of the store. */
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/**
+ * The dead token, if worker 100 may break this lock: worked out from the lock
+ * format here rather than with the store's `ownerEvidenceOf`, so a parser
+ * that accepts evidence it should not (or rejects good evidence) is caught.
+ */
 const breakable = (text: Uint8Array): string | undefined => {
   let parsed: unknown
   try {
@@ -72,11 +78,19 @@ const breakable = (text: Uint8Array): string | undefined => {
   } catch {
     return undefined
   }
-  const token = (parsed as { token?: unknown } | null)?.token
-  const evidence = ownerEvidenceOf(parsed)
-  if (typeof token !== "string" || evidence === undefined) return undefined
-  const dead = evidence.hostname === "crash-host" && evidence.bootId === "boot-1" && evidence.pid < WORKER_PID
-  return dead ? token : undefined
+  if (!isObject(parsed) || typeof parsed.token !== "string" || !isObject(parsed.owner)) return undefined
+  const { bootId, hostname, pid, startTicks } = parsed.owner
+  // Evidence must name one real process: a pid the kernel could hand out
+  // (so never "10", 10.5, 0 or -1, which would still compare below 100) on a
+  // named host. Anything else proves nothing, whatever the other fields say.
+  if (typeof pid !== "number" || !Number.isSafeInteger(pid) || pid <= 0) return undefined
+  if (typeof hostname !== "string" || hostname === "") return undefined
+  // `workerProbe(100)`: every earlier worker on this host and boot has crashed.
+  const earlierWorker = hostname === "crash-host" && bootId === "boot-1" && pid < WORKER_PID
+  // The worker's own evidence on a lock whose token it never held: leaked by this process.
+  const leaked = pid === WORKER_PID && hostname === "crash-host" && bootId === "boot-1" &&
+    startTicks === String(WORKER_PID)
+  return earlierWorker || leaked ? parsed.token : undefined
 }
 
 const RUNS = fuzzRuns(200)

@@ -7,7 +7,7 @@
  * and to the reference's readers.
  */
 import { assert } from "@effect/vitest"
-import { Effect, FileSystem, Random, Result } from "effect"
+import { Effect, FileSystem, Path, Random, Result } from "effect"
 import { createHash } from "node:crypto"
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
@@ -15,6 +15,7 @@ import { dirname, join } from "node:path"
 import { LockOwner, type LockOwnerProbe } from "../../src/store/LockOwner.js"
 import { make } from "../../src/store/RarebitStore.js"
 import type { Acquired } from "../../src/store/Reservation.js"
+import { inspectCommitLock, removeCommitLock } from "../../src/store/SidecarAudit.js"
 import { makeStoreConfig, type StoreConfig } from "../../src/store/StoreConfig.js"
 import type { MemoryFileSystemShape } from "../../src/testing/MemoryFileSystem.js"
 import { makeMemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
@@ -110,16 +111,19 @@ export const completeJob = (store: Store, job: string, receipt: unknown) =>
   })
 
 /**
- * What `rarebit-store unlock` does for a sidecar: remove its commit lock and
- * any break file beside it. Only ever run after a worker failed with
- * `LockHeld` and a break file proved a breaker crashed.
+ * `rarebit-store unlock --force` on the sidecar's lock: inspect it, then run
+ * the product's repair with the key inspected, clearing a crashed breaker's
+ * stale break file. Only ever run after a worker failed with `LockHeld`.
+ * Callers set the clock past the break's staleness first (every restart
+ * happens leases after the crash), so anything but `Removed` is a bug.
  */
 export const manualUnlock = (fs: MemoryFileSystemShape) =>
   Effect.gen(function*() {
-    for (const entry of fs.snapshot(dirname(SIDECAR))) {
-      if (entry.path === LOCK || entry.path.startsWith(`${LOCK}.break-`)) yield* fs.remove(entry.path)
-    }
-  }).pipe(Effect.orDie)
+    const inspected = yield* inspectCommitLock(LOCK)
+    assert.isDefined(inspected, "manual unlock: no lock to remove")
+    const removal = yield* removeCommitLock(LOCK, inspected!.key, { clearStaleBreakFile: true })
+    assert.deepStrictEqual(removal, { _tag: "Removed" }, "manual unlock")
+  }).pipe(Effect.provideService(FileSystem.FileSystem, fs), Effect.provide(Path.layer), Effect.orDie)
 
 /** The files of a world, sorted the way the shared checker wants them. */
 export const storeFiles = (fs: MemoryFileSystemShape): StoreFiles => {
