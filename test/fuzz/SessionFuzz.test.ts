@@ -133,5 +133,8 @@ describe("session fuzz", () => {
     )
     console.log(`session fuzz: ${RUNS} sequences, ${JSON.stringify(steps)}`)
     assert.isAbove(steps.total, RUNS)
+    // A run whose Sessions never read (or never failed to read) compared only half of the behaviour.
+    assert.isAbove(steps.available, 0, "no step read an available Session")
+    assert.isAbove(steps.unreadableNative, 0, "no step read an unreadable Session")
   }, 120_000 + RUNS * 2_000)
 })

@@ -11,6 +11,7 @@ import fc from "fast-check"
 import { appendFile, mkdir, readFile, rm, stat, symlink, truncate, writeFile } from "node:fs/promises"
 import { dirname } from "node:path"
 import { fuzzRuns } from "../support/FuzzRuns.js"
+import type { Json } from "../support/Receipts.js"
 import {
   entry,
   jobId,
@@ -25,8 +26,6 @@ import {
   writeSession
 } from "../support/Reference.js"
 import { assertSameReads, ours, reference, sha256, type StoreApi } from "./Interop.js"
-
-type Json = Record<string, unknown>
 
 const branches: ReadonlyArray<ReadonlyArray<Json>> = [
   [entry("u1", "user", "first request")],

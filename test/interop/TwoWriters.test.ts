@@ -21,9 +21,23 @@ const builtPromiseApi = join(projectRoot, "dist", "promise", "index.js")
 
 const WORKER = `
 import { readFile } from "node:fs/promises"
+import { join } from "node:path"
 const config = JSON.parse(await readFile(process.argv[2], "utf8"))
 const store = await import(config.moduleUrl)
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+// Reads the claim directly (a torn read counts as none) so the two workers can
+// hand a job over in a fixed order without asking either store.
+const claimState = async (jobId) => {
+  try {
+    return JSON.parse(await readFile(join(config.rarebitRoot, "jobs-v4", jobId + ".json"), "utf8")).state
+  } catch {
+    return undefined
+  }
+}
+// Bounded, so a hand-over that never happens fails the test's assertions instead of hanging it.
+const waitForClaim = async (jobId, state) => {
+  for (const until = Date.now() + 10000; Date.now() < until && (await claimState(jobId)) !== state;) await sleep(1)
+}
 process.stdout.write("ready\\n")
 await new Promise((resolve) => process.stdin.once("data", resolve))
 const location = { sessionFile: config.sessionFile, sessionRoot: config.sessionRoot, rarebitRoot: config.rarebitRoot }
@@ -32,6 +46,8 @@ for (const job of config.jobs) {
   let outcome = null
   let inFlight = 0
   const errors = []
+  // The other worker holds this job's claim: reserve only once it is there, so this worker takes it over.
+  if (job.takeOver) await waitForClaim(job.jobId, "active")
   for (let attempt = 0; attempt < 20000 && outcome === null; attempt++) {
     let reservation
     try {
@@ -42,8 +58,10 @@ for (const job of config.jobs) {
       continue
     }
     if (reservation.acquired) {
+      // Outlasts the lease until the other worker has taken the claim over and settled it.
+      if (job.hold) await waitForClaim(job.jobId, "settled")
       // Stands for deriving the receipt; with a short lease the claim may expire meanwhile.
-      if (config.deriveMs) await sleep(Math.floor(Math.random() * (config.deriveMs + 1)))
+      else if (config.deriveMs && !job.takeOver) await sleep(Math.floor(Math.random() * (config.deriveMs + 1)))
       try {
         await store.settleRarebitJob(reservation, job.receipt)
         outcome = "settled"
@@ -110,7 +128,8 @@ describe("TwoWriters", { concurrent: false }, () => {
 
   const receiptOf = (n: number) => summaryReceipt(branch, "s", { summary: `job ${n}` })
   const job = (n: number) => ({ jobId: jobId(n), receipt: receiptOf(n) })
-  type Job = ReturnType<typeof job>
+  /** `hold`: keep the claim past its lease until the other worker settled it; `takeOver`: be that other worker. */
+  type Job = ReturnType<typeof job> & { readonly hold?: boolean; readonly takeOver?: boolean }
 
   /** Starts both workers, releases them together, and returns their results (ours first). */
   const runWriters = async (
@@ -225,16 +244,39 @@ describe("TwoWriters", { concurrent: false }, () => {
   })
 
   it("with leases of a few milliseconds, takeovers fence across the two implementations", async () => {
+    const fenced = "settle: Error: Rarebit reservation lease was fenced by a newer worker"
+    // Two hand-overs in a fixed order, one each way, so each implementation is fenced by the
+    // other at least once however the rest interleaves: ours holds `oursFenced` past its lease
+    // until the reference took it over and settled it, then the reference holds `referenceFenced`
+    // until ours did the same.
+    const oursFenced = job(800)
+    const referenceFenced = job(801)
     const shared = Array.from({ length: 12 }, (_, i) => job(500 + i))
     const oursOnly = Array.from({ length: 4 }, (_, i) => job(600 + i))
     const referenceOnly = Array.from({ length: 4 }, (_, i) => job(700 + i))
     // Ours is slower per call, so the reference starts with its own jobs and catches up with
-    // ours on the shared ones; deriving outlasts the lease, so the one behind takes over.
-    const results = await runWriters([...shared, ...oursOnly], [...referenceOnly, ...shared], { leaseMs: 3, deriveMs: 8 })
+    // ours on the shared ones; deriving outlasts the lease, so the one behind may take over.
+    const results = await runWriters(
+      [{ ...oursFenced, hold: true }, { ...referenceFenced, takeOver: true }, ...shared, ...oursOnly],
+      [{ ...oursFenced, takeOver: true }, { ...referenceFenced, hold: true }, ...referenceOnly, ...shared],
+      { leaseMs: 3, deriveMs: 8 }
+    )
     // A worker whose lease ran out is fenced and retries; nothing else may fail.
     for (const result of [...results.oursResults, ...results.referenceResults]) {
-      for (const error of result.errors) assert.match(error, /^settle: Error: Rarebit reservation lease was fenced by a newer worker$/)
+      for (const error of result.errors) assert.strictEqual(error, fenced, result.jobId)
     }
-    await verify(results, { shared, oursOnly, referenceOnly })
+    const resultOf = (list: ReadonlyArray<JobResult>, id: string) => list.find((result) => result.jobId === id)
+    for (
+      const [holder, taker, id] of [
+        [results.oursResults, results.referenceResults, oursFenced.jobId],
+        [results.referenceResults, results.oursResults, referenceFenced.jobId]
+      ] as const
+    ) {
+      // The holder's settle came after the takeover: fenced once, then a duplicate of the taker's receipt.
+      assert.deepStrictEqual(resultOf(holder, id), { jobId: id, outcome: "duplicate", inFlight: 0, errors: [fenced] })
+      assert.strictEqual(resultOf(taker, id)?.outcome, "settled", id)
+      assert.deepStrictEqual(resultOf(taker, id)?.errors, [], id)
+    }
+    await verify(results, { shared: [...shared, oursFenced, referenceFenced], oursOnly, referenceOnly })
   })
 })

@@ -1,11 +1,11 @@
 /**
  * Builders for native selections and schema-v4 Summary receipts used by the
  * artifact-state tests. Receipts built here are valid unless a test breaks
- * them on purpose; selections come from the reference selector so that the
- * manifest hashes are computed independently of the code under test.
+ * them on purpose; selections come from the reference selector and every
+ * other field is written out here, so nothing is computed by the code under
+ * test.
  */
 import * as RefCore from "@hypercarrier/rarebit/core"
-import { unreportedSynthesis } from "../../src/testing/Receipts.js"
 
 export const SELECTOR_VERSION = "rarebit-selector-v1"
 
@@ -96,6 +96,41 @@ export interface ReceiptOptions {
   readonly needsAttention?: boolean
 }
 
+/**
+ * The synthesis record of a model call whose provider reported nothing, written
+ * out as the reference's `extractRarebitSynthesisReceipt` builds it (same keys,
+ * same order) rather than taken from the code under test.
+ */
+const unreportedSynthesis = (observedAt: string, requestedModel: ReceiptOptions["model"]) => {
+  const usage = {
+    inputTokens: null,
+    outputTokens: null,
+    totalTokens: null,
+    cacheReadTokens: null,
+    cacheWriteTokens: null,
+    reasoningTokens: null,
+    estimatedCostUsd: null
+  }
+  return {
+    schemaVersion: 1,
+    kind: "rarebit_model_synthesis",
+    outcome: "response",
+    requestedModel,
+    timing: { startedAt: observedAt, completedAt: observedAt, durationMs: 0, provenance: "local_monotonic_clock" },
+    provider: {
+      responseProvider: null,
+      responseProviderSource: null,
+      responseModel: null,
+      responseModelSource: null,
+      responseId: null,
+      responseIdSource: null,
+      requestId: null,
+      requestIdSource: null
+    },
+    usage: { availability: "unavailable", ...usage, provenance: { ...usage } }
+  }
+}
+
 /** A valid schema-v4 Summary receipt with the given coordinates. */
 export const receiptOf = (options: ReceiptOptions): Record<string, unknown> => {
   const {
@@ -142,7 +177,7 @@ export const receiptOf = (options: ReceiptOptions): Record<string, unknown> => {
         sessionStatus: owner ? "user_requested" : options.needsAttention ? "needs_attention" : "finished",
         statusReason: owner ? "owner_request_recorded" : options.needsAttention ? "decision" : "all_requests_accomplished",
         // The model exactly as given (null, or keys in any order) is what the receipt asked for.
-        synthesis: { ...unreportedSynthesis(observedAt), requestedModel: model }
+        synthesis: unreportedSynthesis(observedAt, model)
       }
     }
     case "ineligible":

@@ -1,16 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
-import * as RefArtifact from "@hypercarrier/rarebit/artifact-state"
-import * as RefCore from "@hypercarrier/rarebit/core"
 import fc from "fast-check"
 import { summaryReceipt, titleReceipt } from "../../src/testing/Receipts.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
-
-const Ref = RefArtifact as unknown as {
-  readonly validateRarebitArtifactReceipt: (record: unknown) => { readonly valid: boolean }
-  readonly validateRarebitTitleReceipt: (record: unknown) => { readonly valid: boolean }
-  readonly projectRarebitArtifactState: (input: unknown) => { readonly syncState: string; readonly receiptRef: any }
-}
-const Core = RefCore as unknown as { readonly selectRarebits: (branch: ReadonlyArray<unknown>) => any }
+import { nativeOf } from "../support/Receipts.js"
+import { ArtifactState as Ref } from "../support/Reference.js"
 
 const branchArbitrary = fc.array(
   fc.record({ user: fc.boolean(), text: fc.string({ minLength: 1, maxLength: 40 }) }),
@@ -33,13 +26,8 @@ describe("testing Receipts", () => {
         const title = titleReceipt(branch, { ...options, title: "A title" })
         assert.isTrue(Ref.validateRarebitArtifactReceipt(summary).valid)
         assert.isTrue(Ref.validateRarebitTitleReceipt(title).valid)
-        const selection = Core.selectRarebits(branch)
         const state = Ref.projectRarebitArtifactState({
-          native: {
-            availability: "available",
-            sessionId: "s",
-            selection: { ...selection, selectorVersion: selection.manifest.selectorVersion }
-          },
+          native: nativeOf("s", branch),
           materialization: { availability: "available", records: [summary] }
         })
         assert.strictEqual(state.syncState, "assessment_current")
