@@ -89,11 +89,9 @@ export interface Row {
   readonly versus?: string | undefined
   /** The ratio this row must stay at or below. */
   readonly target?: number | undefined
-  readonly unit?: string | undefined
   /** Peak memory growth in MiB, when measured. */
   readonly oursMiB?: number | undefined
   readonly theirsMiB?: number | undefined
-  readonly note?: string | undefined
 }
 
 export const ratioOf = (row: Row): number => row.ours / row.theirs
@@ -121,7 +119,7 @@ export const markdownTable = (rows: ReadonlyArray<Row>): string => {
           ok,
           formatMiB(row.oursMiB),
           formatMiB(row.theirsMiB),
-          [row.versus, row.note].filter(Boolean).join("; ")
+          row.versus ?? ""
         ].join(" | ")
       } |`
     )
@@ -158,9 +156,9 @@ export const siblingScript = (name: string): string => fileURLToPath(new URL(`./
  * Runs a sibling script in a fresh Node process and parses the JSON it prints
  * on its last stdout line.
  */
-export const runChild = (script: string, args: ReadonlyArray<string>, nodeArgs: ReadonlyArray<string> = []) =>
+export const runChild = (script: string, args: ReadonlyArray<string>) =>
   new Promise<unknown>((resolve, reject) => {
-    const child = spawn(process.execPath, [...nodeArgs, siblingScript(script), ...args], {
+    const child = spawn(process.execPath, [siblingScript(script), ...args], {
       stdio: ["ignore", "pipe", "inherit"]
     })
     let output = ""

@@ -27,8 +27,7 @@ const released = () => {
 }
 
 // Ours: the lock appears by `link(temp, lock)` and goes by `unlink(lock)`,
-// made synchronously by the direct file system (the threadpool layer uses
-// the callback `link` and `rm`; both are wrapped).
+// both made synchronously by the direct file system the Promise API runs on.
 const linkSync = fs.linkSync
 ;(fs as { linkSync: unknown }).linkSync = (existing: fs.PathLike, target: fs.PathLike) => {
   linkSync(existing, target)
@@ -39,18 +38,6 @@ const unlinkSync = fs.unlinkSync
   unlinkSync(path)
   if (isLock(path)) released()
 }
-const link = fs.link
-;(fs as { link: unknown }).link = (existing: fs.PathLike, target: fs.PathLike, callback: fs.NoParamCallback) =>
-  link(existing, target, (error) => {
-    if (!error && isLock(target)) acquired()
-    callback(error)
-  })
-const rm = fs.rm
-;(fs as { rm: unknown }).rm = (path: fs.PathLike, options: fs.RmOptions, callback: fs.NoParamCallback) =>
-  rm(path, options, (error) => {
-    if (!error && isLock(path)) released()
-    callback(error)
-  })
 // The reference: `open(lock, "wx")` and `unlink(lock)` from `node:fs/promises`.
 const open = fsp.open
 ;(fsp as { open: unknown }).open = async (path: fs.PathLike, flags?: string, mode?: number) => {

@@ -1,11 +1,12 @@
 /**
  * One process of the multi-process contention benchmark: loads an
  * implementation, says "ready", waits for "go" on stdin, then reserves and
- * settles `count` distinct jobs on the shared Session and prints its elapsed
- * time and CPU time as JSON. Before "ready" it settles one job on a private sidecar, so
- * the timed part measures contention rather than JIT warm-up.
+ * settles `count` distinct jobs on the shared Session and prints "done"; the
+ * parent times from "go" to that line. Before "ready" it settles one job on
+ * a private sidecar, so the timed part measures contention rather than JIT
+ * warm-up.
  *
- * Usage: Worker.js <ours|reference> <sessionRoot> <rarebitRoot> <sessionFile> <series> <count> <receiptJson>
+ * Usage: Worker.js <ours|reference> <sessionRoot> <rarebitRoot> <sessionFile> <series> <count> <receiptFile>
  *
  * @since 0.1.0
  */
@@ -33,12 +34,9 @@ await new Promise<void>((resolve) => {
   })
 })
 
-const start = performance.now()
-const cpuStart = process.cpuUsage()
 for (let index = 0; index < Number(count); index++) {
   const reservation = await store.reserveRarebitJob({ ...location, jobId: jobIdOf(series, index) })
   if (!reservation.acquired) throw new Error(`job ${series}:${index} was not acquired`)
   await store.settleRarebitJob(reservation, receipt)
 }
-const cpu = process.cpuUsage(cpuStart)
-process.stdout.write(`${JSON.stringify({ elapsedMs: performance.now() - start, cpuMs: (cpu.user + cpu.system) / 1000 })}\n`)
+process.stdout.write("done\n")

@@ -3,13 +3,15 @@
  * store, on the same files, in one run.
  *
  * `npm run bench` runs everything (and rewrites BENCHMARKS.md);
- * `npm run bench -- --quick` runs small sizes and few rounds (CI, well under
- * a minute) and only prints. `--only=a,b` runs the named groups
+ * `npm run bench -- --quick` runs small sizes and few rounds (well under a
+ * minute) and only prints. `--only=a,b` runs the named groups
  * (current-native, current-session, history, cycle, contention, effect, lock).
  *
- * Inputs are generated once under `.bench-data/fixtures` and reused; each
- * run writes its claims, locks and growing copies under
- * `.bench-data/run-<pid>` and removes them at the end.
+ * Inputs (Sessions, sidecars, the Sessions' native observations) are
+ * generated once under `.bench-data/fixtures` and reused. Everything else a
+ * run writes (claims, locks, settled sidecars, the growing Session copies)
+ * goes under `.bench-data/run-<pid>`, which the run removes at the end; a
+ * killed run leaves that directory behind.
  *
  * @since 0.1.0
  */
@@ -47,7 +49,6 @@ const data = join(root, ".bench-data")
 const fixtures = join(data, "fixtures")
 const sessionRoot = join(fixtures, "sessions")
 const rarebitRoot = join(fixtures, "rarebit")
-const sidecarDir = join(rarebitRoot, "materializations-v4")
 const work = join(data, `run-${process.pid}`)
 
 const log = (message: string) => process.stderr.write(`${message}\n`)
@@ -57,6 +58,10 @@ const ours = await loadStore("ours")
 const reference = await loadStore("reference")
 const stores: Record<Side, StoreApi> = { ours, reference }
 const rows: Array<Row> = []
+
+/** Where the store looks for a Session's sidecar, so fixtures land exactly there. */
+const sidecarOf = (sessionFile: string, location = { sessionRoot, rarebitRoot }) =>
+  ours.rarebitMaterializationPath(sessionFile, location)
 
 // ---- fixtures ---------------------------------------------------------------
 
@@ -101,12 +106,12 @@ const small = await nativeOf(smallSession)
 // ---- 1. readRarebitCurrent with the native observation passed in ----------------
 
 const currentNative = async () => {
-  const nativeFile = join(fixtures, "native-100KiB.json")
+  const nativeFile = join(work, "native-100KiB.json")
   writeFileSync(nativeFile, JSON.stringify(small.native))
   const sessionFor = (bytes: number) => join(sessionRoot, `sidecar-${label(bytes).replace(" ", "")}.jsonl`)
   for (const bytes of sidecarSizes) {
     const sessionFile = sessionFor(bytes)
-    const sidecar = join(sidecarDir, `sidecar-${label(bytes).replace(" ", "")}.jsonl`)
+    const sidecar = sidecarOf(sessionFile)
     log(`current-native: sidecar ${label(bytes)}`)
     writeSidecar(sidecar, { bytes }, small)
     const options = { sessionFile, sessionRoot, rarebitRoot, native: small.native }
@@ -132,7 +137,7 @@ const currentNative = async () => {
 }
 
 const memoryOf = async (options: Record<string, unknown>) => {
-  // Each probe is a fresh process; quick runs (CI) skip them to stay short.
+  // Each probe is a fresh process; quick runs skip them to stay short.
   if (quick) return {}
   const probe = async (side: Side) =>
     ((await runChild("MemoryProbe.js", [side, JSON.stringify(options)])) as { readonly peakGrowthMiB: number })
@@ -148,8 +153,7 @@ const currentSession = async () => {
     log(`current-session: Session ${label(bytes)}`)
     writeSession(sessionFile, bytes)
     const summary = await nativeOf(sessionFile)
-    const sidecarName = `session-${label(bytes).replace(" ", "")}.jsonl`
-    writeSidecar(join(sidecarDir, sidecarName), { receipts: 3 }, summary)
+    writeSidecar(sidecarOf(sessionFile), { receipts: 3 }, summary)
     const options = { sessionFile, sessionRoot, rarebitRoot }
     const check = await ours.readRarebitCurrent(options)
     if (check.artifactState?.nativeRef?.availability !== "available") {
@@ -230,6 +234,8 @@ const currentSession = async () => {
  * base Session (a new path, so our cache starts cold), reads it once
  * untimed, then `ops` times appends one entry and reads again, timed. The
  * copies stay close to the nominal size, and both sides see the same bytes.
+ * They live in the run directory, so an interrupted run leaves none among
+ * the fixtures.
  */
 const pollGrowing = async (base: string, summary: NativeSummary, bytes: number, rounds: number, ops: number) => {
   const writer = sessionWriter(99, SESSION_ID, { idPrefix: "g", leaf: lastEntryId(base) })
@@ -237,15 +243,17 @@ const pollGrowing = async (base: string, summary: NativeSummary, bytes: number, 
   while (entries.length < ops) entries.push(...writer.turn())
   const samples: Record<Side, Array<number>> = { ours: [], reference: [] }
   const name = label(bytes).replace(" ", "")
+  const location = { sessionRoot: join(work, "growing", "sessions"), rarebitRoot: join(work, "growing", "rarebit") }
+  mkdirSync(location.sessionRoot, { recursive: true })
   for (let round = -1; round < rounds; round++) {
     const order: Array<Side> = round % 2 === 0 ? ["ours", "reference"] : ["reference", "ours"]
     for (const side of order) {
-      const sessionFile = join(sessionRoot, `growing-${name}-${side}-${process.pid}-${round + 1}.jsonl`)
-      const sidecar = join(sidecarDir, `growing-${name}-${side}-${process.pid}-${round + 1}.jsonl`)
+      const sessionFile = join(location.sessionRoot, `growing-${name}-${side}-${round + 1}.jsonl`)
+      const sidecar = sidecarOf(sessionFile, location)
       copyFileSync(base, sessionFile)
       writeSidecar(sidecar, { receipts: 3 }, summary)
       try {
-        const options = { sessionFile, sessionRoot, rarebitRoot }
+        const options = { sessionFile, ...location }
         await stores[side].readRarebitCurrent(options)
         // One collection per block, so neither side pays for the other's garbage.
         ;(globalThis as { gc?: () => void }).gc?.()
@@ -277,7 +285,7 @@ const pollGrowing = async (base: string, summary: NativeSummary, bytes: number, 
 
 const history = async () => {
   const sessionFile = join(sessionRoot, `history-${historyReceipts}.jsonl`)
-  const sidecar = join(sidecarDir, `history-${historyReceipts}.jsonl`)
+  const sidecar = sidecarOf(sessionFile)
   log(`history: ${historyReceipts} receipts`)
   writeSidecar(sidecar, { receipts: historyReceipts }, small)
   const scan = async (store: StoreApi) => {
@@ -439,7 +447,7 @@ const contention = async () => {
         // The worker's last line says its settles are done; process teardown is not timed.
         finished: new Promise<void>((resolve, reject) => {
           const onData = () => {
-            if (output.includes("\n{")) {
+            if (output.includes("\ndone\n")) {
               child.stdout.off("data", onData)
               resolve()
             }
@@ -516,7 +524,7 @@ const effectRuntime = () => (runtime ??= ManagedRuntime.make(NodeStore.layer()))
 const effectVersusPlain = async () => {
   log("effect: Effect API vs plain API")
   const sessionFile = join(sessionRoot, "sidecar-10KiB.jsonl")
-  writeSidecar(join(sidecarDir, "sidecar-10KiB.jsonl"), { bytes: 10 * KiB }, small)
+  writeSidecar(sidecarOf(sessionFile), { bytes: 10 * KiB }, small)
   const native = small.native as never
   const options = { sessionFile, sessionRoot, rarebitRoot }
   // An Effect program composes its store calls and enters the runtime once; a
@@ -558,7 +566,7 @@ const effectVersusPlain = async () => {
     versus: `ours = RarebitStore.materializationPath, ${calls} calls in one Effect program; ref = ${calls} plain rarebitMaterializationPath calls`
   })
   const sessionOptions = { sessionFile: smallSession, sessionRoot, rarebitRoot }
-  writeSidecar(join(sidecarDir, "session-100KiB.jsonl"), { receipts: 3 }, small)
+  writeSidecar(sidecarOf(smallSession), { receipts: 3 }, small)
   const sessionResult = await interleave({
     ours: { run: () => effectRuntime().runPromise(effectBlock((store) => store.readCurrent(sessionOptions))) },
     theirs: { run: () => plainBlock(() => ours.readRarebitCurrent(sessionOptions)) }

@@ -56,12 +56,5 @@ export interface StoreCheck {
   readonly stats: StoreStats
 }
 
-export declare const isValidReceipt: (record: unknown) => boolean
-export declare const isValidHead: (head: unknown) => boolean
-export declare const verifyRange: (
-  bytes: Uint8Array,
-  ref: unknown,
-  options?: { readonly requireSummaryOf?: string }
-) => { readonly record: any; readonly error?: undefined } | { readonly error: string; readonly record?: undefined }
 export declare const parseSidecar: (bytes: Uint8Array) => ParsedSidecar
 export declare const checkStore: (input: StoreFiles) => StoreCheck

@@ -33,13 +33,13 @@ const parse = (text) => {
 const isObject = (u) => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /** A receipt of either kind that the reference's validators accept. */
-export const isValidReceipt = (record) =>
+const isValidReceipt = (record) =>
   isObject(record) &&
   ((record.type === "rarebit_summary" && validateRarebitArtifactReceipt(record).valid) ||
     (record.type === "rarebit_title" && validateRarebitTitleReceipt(record).valid))
 
 /** The head shape the protocol accepts (protocol 1). */
-export const isValidHead = (head) =>
+const isValidHead = (head) =>
   isObject(head) &&
   head.type === "rarebit_head" &&
   head.protocolVersion === 1 &&
@@ -57,7 +57,7 @@ export const isValidHead = (head) =>
  * Verifies a receipt range: inside the file, newline-terminated, hashing to
  * `receiptHash`, and a valid receipt. Returns the record or a reason.
  */
-export const verifyRange = (bytes, ref, { requireSummaryOf } = {}) => {
+const verifyRange = (bytes, ref, { requireSummaryOf } = {}) => {
   if (!isObject(ref)) return { error: "not an object" }
   const { receiptOffset: offset, receiptLength: length, receiptHash: hash } = ref
   if (!Number.isSafeInteger(offset) || offset < 0) return { error: "bad offset" }

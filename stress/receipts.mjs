@@ -3,17 +3,21 @@
  * shaped like the reference test suite's compact receipts. Each one names
  * the lease that wrote it (`<impl>:<worker>:<leaseToken>` in its free text),
  * so the checker can tell which lease owner wrote every receipt it finds.
+ *
+ * The builders are shared with the TypeScript tests (`test/support/Reference.ts`),
+ * so this module imports only the reference's: a reference stress worker must
+ * not load our store.
  */
 import { selectRarebits, sha256 } from "@hypercarrier/rarebit/core"
 import { readRarebitSession } from "@hypercarrier/rarebit/session"
 import { extractRarebitSynthesisReceipt } from "../node_modules/@hypercarrier/rarebit/src/rarebit-model.mjs"
 
 const OBSERVED_AT = "2026-07-26T00:00:00.000Z"
-const MODEL = { provider: "stress", id: "model" }
+const STRESS = { model: { provider: "stress", id: "model" }, source: "stress" }
 
-const synthesis = () =>
+const synthesis = (model) =>
   extractRarebitSynthesisReceipt({}, {
-    requestedModel: MODEL,
+    requestedModel: model,
     startedAt: OBSERVED_AT,
     completedAt: OBSERVED_AT,
     durationMs: 0
@@ -25,49 +29,12 @@ const branchRef = (branch) => ({
   pathHash: sha256(branch.map((entry) => String(entry?.id ?? "")))
 })
 
-/** The lease a receipt names, or `undefined`. */
-export const leaseOf = (record) => {
-  const text = record?.type === "rarebit_title" ? record.title : record?.summary
-  const match = typeof text === "string" ? /^(ours|reference):(\d+):([a-f0-9]+)$/.exec(text) : null
-  return match === null ? undefined : { impl: match[1], worker: Number(match[2]), token: match[3] }
-}
-
 /**
- * A receipt of `kind` for the Session's active branch now, signed with
- * `signature`; `undefined` when the Session cannot be read (a torn append).
+ * A valid `ok` Summary receipt for `branch`, whose `summary` is `text`.
+ * `jobId` is a placeholder: settle replaces it.
  */
-export const receiptFor = async (sessionFile, sessionRoot, kind, signature) => {
-  let session
-  try {
-    session = await readRarebitSession(sessionFile, { sessionRoot })
-  } catch {
-    return undefined
-  }
-  const branch = session.branch
-  const sessionId = session.session.id
+export const summaryReceipt = (branch, sessionId, { model, source, text }) => {
   const selected = selectRarebits(branch)
-  if (kind === "title") {
-    const firstUser = selected.occurrences.find((occurrence) => occurrence.role === "user")
-    return {
-      schemaVersion: 4,
-      type: "rarebit_title",
-      status: "proposal",
-      jobId: "0".repeat(64),
-      implementationVersion: "hc-rarebit-title-v4",
-      sessionId,
-      branch: branchRef(branch),
-      selectionManifestHash: selected.manifestHash,
-      titleEvidence: { provenance: "captured_interactive_rpc", sourceEntryId: firstUser?.sourceEntryId ?? null },
-      promptVersion: "rarebit-title-v1",
-      model: MODEL,
-      modelProvenance: { source: "stress", status: "resolved" },
-      applicationMode: "proposal",
-      priorTitle: null,
-      title: signature,
-      observedAt: OBSERVED_AT,
-      synthesis: synthesis()
-    }
-  }
   const latestUser = selected.occurrences.filter((occurrence) => occurrence.role === "user").at(-1)
   return {
     schemaVersion: 4,
@@ -89,11 +56,58 @@ export const receiptFor = async (sessionFile, sessionRoot, kind, signature) => {
     synthesisMode: "forced",
     inputCoveragePolicy: { strategy: "complete_or_explicit_overflow", maxPromptChars: 1_000 },
     promptVersion: "rarebit-summary-v4",
-    model: MODEL,
-    modelProvenance: { source: "stress", status: "resolved" },
-    summary: signature,
+    model,
+    modelProvenance: { source, status: "resolved" },
+    summary: text,
     sessionStatus: "finished",
     statusReason: "all_requests_accomplished",
-    synthesis: synthesis()
+    synthesis: synthesis(model)
   }
+}
+
+/** A valid `proposal` Title receipt for `branch`, whose `title` is `text`. */
+export const titleReceipt = (branch, sessionId, { model, source, text }) => {
+  const selected = selectRarebits(branch)
+  const firstUser = selected.occurrences.find((occurrence) => occurrence.role === "user")
+  return {
+    schemaVersion: 4,
+    type: "rarebit_title",
+    status: "proposal",
+    jobId: "0".repeat(64),
+    implementationVersion: "hc-rarebit-title-v4",
+    sessionId,
+    branch: branchRef(branch),
+    selectionManifestHash: selected.manifestHash,
+    titleEvidence: { provenance: "captured_interactive_rpc", sourceEntryId: firstUser?.sourceEntryId ?? null },
+    promptVersion: "rarebit-title-v1",
+    model,
+    modelProvenance: { source, status: "resolved" },
+    applicationMode: "proposal",
+    priorTitle: null,
+    title: text,
+    observedAt: OBSERVED_AT,
+    synthesis: synthesis(model)
+  }
+}
+
+/** The lease a receipt names, or `undefined`. */
+export const leaseOf = (record) => {
+  const text = record?.type === "rarebit_title" ? record.title : record?.summary
+  const match = typeof text === "string" ? /^(ours|reference):(\d+):([a-f0-9]+)$/.exec(text) : null
+  return match === null ? undefined : { impl: match[1], worker: Number(match[2]), token: match[3] }
+}
+
+/**
+ * A receipt of `kind` for the Session's active branch now, signed with
+ * `signature`; `undefined` when the Session cannot be read (a torn append).
+ */
+export const receiptFor = async (sessionFile, sessionRoot, kind, signature) => {
+  let session
+  try {
+    session = await readRarebitSession(sessionFile, { sessionRoot })
+  } catch {
+    return undefined
+  }
+  const build = kind === "title" ? titleReceipt : summaryReceipt
+  return build(session.branch, session.session.id, { ...STRESS, text: signature })
 }

@@ -136,23 +136,6 @@ const oursAdapter = async () => {
       )
     },
     release: (reservation) => run((store) => store.release(reservation)),
-    /** Takes and releases a sidecar's lock (a release of a reservation nobody holds). */
-    touchLock: (sessionFile, jobId) =>
-      run((store) =>
-        Effect.flatMap(store.materializationPath(sessionFile, location), (materializationPath) =>
-          store.release({
-            _tag: "Acquired",
-            jobId,
-            materializationPath,
-            sessionFile,
-            ...location,
-            allowExternalSession: false,
-            claimPath: join(config.rarebitRoot, "jobs-v4", `${jobId}.json`),
-            leaseToken: "0".repeat(48),
-            native: null
-          })
-        )
-      ),
     errorName: (error) => error?._tag ?? error?.name ?? String(error),
     isFenced: (error) => error?._tag === "LeaseFenced",
     isLockTimeout: (error) => error?._tag === "LockHeld",
@@ -200,12 +183,6 @@ const referenceAdapter = async () => {
       return Ref.settleRarebitJob({ ...reservation, hooks: { afterLeaseValidated: hook } }, receipt)
     },
     release: (reservation) => Ref.releaseRarebitJob(reservation),
-    touchLock: (sessionFile, jobId) =>
-      Ref.releaseRarebitJob({
-        claimPath: join(config.rarebitRoot, "jobs-v4", `${jobId}.json`),
-        materializationPath: Ref.rarebitMaterializationPath(sessionFile, location),
-        leaseToken: "0".repeat(48)
-      }),
     errorName: (error) => error?.name ?? String(error),
     isFenced: (error) => /fenced by a newer worker/.test(String(error?.message)),
     isLockTimeout: (error) => /commit lock is held/.test(String(error?.message)),
@@ -328,10 +305,21 @@ for (const { k, name } of jobs.values()) {
     if (last && JSON.parse(last).e === "lockTimeout") blocked.add(name)
   }
 }
+
+/**
+ * Takes and releases a sidecar's commit lock, through the store's own calls.
+ * Our release takes the lock only for a claim its lease still owns, so the
+ * lease must be a real one: a fresh job is reserved, then given back.
+ */
+const touchLock = async (sessionFile) => {
+  const reserved = await store.reserve(randomBytes(32).toString("hex"), sessionFile)
+  if (reserved.tag !== "acquired") throw new Error(`a fresh job was ${reserved.tag}`)
+  await store.release(reserved.reservation)
+}
 for (const session of sessions) {
   if (blocked.has(session.name)) continue
   try {
-    await store.touchLock(session.file, randomBytes(32).toString("hex"))
+    await touchLock(session.file)
     log({ e: "touchedLock", session: session.name })
   } catch (error) {
     log({ e: classify(error), op: "touchLock", session: session.name, error: store.errorName(error) })

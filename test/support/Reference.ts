@@ -16,6 +16,7 @@ import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import * as ModelModule from "../../node_modules/@hypercarrier/rarebit/src/rarebit-model.mjs"
 import * as StoreModule from "../../node_modules/@hypercarrier/rarebit/src/rarebit-store.mjs"
+import * as Receipts from "../../stress/receipts.mjs"
 
 type Json = Record<string, unknown>
 
@@ -159,91 +160,26 @@ export const referenceNative = async (sessionFile: string, sessionRoot: string):
 // Receipts
 // ---------------------------------------------------------------------------
 
-const OBSERVED_AT = "2026-07-26T00:00:00.000Z"
 const MODEL = { provider: "test", id: "model" }
+const TEST_RECEIPT = { model: MODEL, source: "test" }
 
 /** A 64-hex job id from a small number, so tests can reuse ids on purpose. */
 export const jobId = (n: number): string => n.toString(16).padStart(64, "0")
-
-const branchRef = (branch: ReadonlyArray<Json>) => ({
-  leafId: (branch.at(-1)?.id as string | undefined) ?? null,
-  entryCount: branch.length,
-  pathHash: Core.sha256(branch.map((value) => String(value?.id ?? "")))
-})
-
-const synthesis = () =>
-  Model.extractRarebitSynthesisReceipt({}, {
-    requestedModel: MODEL,
-    startedAt: OBSERVED_AT,
-    completedAt: OBSERVED_AT,
-    durationMs: 0
-  })
 
 /**
  * A valid `ok` Summary receipt for `branch`, shaped like the reference test
  * suite's compact receipt. `jobId` is a placeholder: settle replaces it.
  */
-export const summaryReceipt = (branch: ReadonlyArray<Json>, sessionId: string, overrides: Json = {}): Json => {
-  const selected = Core.selectRarebits(branch)
-  const latestUser = (selected.occurrences as Array<Json>).filter((value) => value.role === "user").at(-1)
-  return {
-    schemaVersion: 4,
-    type: "rarebit_summary",
-    status: "ok",
-    jobId: "0".repeat(64),
-    sessionId,
-    branch: branchRef(branch),
-    observedAt: OBSERVED_AT,
-    selection: {
-      manifestHash: selected.manifestHash,
-      selectorVersion: selected.manifest.selectorVersion,
-      occurrenceCount: selected.occurrences.length,
-      uniquePayloadCount: selected.payloads.length,
-      latestUserSourceEntryId: latestUser?.sourceEntryId ?? null
-    },
-    lifecycleBoundary: "manual",
-    implementationVersion: "hc-rarebit-summary-v4",
-    synthesisMode: "forced",
-    inputCoveragePolicy: { strategy: "complete_or_explicit_overflow", maxPromptChars: 1_000 },
-    promptVersion: "rarebit-summary-v4",
-    model: MODEL,
-    modelProvenance: { source: "test", status: "resolved" },
-    summary: "ok",
-    sessionStatus: "finished",
-    statusReason: "all_requests_accomplished",
-    synthesis: synthesis(),
-    ...overrides
-  }
-}
+export const summaryReceipt = (branch: ReadonlyArray<Json>, sessionId: string, overrides: Json = {}): Json => ({
+  ...Receipts.summaryReceipt(branch, sessionId, { ...TEST_RECEIPT, text: "ok" }),
+  ...overrides
+})
 
 /** A valid Title receipt (`proposal` unless overridden) for `branch`. */
-export const titleReceipt = (branch: ReadonlyArray<Json>, sessionId: string, overrides: Json = {}): Json => {
-  const selected = Core.selectRarebits(branch)
-  const firstUser = (selected.occurrences as Array<Json>).find((value) => value.role === "user")
-  return {
-    schemaVersion: 4,
-    type: "rarebit_title",
-    status: "proposal",
-    jobId: "0".repeat(64),
-    implementationVersion: "hc-rarebit-title-v4",
-    sessionId,
-    branch: branchRef(branch),
-    selectionManifestHash: selected.manifestHash,
-    titleEvidence: {
-      provenance: "captured_interactive_rpc",
-      sourceEntryId: (firstUser?.sourceEntryId as string | undefined) ?? null
-    },
-    promptVersion: "rarebit-title-v1",
-    model: MODEL,
-    modelProvenance: { source: "test", status: "resolved" },
-    applicationMode: "proposal",
-    priorTitle: null,
-    title: "2026-07-26 Test title",
-    observedAt: OBSERVED_AT,
-    synthesis: synthesis(),
-    ...overrides
-  }
-}
+export const titleReceipt = (branch: ReadonlyArray<Json>, sessionId: string, overrides: Json = {}): Json => ({
+  ...Receipts.titleReceipt(branch, sessionId, { ...TEST_RECEIPT, text: "2026-07-26 Test title" }),
+  ...overrides
+})
 
 // ---------------------------------------------------------------------------
 // The reference's service, writing through its own store
