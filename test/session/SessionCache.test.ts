@@ -15,7 +15,7 @@ import {
 } from "../../src/session/index.js"
 import { makeFaultFileSystem } from "../../src/testing/FaultFileSystem.js"
 import { makeMemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
-import { fileSystemSuite, nodeWorld } from "../support/FileSystemSuite.js"
+import { fileSystemSuite, nodeWorld, rewriteInPlace as rewriteInPlaceOn } from "../support/FileSystemSuite.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 import { Session } from "../support/Reference.js"
 import { sessionTextArb, textArb } from "./SessionArbitrary.js"
@@ -183,19 +183,10 @@ const append = (file: string, text: string) =>
     yield* fs.writeFileString(file, text, { flag: "a" })
   })
 
-/** Rewrites a file in place (same inode) and puts its modification time back. */
+/** `rewriteInPlace` on the file system in context. */
 const rewriteInPlace = (file: string, text: string) =>
   Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    const before = yield* fs.stat(file)
-    const mtimeMs = Option.getOrThrow(before.mtime).getTime()
-    yield* fs.writeFileString(file, text)
-    // In seconds, aimed at the middle of the millisecond so float rounding cannot move it.
-    const seconds = (mtimeMs + 0.5) / 1000
-    yield* fs.utimes(file, seconds, seconds)
-    const after = yield* fs.stat(file)
-    assert.strictEqual(Option.getOrThrow(after.mtime).getTime(), mtimeMs, "mtime restored")
-    assert.deepStrictEqual(after.ino, before.ino, "same inode")
+    yield* rewriteInPlaceOn(yield* FileSystem.FileSystem, file, text)
   })
 
 const replace = (file: string, text: string) =>

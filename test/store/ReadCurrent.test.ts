@@ -7,7 +7,7 @@ import { assert } from "@effect/vitest"
 import { Effect } from "effect"
 import { sha256Hex } from "../../src/protocol/CanonicalJson.js"
 import type { CurrentRead } from "../../src/store/RarebitStore.js"
-import { fileSystemSuite } from "../support/FileSystemSuite.js"
+import { fileSystemSuite, rewriteInPlace } from "../support/FileSystemSuite.js"
 import { branchOf, type Json, jobId, nativeOf, referenceProjection, summaryReceipt, titleReceipt } from "../support/Receipts.js"
 import {
   appendRaw,
@@ -18,7 +18,6 @@ import {
   headLine,
   type Kit,
   receiptLine,
-  rewriteInPlace,
   setup,
   sizeOf
 } from "./StoreKit.js"
@@ -397,7 +396,9 @@ fileSystemSuite("RarebitStore.readCurrent", (it) => {
         yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, "s", { jobId: jobId(1) }))
         assertProjection(kit, yield* read(kit))
         const text = yield* kit.fs.readFileString(kit.sessionFile)
-        yield* rewriteInPlace(kit.fs, kit.sessionFile, text.replace("middle B", "middle C"))
+        const rewritten = text.replace("middle B", "middle C")
+        assert.strictEqual(Buffer.byteLength(rewritten), Buffer.byteLength(text), "same size")
+        yield* rewriteInPlace(kit.fs, kit.sessionFile, rewritten)
         const again = yield* read(kit)
         // The default cache trusts the unchanged size and mtime (the documented limit); off, it is not asked.
         assertProjection(kit, again, { native: nativeOf("s", cacheSessions ? before : after) })

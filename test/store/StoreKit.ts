@@ -157,24 +157,6 @@ export const appendReceiptWithHead = (kit: Kit, receipt: Json, options: { readon
     return { offset, line, head }
   })
 
-/**
- * Rewrites a file in place (same inode) and puts its modification time back,
- * so only its bytes tell the rewrite apart from no change at all.
- */
-export const rewriteInPlace = (fs: FileSystem.FileSystem, file: string, text: string) =>
-  Effect.gen(function*() {
-    const before = yield* fs.stat(file)
-    const mtimeMs = Option.getOrThrow(before.mtime).getTime()
-    yield* fs.writeFileString(file, text)
-    // In seconds, aimed at the middle of the millisecond so float rounding cannot move it.
-    const seconds = (mtimeMs + 0.5) / 1000
-    yield* fs.utimes(file, seconds, seconds)
-    const after = yield* fs.stat(file)
-    assert.strictEqual(Option.getOrThrow(after.mtime).getTime(), mtimeMs, "mtime restored")
-    assert.deepStrictEqual(after.ino, before.ino, "same inode")
-    assert.strictEqual(Number(after.size), Number(before.size), "same size")
-  })
-
 /** Every file under `dir` (recursively), relative to it; empty when `dir` does not exist. */
 export const filesUnder = (fs: FileSystem.FileSystem, dir: string) =>
   fs.readDirectory(dir, { recursive: true }).pipe(

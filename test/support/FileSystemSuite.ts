@@ -12,7 +12,7 @@
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it, type Vitest } from "@effect/vitest"
-import { Effect, FileSystem, Layer, Path, PlatformError } from "effect"
+import { Effect, FileSystem, Layer, Option, Path, PlatformError } from "effect"
 import type { Scope } from "effect"
 import * as DirectFileSystem from "../../src/platform/DirectFileSystem.js"
 import { MemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
@@ -128,3 +128,20 @@ export const assertFailure = (error: unknown, expected: ExpectedFailure): void =
     assert.strictEqual((reason.cause as { readonly code?: unknown } | undefined)?.code, expected.code)
   }
 }
+
+/**
+ * Rewrites a file in place (same inode) and puts its modification time back,
+ * so only its bytes tell the rewrite apart from no change at all.
+ */
+export const rewriteInPlace = (fs: FileSystem.FileSystem, file: string, text: string) =>
+  Effect.gen(function*() {
+    const before = yield* fs.stat(file)
+    const mtimeMs = Option.getOrThrow(before.mtime).getTime()
+    yield* fs.writeFileString(file, text)
+    // In seconds, aimed at the middle of the millisecond so float rounding cannot move it.
+    const seconds = (mtimeMs + 0.5) / 1000
+    yield* fs.utimes(file, seconds, seconds)
+    const after = yield* fs.stat(file)
+    assert.strictEqual(Option.getOrThrow(after.mtime).getTime(), mtimeMs, "mtime restored")
+    assert.deepStrictEqual(after.ino, before.ino, "same inode")
+  })
