@@ -242,7 +242,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     Effect.provideService(Path, path)
   )
   // Pollers re-read the same sidecar; unchanged verified bytes are compared, not re-parsed.
-  const sidecars = makeSidecarCurrentCache(fs)
+  const sidecars = yield* makeSidecarCurrentCache(fs)
   const observeNative = (sessionFile: string, location: StoreLocation): Effect.Effect<NativeObservation> =>
     config.cacheSessions
       ? sessions.observe(sessionFile, { sessionRoot: location.sessionRoot }) as Effect.Effect<NativeObservation>

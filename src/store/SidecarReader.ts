@@ -17,12 +17,13 @@
  *
  * @since 0.1.0
  */
-import { Effect, Option } from "effect"
-import type { FileSystem } from "effect/FileSystem"
+import { Effect, Exit, Option, Scope } from "effect"
+import type { File, FileSystem } from "effect/FileSystem"
 import type { PlatformError } from "effect/PlatformError"
 import { sha256Hex } from "../protocol/CanonicalJson.js"
 import { sameBytes } from "../protocol/internal/Bytes.js"
 import { fileIdentity } from "../protocol/internal/FileInfo.js"
+import { copyJson } from "../protocol/internal/JsonCopy.js"
 import { isValidHead, isValidReceiptReference } from "../protocol/Head.js"
 import { MAX_HISTORY_BYTES, MAX_HISTORY_RECORDS, MAX_TAIL_BYTES } from "../protocol/Limits.js"
 import { validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
@@ -30,6 +31,8 @@ import { validateTitleReceipt } from "../protocol/TitleReceipt.js"
 import { NotRegularFile } from "./Errors.js"
 
 const NEWLINE = 10
+
+type FileInfo = File.Info
 
 const utf8 = new TextDecoder("utf-8")
 
@@ -263,7 +266,9 @@ interface CurrentProof {
   readonly tail: Uint8Array
   readonly receiptOffset: number
   readonly receipt: Uint8Array
-  readonly headLine: Uint8Array
+  /** Copies of the records parsed from those bytes, never handed out. */
+  readonly receiptRecord: Record<string, unknown>
+  readonly headRecord: Record<string, unknown>
   readonly diagnostics: SidecarDiagnostics
 }
 
@@ -277,9 +282,9 @@ const unavailable = (
   proof: undefined
 })
 
-const readCurrentWithProof = (fs: FileSystem, path: string) =>
-  Effect.scoped(Effect.gen(function*() {
-    const { file, identity, size } = yield* openRegularFile(fs, path)
+/** A current read of `file`, open at `path` with `size` bytes and `identity` (if known). */
+const currentOf = (file: OpenFile, path: string, size: number, identity: string | undefined) =>
+  Effect.gen(function*() {
     const length = Math.min(size, MAX_TAIL_BYTES)
     const bytes = yield* readRange(file, size - length, length)
     const tailOffset = size - bytes.length
@@ -317,9 +322,8 @@ const readCurrentWithProof = (fs: FileSystem, path: string) =>
       tailOffset,
       verified.offset >= tailOffset ? Math.min(headOffset - 1, verified.offset) : headOffset - 1
     )
-    // Copied out of the 64 KiB window, which the proof must not keep alive; the head line lies within it.
+    // Copied out of the 64 KiB window, which the proof must not keep alive.
     const tail = bytes.slice(tailStart - tailOffset)
-    const headEnd = tail.indexOf(NEWLINE, headOffset - tailStart)
     return {
       current: {
         availability: "available",
@@ -336,11 +340,18 @@ const readCurrentWithProof = (fs: FileSystem, path: string) =>
         tail,
         receiptOffset: verified.offset,
         receipt: verified.bytes,
-        headLine: tail.subarray(headOffset - tailStart, headEnd),
+        receiptRecord: copyJson(verified.record),
+        headRecord: copyJson(last.record as Record<string, unknown>),
         diagnostics
       } satisfies CurrentProof
     }
-  }))
+  })
+
+const readCurrentWithProof = (fs: FileSystem, path: string) =>
+  Effect.scoped(Effect.flatMap(
+    openRegularFile(fs, path),
+    ({ file, identity, size }) => currentOf(file, path, size, identity)
+  ))
 
 /**
  * Reads the current receipt of a sidecar: one tail window plus one verified
@@ -358,9 +369,26 @@ export const readSidecarCurrent = (fs: FileSystem, path: string): Effect.Effect<
 const sameBytesAt = (file: OpenFile, position: number, expected: Uint8Array) =>
   Effect.map(readRange(file, position, expected.length), (actual) => sameBytes(actual, expected))
 
+/** A sidecar kept open between current reads, shared by the reads in flight. */
+interface HeldSidecar {
+  readonly file: OpenFile
+  /** Device and inode of the open file (`fstat`), when the file system reports them. */
+  readonly identity: string | undefined
+  readonly scope: Scope.Closeable
+  /** Reads using the file right now. */
+  users: number
+  /** Replaced at its path, dropped from the cache, or the cache ended: closed once its last read is done. */
+  retired: boolean
+}
+
+interface CachedSidecar {
+  proof: CurrentProof | undefined
+  held: HeldSidecar | undefined
+}
+
 /**
- * Current reads that skip re-parsing and re-validating a sidecar whose
- * verified bytes have not moved.
+ * Current reads that skip re-opening, re-parsing and re-validating a sidecar
+ * whose verified bytes have not moved.
  *
  * **Details**
  *
@@ -368,66 +396,160 @@ const sameBytesAt = (file: OpenFile, position: number, expected: Uint8Array) =>
  * bytes from just before the head to the end, and the receipt's bytes. A
  * later read of the same file at the same size re-reads exactly those bytes
  * and compares them; only if they are identical is the earlier answer
- * rebuilt from them (so every answer still rests on bytes read this time).
- * Anything else — another size, another inode, different bytes, an
- * unavailable answer — is a full read. Bounded: the least recently read
- * sidecars are dropped beyond `capacity`.
+ * returned again, as fresh objects (so every answer still rests on bytes
+ * read this time). Anything else — another size, another inode, different
+ * bytes, an unavailable answer — is a full read.
+ *
+ * Each cached sidecar also stays open for reading: every read starts with an
+ * `lstat` of the path, and the held file is used only while that shows the
+ * same device and inode, so a sidecar replaced by a rename is opened anew
+ * and the old file let go. Reads in flight share the held file; one that is
+ * replaced, dropped or outlives the cache is closed when its last read ends.
+ * Bounded: the least recently read sidecars are dropped beyond `capacity`.
+ * Everything still open is closed when the scope ends.
  *
  * @category readers
  * @since 0.1.0
  */
-export const makeSidecarCurrentCache = (fs: FileSystem, capacity = 64) => {
-  const proofs = new Map<string, CurrentProof>()
-  const counters = { full: 0, confirmed: 0 }
-  const remember = (path: string, proof: CurrentProof | undefined) => {
-    proofs.delete(path)
-    if (proof === undefined) return
-    proofs.set(path, proof)
-    if (proofs.size > capacity) proofs.delete(proofs.keys().next().value as string)
+export const makeSidecarCurrentCache = Effect.fnUntraced(function*(fs: FileSystem, capacity = 64) {
+  const entries = new Map<string, CachedSidecar>()
+  const counters = { full: 0, confirmed: 0, opened: 0 }
+  let ended = false
+
+  const closeIfIdle = (held: HeldSidecar): Effect.Effect<void> =>
+    held.retired && held.users === 0 ? Scope.close(held.scope, Exit.void) : Effect.void
+  const retire = (held: HeldSidecar | undefined): Effect.Effect<void> => {
+    if (held === undefined || held.retired) return Effect.void
+    held.retired = true
+    return closeIfIdle(held)
   }
-  const fromProof = (path: string, proof: CurrentProof) =>
-    Effect.scoped(Effect.gen(function*() {
-      const { file, identity, size } = yield* openRegularFile(fs, path)
-      if (identity !== proof.identity || size !== proof.size) return undefined
+  const drop = (path: string): Effect.Effect<void> => {
+    const entry = entries.get(path)
+    if (entry === undefined) return Effect.void
+    entries.delete(path)
+    return retire(entry.held)
+  }
+
+  yield* Effect.addFinalizer(() =>
+    Effect.suspend(() => {
+      ended = true
+      const held = [...entries.values()].map((entry) => entry.held)
+      entries.clear()
+      return Effect.forEach(held, retire, { discard: true })
+    })
+  )
+
+  /** The entry for `path`, made the most recently read; the least recently read beyond capacity is dropped. */
+  const touch = (path: string): Effect.Effect<CachedSidecar> =>
+    Effect.suspend(() => {
+      const entry = entries.get(path) ?? { proof: undefined, held: undefined }
+      entries.delete(path)
+      entries.set(path, entry)
+      return entries.size > capacity
+        ? Effect.as(drop(entries.keys().next().value as string), entry)
+        : Effect.succeed(entry)
+    })
+
+  /**
+   * The file to read `path` through, counted as in use, with its size and
+   * identity: the held one while the path's `lstat` shows its identity,
+   * else one opened now and held from here on (or, if the path changed
+   * again in between, used once and described by its own `fstat`).
+   */
+  const acquire = (path: string, entry: CachedSidecar, pathInfo: FileInfo) =>
+    Effect.suspend((): Effect.Effect<{ readonly held: HeldSidecar; readonly info: FileInfo }, PlatformError> => {
+      const identity = fileIdentity(pathInfo)
+      const held = entry.held
+      if (held !== undefined && !held.retired && identity !== undefined && held.identity === identity) {
+        held.users++
+        return Effect.succeed({ held, info: pathInfo })
+      }
+      return Effect.gen(function*() {
+        const scope = yield* Scope.make()
+        const file = yield* Scope.provide(fs.open(path, { flag: "r", noFollow: true }), scope).pipe(
+          Effect.onError(() => Scope.close(scope, Exit.void))
+        )
+        const opened = yield* file.stat.pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
+        counters.opened++
+        const fresh: HeldSidecar = { file, identity: fileIdentity(opened), scope, users: 1, retired: false }
+        // Whatever was held is not the path's file any more.
+        yield* retire(entry.held)
+        const keep = !ended && identity !== undefined && fresh.identity === identity && entries.get(path) === entry
+        if (keep) entry.held = fresh
+        else {
+          entry.held = undefined
+          fresh.retired = true
+        }
+        return { held: fresh, info: opened }
+      })
+    })
+  const release = (held: HeldSidecar) =>
+    Effect.suspend(() => {
+      held.users--
+      return closeIfIdle(held)
+    })
+
+  /** The earlier answer, if the bytes it rests on are still there; fresh objects, since callers may change theirs. */
+  const confirm = (file: OpenFile, path: string, proof: CurrentProof) =>
+    Effect.gen(function*() {
       if (!(yield* sameBytesAt(file, proof.tailStart, proof.tail))) return undefined
       const receiptInTail = proof.receiptOffset >= proof.tailStart
       if (!receiptInTail && !(yield* sameBytesAt(file, proof.receiptOffset, proof.receipt))) return undefined
-      const receipt = JSON.parse(utf8.decode(proof.receipt.subarray(0, -1))) as Record<string, unknown>
-      const head = JSON.parse(utf8.decode(proof.headLine)) as Record<string, unknown>
+      const receipt = copyJson(proof.receiptRecord)
       return {
         availability: "available",
         path,
         receipt,
         records: [receipt],
-        head,
-        diagnostics: proof.diagnostics
+        head: copyJson(proof.headRecord),
+        diagnostics: { ...proof.diagnostics }
       } satisfies SidecarCurrent
-    }))
-  const read = (path: string): Effect.Effect<SidecarCurrent> =>
-    Effect.suspend(() => {
-      const proof = proofs.get(path)
-      const full = Effect.map(readCurrentWithProof(fs, path), (result) => {
-        counters.full++
-        remember(path, result.proof)
-        return result.current
-      })
-      const answer = proof === undefined
-        ? full
-        : Effect.flatMap(fromProof(path, proof), (cached) => {
-          if (cached === undefined) return full
-          counters.confirmed++
-          remember(path, proof)
-          return Effect.succeed(cached)
-        })
-      return answer.pipe(Effect.catch((error) => {
-        proofs.delete(path)
-        return Effect.succeed(sidecarFailure(path, error))
-      }))
     })
-  /** Reads answered by a full read, and by comparing the remembered bytes. */
-  const stats = Effect.sync(() => ({ ...counters, kept: proofs.size }))
+
+  const readThrough = (path: string, entry: CachedSidecar, proof: CurrentProof | undefined, pathInfo: FileInfo) =>
+    Effect.acquireUseRelease(
+      acquire(path, entry, pathInfo),
+      ({ held: { file }, info }) =>
+        Effect.gen(function*() {
+          const size = Number(info.size)
+          const identity = fileIdentity(info)
+          if (proof !== undefined && proof.identity === identity && proof.size === size) {
+            const cached = yield* confirm(file, path, proof)
+            if (cached !== undefined) {
+              counters.confirmed++
+              entry.proof = proof
+              return cached
+            }
+          }
+          counters.full++
+          const result = yield* currentOf(file, path, size, identity)
+          entry.proof = result.proof
+          return result.current
+        }),
+      ({ held }) => release(held)
+    )
+
+  const read = (path: string): Effect.Effect<SidecarCurrent> =>
+    Effect.gen(function*() {
+      const info = yield* fs.lstat(path)
+      if (info.type !== "File") return yield* new NotRegularFile({ path })
+      const entry = yield* touch(path)
+      const proof = entry.proof
+      // Cleared while the read runs: a failed or interrupted read leaves no proof behind.
+      entry.proof = undefined
+      return yield* readThrough(path, entry, proof, info)
+    }).pipe(
+      Effect.catch((error) => Effect.as(drop(path), sidecarFailure(path, error)))
+    )
+
+  /** Reads answered by a full read and by comparing the remembered bytes; sidecars kept, files opened and held now. */
+  const stats = Effect.sync(() => ({
+    ...counters,
+    kept: entries.size,
+    held: [...entries.values()].filter((entry) => entry.held !== undefined && !entry.held.retired).length
+  }))
   return { read, stats }
-}
+})
 
 /**
  * Whether a history page request is inside the protocol's bounds: a safe,

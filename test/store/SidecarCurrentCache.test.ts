@@ -4,10 +4,11 @@
  * truncation, replacement), a cached read answers exactly what a fresh read
  * of the same bytes answers.
  */
-import { assert } from "@effect/vitest"
-import { Effect, type FileSystem, type Path } from "effect"
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber, FileSystem, Path, Scope } from "effect"
 import fc from "fast-check"
 import { makeSidecarCurrentCache, readSidecarCurrent } from "../../src/store/SidecarReader.js"
+import { makeMemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 import { jobId, summaryReceipt, titleReceipt } from "../support/Receipts.js"
@@ -83,7 +84,7 @@ const apply = (kit: Kit, step: Step) =>
 const oneReceipt = (root: string) =>
   Effect.gen(function*() {
     const kit = yield* setup(root)
-    const cache = makeSidecarCurrentCache(kit.fs)
+    const cache = yield* makeSidecarCurrentCache(kit.fs)
     yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) }))
     return { kit, cache }
   })
@@ -97,7 +98,7 @@ fileSystemSuite("sidecar current cache", (it) => {
       const run = (sequence: ReadonlyArray<Step>) =>
         Effect.gen(function*() {
           const kit = yield* setup(`${root}/case-${caseIndex++}`)
-          const cache = makeSidecarCurrentCache(kit.fs)
+          const cache = yield* makeSidecarCurrentCache(kit.fs)
           yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) }))
           for (const [index, step] of sequence.entries()) {
             // Read twice before each change: the second read is the one the cache can answer.
@@ -128,14 +129,14 @@ fileSystemSuite("sidecar current cache", (it) => {
       const second = yield* cache.read(kit.sidecar)
       assert.strictEqual(first.availability, "available")
       assert.deepStrictEqual(second, first)
-      assert.deepStrictEqual(yield* cache.stats, { full: 1, confirmed: 1, kept: 1 })
+      assert.deepStrictEqual(yield* cache.stats, { full: 1, confirmed: 1, opened: 1, kept: 1, held: 1 })
     }))
 
   it.effect("a byte changed inside the head or the receipt is seen; the answer fails closed", ({ root }) =>
     Effect.gen(function*() {
       for (const target of ["receipt", "head"] as const) {
         const kit = yield* setup(`${root}/${target}`)
-        const cache = makeSidecarCurrentCache(kit.fs)
+        const cache = yield* makeSidecarCurrentCache(kit.fs)
         const { line } = yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) }))
         assert.strictEqual((yield* cache.read(kit.sidecar)).availability, "available", target)
         const size = yield* sizeOf(kit.fs, kit.sidecar)
@@ -160,7 +161,7 @@ fileSystemSuite("sidecar current cache", (it) => {
   it.effect("a head at the very start pointing forward at its receipt is confirmed like any other", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
-      const cache = makeSidecarCurrentCache(kit.fs)
+      const cache = yield* makeSidecarCurrentCache(kit.fs)
       const line = receiptLine(summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) }))
       // The head's own length depends on the offset it names: iterate to the fixed point.
       let head = headLine(headFor(kit.sessionId, 0, line))
@@ -170,7 +171,7 @@ fileSystemSuite("sidecar current cache", (it) => {
       assert.strictEqual(fresh.availability, "available")
       assert.deepStrictEqual(yield* cache.read(kit.sidecar), fresh)
       assert.deepStrictEqual(yield* cache.read(kit.sidecar), fresh)
-      assert.deepStrictEqual(yield* cache.stats, { full: 1, confirmed: 1, kept: 1 })
+      assert.deepStrictEqual(yield* cache.stats, { full: 1, confirmed: 1, opened: 1, kept: 1, held: 1 })
     }))
 
   it.effect("answers are fresh objects: changing one does not change the next", ({ root }) =>
@@ -188,7 +189,7 @@ fileSystemSuite("sidecar current cache", (it) => {
   it.effect("keeps at most `capacity` sidecars, dropping the least recently read", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
-      const cache = makeSidecarCurrentCache(kit.fs, 2)
+      const cache = yield* makeSidecarCurrentCache(kit.fs, 2)
       yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) }))
       const copies = ["a", "b", "c"].map((name) => `${kit.sidecar}.${name}`)
       const bytes = yield* kit.fs.readFile(kit.sidecar)
@@ -197,10 +198,171 @@ fileSystemSuite("sidecar current cache", (it) => {
       yield* cache.read(copies[1])
       yield* cache.read(copies[0])
       yield* cache.read(copies[2])
-      assert.deepStrictEqual(yield* cache.stats, { full: 3, confirmed: 1, kept: 2 })
+      assert.deepStrictEqual(yield* cache.stats, { full: 3, confirmed: 1, opened: 3, kept: 2, held: 2 })
       yield* cache.read(copies[0])
       assert.strictEqual((yield* cache.stats).confirmed, 2)
       yield* cache.read(copies[1])
-      assert.deepStrictEqual(yield* cache.stats, { full: 4, confirmed: 2, kept: 2 })
+      assert.deepStrictEqual(yield* cache.stats, { full: 4, confirmed: 2, opened: 4, kept: 2, held: 2 })
     }))
+})
+
+describe("sidecar current cache holds each sidecar open between reads", () => {
+  /** A memory world whose open descriptors can be listed, and a kit with one receipt on it. */
+  const world = <A, E>(body: (memory: ReturnType<typeof makeMemoryFileSystem>, kit: Kit) => Effect.Effect<A, E, FileSystem.FileSystem | Path.Path>) => {
+    const memory = makeMemoryFileSystem()
+    return Effect.gen(function*() {
+      const kit = yield* setup("/w")
+      yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) }))
+      return yield* body(memory, kit)
+    }).pipe(Effect.provideService(FileSystem.FileSystem, memory), Effect.provide(Path.layer))
+  }
+  const reads = (memory: ReturnType<typeof makeMemoryFileSystem>) =>
+    memory.openDescriptors().filter(({ flag }) => flag === "r").map(({ path }) => path)
+
+  /** Same bytes under a new inode, written beside and renamed over. */
+  const replace = (kit: Kit, extra = "") =>
+    Effect.gen(function*() {
+      const bytes = yield* kit.fs.readFile(kit.sidecar)
+      yield* kit.fs.writeFile(`${kit.sidecar}.next`, new Uint8Array([...bytes, ...bytesOf(extra)]), { mode: 0o600 })
+      yield* kit.fs.rename(`${kit.sidecar}.next`, kit.sidecar)
+    })
+
+  /** Replaced by a copy with one more receipt and head. */
+  const replaceWithNewer = (kit: Kit) =>
+    Effect.gen(function*() {
+      const offset = yield* sizeOf(kit.fs, kit.sidecar)
+      const line = receiptLine(summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(3) }))
+      yield* replace(kit, line + headLine(headFor(kit.sessionId, offset, line)))
+    })
+
+  it.effect("polls open the sidecar once, also across appends, and keep one read handle", () =>
+    world((memory, kit) =>
+      Effect.scoped(Effect.gen(function*() {
+        const cache = yield* makeSidecarCurrentCache(kit.fs)
+        for (let poll = 0; poll < 4; poll++) {
+          assert.deepStrictEqual(yield* cache.read(kit.sidecar), yield* readSidecarCurrent(kit.fs, kit.sidecar))
+        }
+        yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(2) }))
+        const grown = yield* cache.read(kit.sidecar)
+        assert.strictEqual((grown.receipt as { jobId: string }).jobId, jobId(2))
+        assert.deepStrictEqual(yield* cache.stats, { full: 2, confirmed: 3, opened: 1, kept: 1, held: 1 })
+        assert.deepStrictEqual(reads(memory), [kit.sidecar])
+      }))
+    ))
+
+  it.effect("a replaced or removed sidecar's handle is let go; eviction and the cache's end close the rest", () =>
+    world((memory, kit) =>
+      Effect.gen(function*() {
+        const scope = yield* Scope.make()
+        const cache = yield* makeSidecarCurrentCache(kit.fs, 2).pipe(Scope.provide(scope))
+        yield* Effect.gen(function*() {
+          yield* cache.read(kit.sidecar)
+          // Replaced by a rename: the new file is read and held, the old one closed.
+          yield* replace(kit, "{}\n")
+          const replaced = yield* cache.read(kit.sidecar)
+          assert.deepStrictEqual(replaced, yield* readSidecarCurrent(kit.fs, kit.sidecar))
+          assert.strictEqual((yield* cache.stats).opened, 2)
+          assert.deepStrictEqual(reads(memory), [kit.sidecar])
+          // Removed: nothing stays open for it.
+          yield* kit.fs.remove(kit.sidecar)
+          assert.strictEqual((yield* cache.read(kit.sidecar)).availability, "missing")
+          assert.deepStrictEqual(reads(memory), [])
+          // Capacity 2: reading a third sidecar drops the least recently read, and closes it.
+          yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) }))
+          const bytes = yield* kit.fs.readFile(kit.sidecar)
+          const copies = ["a", "b"].map((name) => `${kit.sidecar}.${name}`)
+          for (const copy of copies) yield* kit.fs.writeFile(copy, bytes, { mode: 0o600 })
+          for (const path of [kit.sidecar, ...copies]) assert.strictEqual((yield* cache.read(path)).availability, "available")
+          assert.deepStrictEqual(reads(memory).sort(), [...copies].sort())
+          assert.strictEqual((yield* cache.stats).held, 2)
+        })
+        yield* Scope.close(scope, Exit.void)
+        assert.deepStrictEqual(reads(memory), [])
+        // A read after the cache's end is still right, and holds nothing.
+        assert.deepStrictEqual(yield* cache.read(kit.sidecar), yield* readSidecarCurrent(kit.fs, kit.sidecar))
+        assert.deepStrictEqual(reads(memory), [])
+      })
+    ))
+
+  it.effect("a sidecar replaced between the lstat and the open is read as the file opened, then let go", () =>
+    world((memory, kit) =>
+      Effect.scoped(Effect.gen(function*() {
+        let swapOnOpen = false
+        // Renames a sidecar with a newer receipt over the path just before the cache's open runs.
+        const swapping = new Proxy(memory as FileSystem.FileSystem, {
+          get: (target, key) => {
+            const value = Reflect.get(target, key, target)
+            if (key !== "open") return value
+            return (...args: Array<unknown>) =>
+              Effect.andThen(
+                swapOnOpen ? Effect.andThen(Effect.sync(() => swapOnOpen = false), replaceWithNewer(kit)) : Effect.void,
+                value.apply(target, args)
+              )
+          }
+        })
+        const cache = yield* makeSidecarCurrentCache(swapping)
+        yield* cache.read(kit.sidecar)
+        yield* replace(kit, "{}\n")
+        swapOnOpen = true
+        const raced = yield* cache.read(kit.sidecar)
+        assert.isFalse(swapOnOpen, "the swap ran")
+        // The answer describes the file that was read, whole, not the size the lstat saw before the swap.
+        assert.strictEqual((raced.receipt as { jobId: string }).jobId, jobId(3))
+        assert.deepStrictEqual(raced, yield* readSidecarCurrent(kit.fs, kit.sidecar))
+        assert.deepStrictEqual(reads(memory), [], "neither the old nor the raced file stays open")
+        assert.deepStrictEqual(yield* cache.read(kit.sidecar), yield* readSidecarCurrent(kit.fs, kit.sidecar))
+        assert.deepStrictEqual(reads(memory), [kit.sidecar])
+        assert.strictEqual((yield* cache.stats).opened, 3)
+      }))
+    ))
+
+  it.effect("a read interrupted at any file-system call leaves at most the held handle, and the next read is right", () =>
+    world((memory, kit) =>
+      Effect.gen(function*() {
+        const stalled = { unchanged: 0, replaced: 0 }
+        for (let run = 0; run < 12; run++) {
+          yield* Effect.scoped(Effect.gen(function*() {
+            // Once armed, the read's `cut`-th file-system call never returns; then the read is interrupted.
+            const cut = 1 + (run >> 1)
+            const variant = run % 2 === 0 ? "unchanged" : "replaced"
+            let armed = false
+            let calls = 0
+            const reached = yield* Deferred.make<void>()
+            const stall = <A>(call: () => A): A | Effect.Effect<never> =>
+              armed && ++calls === cut
+                ? Effect.andThen(Deferred.succeed(reached, undefined), Effect.interruptible(Effect.never))
+                : call()
+            // Every call of the file system and of the files it opens counts, `stat` getters included.
+            const counted = <T extends object>(inner: T): T =>
+              new Proxy(inner, {
+                get: (target, key) => {
+                  const value = Reflect.get(target, key, target)
+                  if (Effect.isEffect(value)) return stall(() => value)
+                  if (typeof value !== "function") return value
+                  return (...args: Array<unknown>) =>
+                    stall(() => {
+                      const result = value.apply(target, args)
+                      return key === "open" ? Effect.map(result, (file: FileSystem.File) => counted(file)) : result
+                    })
+                }
+              })
+            const cache = yield* makeSidecarCurrentCache(counted(memory as FileSystem.FileSystem))
+            yield* cache.read(kit.sidecar)
+            if (variant === "replaced") yield* replace(kit)
+            armed = true
+            const read = yield* Effect.forkChild(cache.read(kit.sidecar))
+            yield* Effect.raceFirst(Effect.andThen(Deferred.await(reached), Effect.sync(() => stalled[variant]++)), Fiber.await(read))
+            yield* Fiber.interrupt(read)
+            armed = false
+            assert.isAtMost(reads(memory).length, 1, `cut ${cut}: ${reads(memory).join(", ")}`)
+            assert.deepStrictEqual(yield* cache.read(kit.sidecar), yield* readSidecarCurrent(kit.fs, kit.sidecar), `after cut ${cut}`)
+            assert.deepStrictEqual(reads(memory), [kit.sidecar])
+          }))
+          assert.deepStrictEqual(reads(memory), [], `run ${run}: the cache's end`)
+        }
+        // A read through the held file makes 2 calls here (lstat, one read of the tail); one that opens anew, more.
+        assert.strictEqual(stalled.unchanged, 2)
+        assert.isAtLeast(stalled.replaced, 4)
+      })
+    ))
 })
