@@ -19,6 +19,8 @@
 import { Result, Schema } from "effect"
 import { SHA256_HEX_PATTERN, sha256 } from "../protocol/CanonicalJson.js"
 import { isOwnEvidence } from "../protocol/internal/OwnEvidence.js"
+import { isVerifiedSummary } from "../protocol/internal/VerifiedReceipts.js"
+import { validReceipt } from "../protocol/ReceiptValidation.js"
 import type { CompactSelection, SessionStatusValue, StatusReason, SummaryReceipt } from "../protocol/SummaryReceipt.js"
 import { validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
 import type { RarebitManifestOccurrence } from "../session/Selector.js"
@@ -616,7 +618,11 @@ const projectValidated = ({
 
   const records: ReadonlyArray<unknown> = Array.isArray(materialization.records) ? materialization.records : []
   // Every record is validated exactly once, up front and in order, like the reference.
-  const checked = records.map((record, index) => ({ record, index, validation: validateSummaryReceipt(record) }))
+  const checked = records.map((record, index) => ({
+    record,
+    index,
+    validation: isVerifiedSummary(record) ? validReceipt(record as SummaryReceipt) : validateSummaryReceipt(record)
+  }))
   const valid: Array<Candidate> = []
   for (const { index, validation } of checked) {
     if (validation.valid) valid.push({ record: validation.record, index })

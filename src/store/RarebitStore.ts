@@ -29,6 +29,7 @@ import { FileSystem } from "effect/FileSystem"
 import { Path } from "effect/Path"
 import type { PlatformError } from "effect/PlatformError"
 import { sha256Hex, SHA256_HEX_PATTERN } from "../protocol/CanonicalJson.js"
+import { withVerifiedSummaries } from "../protocol/internal/VerifiedReceipts.js"
 import { encodeHeadLine, headFor, makeHead, type ReceiptReference } from "../protocol/Head.js"
 import {
   claimExpired,
@@ -309,12 +310,14 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     const sidecar = yield* sidecarPath(options.sessionFile, location)
     const native = options.native ?? (yield* observeNative(options.sessionFile as string, location))
     const current = yield* sidecars.read(sidecar)
-    const artifactState = yield* project({
-      native,
-      materialization: { availability: current.availability, records: current.records },
-      expectation: options.expectation,
-      deadlineExpired: options.deadlineExpired
-    })
+    // The sidecar reader's records are Summary receipts it verified for this answer.
+    const artifactState = yield* withVerifiedSummaries(current.records, () =>
+      project({
+        native,
+        materialization: { availability: current.availability, records: current.records },
+        expectation: options.expectation,
+        deadlineExpired: options.deadlineExpired
+      }))
     return { ...current, artifactState } satisfies CurrentRead
   })
 

@@ -4,8 +4,9 @@
  * (compared with the reference's) in every result.
  */
 import { assert } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Result } from "effect"
 import { sha256Hex } from "../../src/protocol/CanonicalJson.js"
+import * as ArtifactState from "../../src/state/ArtifactState.js"
 import type { CurrentRead } from "../../src/store/RarebitStore.js"
 import { fileSystemSuite, rewriteInPlace } from "../support/FileSystemSuite.js"
 import { branchOf, type Json, jobId, nativeOf, referenceProjection, summaryReceipt, titleReceipt } from "../support/Receipts.js"
@@ -361,6 +362,30 @@ fileSystemSuite("RarebitStore.readCurrent", (it) => {
       const read3 = yield* read(kit, { native, expectation: "agent_settled", deadlineExpired: true })
       assertProjection(kit, read3, { native, expectation: "agent_settled", deadlineExpired: true })
       assert.notStrictEqual(read3.artifactState.syncState, "assessment_current")
+    }))
+
+  it.effect("a receipt the store vouched for is validated again once a caller changes and projects it", ({ root }) =>
+    Effect.gen(function*() {
+      const kit = yield* setup(root)
+      yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, "s", { jobId: jobId(1) }))
+      // Twice: once from a full read, once from the cache's confirmed copy.
+      for (const pass of ["full", "confirmed"]) {
+        const current = yield* read(kit)
+        assert.strictEqual(current.artifactState.syncState, "assessment_current", pass)
+        const changed = { ...current.receipt!, schemaVersion: 5 }
+        const unchanged = current.receipt!
+        ;(unchanged as Record<string, unknown>).assessment = "not an assessment"
+        for (const receipt of [changed, unchanged]) {
+          const input = {
+            native: nativeOf(kit.sessionId, kit.branch),
+            materialization: { availability: "available", records: [receipt] }
+          }
+          const ours = ArtifactState.projectArtifactStateResult(input as unknown as ArtifactState.ProjectionInput)
+          assert.isTrue(Result.isSuccess(ours), pass)
+          assert.deepStrictEqual((ours as Result.Success<unknown, unknown>).success, referenceProjection(input), pass)
+          assert.notStrictEqual((ours as Result.Success<ArtifactState.ArtifactState, unknown>).success.syncState, "assessment_current", pass)
+        }
+      }
     }))
 
   it.effect("the native observation is read from the Session: missing, unreadable, available", ({ root }) =>
