@@ -380,19 +380,36 @@ const SELECTOR_VERSION_JSON = JSON.stringify(RAREBIT_SELECTOR_VERSION)
  */
 type OrderedPicks = ReadonlyArray<{ readonly order: number; readonly pick: Pick }>
 
-/** The last selection an accumulator projected, reused while its picks stay the same. */
-interface SelectionMemo {
-  readonly picks: OrderedPicks
+/**
+ * A selection with what it takes to extend it: the pieces of its manifest's
+ * `stableJson`, and where each payload sits.
+ */
+interface SelectionBuild {
   readonly selection: RarebitSelection
   readonly rarebitChars: number
+  /** The occurrence renderings, comma-joined. */
+  readonly occurrencesJson: string
+  readonly payloadJsons: ReadonlyArray<string>
+  /**
+   * Payload position by content hash. Owned by the newest build of a memo
+   * chain: extending moves it to the new build (see `extendSelection`).
+   */
+  readonly payloadIndex: Map<string, number>
 }
 
-const samePicks = (a: OrderedPicks, b: OrderedPicks): boolean => {
-  if (a.length !== b.length) return false
-  for (let index = 0; index < a.length; index++) {
-    if (a[index].pick !== b[index].pick || a[index].order !== b[index].order) return false
+/** The last selection an accumulator projected, reused while its picks stay the same and extended while they grow. */
+interface SelectionMemo {
+  readonly picks: OrderedPicks
+  readonly build: SelectionBuild
+}
+
+/** How many of `picks` start with exactly `prefix` (same picks at the same positions): its length, or -1. */
+const sharedPrefix = (prefix: OrderedPicks, picks: OrderedPicks): number => {
+  if (prefix.length > picks.length) return -1
+  for (let index = 0; index < prefix.length; index++) {
+    if (prefix[index].pick !== picks[index].pick || prefix[index].order !== picks[index].order) return -1
   }
-  return true
+  return prefix.length
 }
 
 const project = (
@@ -405,10 +422,18 @@ const project = (
 ): SessionProjection => {
   // Most appended lines (tool calls and results, thinking) select nothing:
   // the selection, its manifest hash included, is the one computed last time.
-  const reused = memo?.last !== undefined && samePicks(memo.last.picks, picks) ? memo.last : undefined
-  const { rarebitChars, selection } = reused ?? selectionOf(picks)
+  // A line that selects something usually extends the branch the last one
+  // ended: only the new picks are added.
+  const last = memo?.last
+  const shared = last === undefined ? -1 : sharedPrefix(last.picks, picks)
+  const build = last !== undefined && shared === picks.length
+    ? last.build
+    : last !== undefined && shared > 0
+    ? extendSelection(last.build, picks, shared)
+    : selectionOf(picks)
   // A copy: linear Sessions pass their growing array of picks itself.
-  if (memo !== undefined && reused === undefined) memo.last = { picks: [...picks], selection, rarebitChars }
+  if (memo !== undefined && build !== last?.build) memo.last = { picks: [...picks], build }
+  const { rarebitChars, selection } = build
   const measurement: RarebitMeasurement = {
     ...measurementTemplate,
     totalMessageProseChars,
@@ -432,66 +457,140 @@ const project = (
   }
 }
 
-const selectionOf = (picks: OrderedPicks): { readonly selection: RarebitSelection; readonly rarebitChars: number } => {
+/** The rendering and objects of one picked occurrence at `order`; renders only when its position changed. */
+const occurrenceOf = (order: number, pick: Pick) => {
+  const { metadata, text } = pick
+  const contentHash = pick.hash ??= sha256Hex(text)
+  const occurrenceId = `${metadata.sourceEntryId ?? "message"}:${order}`
+  const listed: RarebitManifestOccurrence = {
+    occurrenceId,
+    sourceEntryId: metadata.sourceEntryId,
+    order,
+    role: metadata.role,
+    outcome: metadata.outcome,
+    timestamp: metadata.timestamp,
+    contentHash
+  }
+  if (pick.renderedOrder !== order) {
+    pick.json = stableJson(listed)
+    pick.payloadJson = stableJson({ contentHash, occurrenceIds: [occurrenceId] })
+    pick.renderedOrder = order
+  }
+  return { listed, occurrence: { ...listed, text } satisfies RarebitOccurrence }
+}
+
+const payloadJsonOf = (payload: RarebitPayload): string =>
+  stableJson({ contentHash: payload.contentHash, occurrenceIds: payload.occurrenceIds })
+
+/**
+ * Assembles a selection from its parts. `stableJson(manifest)`: its keys in
+ * sorted order around the kept renderings.
+ */
+const finishSelection = (
+  occurrences: Array<RarebitOccurrence>,
+  manifestOccurrences: Array<RarebitManifestOccurrence>,
+  payloads: Array<RarebitPayload>,
+  manifestPayloads: RarebitManifest["payloads"],
+  parts: Omit<SelectionBuild, "selection">
+): SelectionBuild => {
+  const manifestJson = `{"occurrences":[${parts.occurrencesJson}],"payloads":[${
+    parts.payloadJsons.join(",")
+  }],"selectorVersion":${SELECTOR_VERSION_JSON}}`
+  return {
+    ...parts,
+    selection: {
+      // Every poll of an unchanged Session shares this list; the projection
+      // remembers its verdict on it.
+      occurrences: registerOwnEvidence(occurrences),
+      payloads,
+      manifest: { selectorVersion: RAREBIT_SELECTOR_VERSION, occurrences: manifestOccurrences, payloads: manifestPayloads },
+      manifestHash: sha256Hex(manifestJson)
+    }
+  }
+}
+
+const selectionOf = (picks: OrderedPicks): SelectionBuild => {
   const occurrences: Array<RarebitOccurrence> = []
   const manifestOccurrences: Array<RarebitManifestOccurrence> = []
   const occurrenceJsons: Array<string> = []
   const payloadsByHash = new Map<string, { readonly payload: RarebitPayload; readonly first: Pick }>()
   let rarebitChars = 0
   for (const { order, pick } of picks) {
-    const { metadata, text } = pick
-    const contentHash = pick.hash ??= sha256Hex(text)
-    const occurrenceId = `${metadata.sourceEntryId ?? "message"}:${order}`
-    const listed: RarebitManifestOccurrence = {
-      occurrenceId,
-      sourceEntryId: metadata.sourceEntryId,
-      order,
-      role: metadata.role,
-      outcome: metadata.outcome,
-      timestamp: metadata.timestamp,
-      contentHash
-    }
-    if (pick.renderedOrder !== order) {
-      pick.json = stableJson(listed)
-      pick.payloadJson = stableJson({ contentHash, occurrenceIds: [occurrenceId] })
-      pick.renderedOrder = order
-    }
+    const { listed, occurrence } = occurrenceOf(order, pick)
     manifestOccurrences.push(listed)
     occurrenceJsons.push(pick.json)
-    occurrences.push({ ...listed, text })
-    rarebitChars += text.length
-    const prior = payloadsByHash.get(contentHash)
-    if (prior) prior.payload.occurrenceIds.push(occurrenceId)
-    else payloadsByHash.set(contentHash, { payload: { contentHash, text, occurrenceIds: [occurrenceId] }, first: pick })
+    occurrences.push(occurrence)
+    rarebitChars += pick.text.length
+    const prior = payloadsByHash.get(listed.contentHash)
+    if (prior) prior.payload.occurrenceIds.push(listed.occurrenceId)
+    else {
+      payloadsByHash.set(listed.contentHash, {
+        payload: { contentHash: listed.contentHash, text: pick.text, occurrenceIds: [listed.occurrenceId] },
+        first: pick
+      })
+    }
   }
   const payloads: Array<RarebitPayload> = []
   const payloadJsons: Array<string> = []
+  const payloadIndex = new Map<string, number>()
   for (const { first, payload } of payloadsByHash.values()) {
+    payloadIndex.set(payload.contentHash, payloads.length)
     payloads.push(payload)
-    payloadJsons.push(
-      payload.occurrenceIds.length === 1
-        ? first.payloadJson
-        : stableJson({ contentHash: payload.contentHash, occurrenceIds: payload.occurrenceIds })
-    )
+    payloadJsons.push(payload.occurrenceIds.length === 1 ? first.payloadJson : payloadJsonOf(payload))
   }
-  const manifest: RarebitManifest = {
-    selectorVersion: RAREBIT_SELECTOR_VERSION,
-    occurrences: manifestOccurrences,
-    payloads: payloads.map(({ contentHash, occurrenceIds }) => ({ contentHash, occurrenceIds }))
-  }
-  // `stableJson(manifest)`: its keys in sorted order around the kept renderings.
-  const manifestJson = `{"occurrences":[${occurrenceJsons.join(",")}],"payloads":[${
-    payloadJsons.join(",")
-  }],"selectorVersion":${SELECTOR_VERSION_JSON}}`
-  const selection: RarebitSelection = {
-    // Every poll of an unchanged Session shares this list; the projection
-    // remembers its verdict on it.
-    occurrences: registerOwnEvidence(occurrences),
+  return finishSelection(
+    occurrences,
+    manifestOccurrences,
     payloads,
-    manifest,
-    manifestHash: sha256Hex(manifestJson)
+    payloads.map(({ contentHash, occurrenceIds }) => ({ contentHash, occurrenceIds })),
+    { rarebitChars, occurrencesJson: occurrenceJsons.join(","), payloadJsons, payloadIndex }
+  )
+}
+
+/**
+ * The selection of `picks`, whose first `shared` entries are exactly those
+ * `prior` was built from: the same as `selectionOf(picks)`, in time for the
+ * new picks only (plus copying the arrays, which earlier results share and
+ * so are never changed in place).
+ */
+const extendSelection = (prior: SelectionBuild, picks: OrderedPicks, shared: number): SelectionBuild => {
+  const occurrences = prior.selection.occurrences.slice()
+  const manifestOccurrences = prior.selection.manifest.occurrences.slice()
+  const payloads = prior.selection.payloads.slice()
+  const manifestPayloads = prior.selection.manifest.payloads.slice()
+  const payloadJsons = prior.payloadJsons.slice()
+  // Moved, not copied: `prior` is never extended again once this build replaces it in the memo.
+  const payloadIndex = prior.payloadIndex
+  let occurrencesJson = prior.occurrencesJson
+  let rarebitChars = prior.rarebitChars
+  for (let index = shared; index < picks.length; index++) {
+    const { order, pick } = picks[index]
+    const { listed, occurrence } = occurrenceOf(order, pick)
+    manifestOccurrences.push(listed)
+    occurrences.push(occurrence)
+    // `prior` has at least one occurrence: extending starts from a shared prefix that is not empty.
+    occurrencesJson = `${occurrencesJson},${pick.json}`
+    rarebitChars += pick.text.length
+    const at = payloadIndex.get(listed.contentHash)
+    if (at === undefined) {
+      payloadIndex.set(listed.contentHash, payloads.length)
+      payloads.push({ contentHash: listed.contentHash, text: pick.text, occurrenceIds: [listed.occurrenceId] })
+      manifestPayloads.push({ contentHash: listed.contentHash, occurrenceIds: payloads[payloads.length - 1].occurrenceIds })
+      payloadJsons.push(pick.payloadJson)
+    } else {
+      // Earlier results hold the old payload: a new one takes its place.
+      const grown = { ...payloads[at], occurrenceIds: [...payloads[at].occurrenceIds, listed.occurrenceId] }
+      payloads[at] = grown
+      manifestPayloads[at] = { contentHash: grown.contentHash, occurrenceIds: grown.occurrenceIds }
+      payloadJsons[at] = payloadJsonOf(grown)
+    }
   }
-  return { selection, rarebitChars }
+  return finishSelection(occurrences, manifestOccurrences, payloads, manifestPayloads, {
+    rarebitChars,
+    occurrencesJson,
+    payloadJsons,
+    payloadIndex
+  })
 }
 
 const NEWLINE = 10

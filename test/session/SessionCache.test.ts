@@ -147,6 +147,37 @@ describe("SessionAccumulator", () => {
       { numRuns: fuzzRuns(300) }
     )
   })
+
+  it("a growing branch with repeated texts gives fresh outcomes and leaves earlier outcomes as they were", () => {
+    // Mostly appends to the current leaf (the path that extends the last selection), from a few texts
+    // (so payloads gain occurrences), with an occasional jump back to an earlier entry.
+    const stepsArb = fc.array(
+      fc.tuple(fc.option(fc.nat(40), { freq: 6 }), fc.constantFrom("same", "again", "other"), fc.constantFrom("user", "assistant")),
+      { minLength: 1, maxLength: 40 }
+    )
+    fc.assert(
+      fc.property(stepsArb, (steps) => {
+        const lines = [header("sess-g")]
+        const accumulator = new SessionAccumulator("s.jsonl")
+        accumulator.addLine(lines[0])
+        const earlier: Array<{ readonly outcome: unknown; readonly json: string }> = []
+        let leaf: string | null = null
+        steps.forEach(([jump, text, role], index) => {
+          const parentId = jump === null || index === 0 ? leaf : `e${jump % index}`
+          const line = message(`e${index}`, parentId, role, text)
+          lines.push(line)
+          leaf = `e${index}`
+          accumulator.addLine(line)
+          const outcome = accumulator.finish("")
+          assertSameOutcome(outcome, freshOutcome(`${lines.join("\n")}\n`, "s.jsonl"), `step ${index}`)
+          earlier.push({ outcome, json: JSON.stringify(outcome) })
+        })
+        // Results share arrays with later ones; none may have changed since it was returned.
+        earlier.forEach(({ json, outcome }, index) => assert.strictEqual(JSON.stringify(outcome), json, `outcome ${index}`))
+      }),
+      { numRuns: fuzzRuns(300) }
+    )
+  })
 })
 
 // ---- the cache on a file system ------------------------------------------------
