@@ -8,7 +8,7 @@
  *
  * @since 0.1.0
  */
-import { createHash } from "node:crypto"
+import { hash } from "node:crypto"
 
 /**
  * Serializes a value with sorted object keys and `undefined` as `null`.
@@ -34,13 +34,14 @@ export const stableJson = (value: unknown): string => {
   return `{${members.join(",")}}`
 }
 
+// The one-shot `crypto.hash` builds no `Hash` object per call; a poll hashes a few short strings.
 /**
  * SHA-256 hex of raw bytes or of a string's UTF-8 bytes.
  *
  * @category hashing
  * @since 0.1.0
  */
-export const sha256Hex = (bytes: string | Uint8Array): string => createHash("sha256").update(bytes).digest("hex")
+export const sha256Hex = (bytes: string | Uint8Array): string => hash("sha256", bytes, "hex")
 
 /**
  * SHA-256 hex of a string as is, or of any other value's `stableJson`.
