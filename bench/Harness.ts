@@ -80,6 +80,53 @@ export const interleave = async (
   return { ours, theirs }
 }
 
+/**
+ * Runs `ours` and `theirs` in `pairs` short pairs, one operation each, the
+ * side going first alternating, after warming both up for `warmupMs`.
+ *
+ * **Details**
+ *
+ * For two sides that run nearly the same code (the Effect API against our
+ * own plain API), where the difference is a few percent and a shared
+ * machine's load drifts by more than that within seconds: each pair takes
+ * a fraction of a millisecond, so drift falls on both sides alike, and
+ * hundreds of pairs make the medians stable. One full collection runs
+ * before the first pair, none between pairs: a collection before each pair
+ * made whichever block ran first after it slower (the collector's threads
+ * still sweeping), which split each side's timings into two groups and left
+ * their medians to chance. The young-generation collections each side's
+ * garbage triggers fall on both sides in turn.
+ */
+export const alternate = async (
+  sides: { readonly ours: Operation; readonly theirs: Operation },
+  options: { readonly pairs: number; readonly warmupMs: number }
+): Promise<{ readonly ours: Samples; readonly theirs: Samples }> => {
+  const ours: Samples = { times: [] }
+  const theirs: Samples = { times: [] }
+  const once = async (operation: Operation, into: Samples | undefined) => {
+    await operation.setup?.()
+    const start = performance.now()
+    await operation.run()
+    into?.times.push(performance.now() - start)
+  }
+  const warmUntil = performance.now() + options.warmupMs
+  while (performance.now() < warmUntil) {
+    await once(sides.ours, undefined)
+    await once(sides.theirs, undefined)
+  }
+  collect()
+  for (let pair = 0; pair < options.pairs; pair++) {
+    if (pair % 2 === 0) {
+      await once(sides.ours, ours)
+      await once(sides.theirs, theirs)
+    } else {
+      await once(sides.theirs, theirs)
+      await once(sides.ours, ours)
+    }
+  }
+  return { ours, theirs }
+}
+
 /** One line of the results table. */
 export interface Row {
   readonly benchmark: string

@@ -33,7 +33,7 @@ import {
   writeSession,
   writeSidecar
 } from "./Fixtures.js"
-import { interleave, markdownTable, median, type Row, runChild, siblingScript, textTable } from "./Harness.js"
+import { alternate, interleave, markdownTable, median, type Row, runChild, siblingScript, textTable } from "./Harness.js"
 import { loadReferenceSession, loadStore, projectRoot, type Side, type StoreApi } from "./Implementations.js"
 
 const argv = process.argv.slice(2)
@@ -529,54 +529,60 @@ const effectVersusPlain = async () => {
   const options = { sessionFile, sessionRoot, rarebitRoot }
   // An Effect program composes its store calls and enters the runtime once; a
   // plain caller enters it on every call. Each timed operation is a block of
-  // `calls` of them, reported per call.
-  const calls = 50
-  const range = Array.from({ length: calls }, (_, index) => index)
-  const perCall = (samples: ReadonlyArray<number>) => median(samples) / calls
-  const effectBlock = <A, E>(call: (store: RarebitStore["Service"]) => Effect.Effect<A, E>) =>
-    RarebitStore.use((store) => Effect.forEach(range, () => call(store), { discard: true }))
-  const plainBlock = async (call: () => Promise<unknown>) => {
-    for (const _ of range) await call()
+  // `calls` of them, reported per call: 10 reads (a program of a few hundred
+  // steps, which the runtime runs without yielding to the event loop), or 50
+  // path computations. Both sides run the same store code, so the blocks
+  // alternate pair by pair (see `alternate`).
+  const reads = 10
+  const paths = 50
+  const block = (calls: number) => Array.from({ length: calls }, (_, index) => index)
+  const perCall = (samples: ReadonlyArray<number>, calls: number) => median(samples) / calls
+  const effectBlock = <A, E>(calls: number, call: (store: RarebitStore["Service"]) => Effect.Effect<A, E>) =>
+    RarebitStore.use((store) => Effect.forEach(block(calls), () => call(store), { discard: true }))
+  const plainBlock = async (calls: number, call: () => Promise<unknown>) => {
+    for (const _ of block(calls)) await call()
   }
-  const result = await interleave({
-    ours: { run: () => effectRuntime().runPromise(effectBlock((store) => store.readCurrent({ ...options, native }))) },
-    theirs: { run: () => plainBlock(() => ours.readRarebitCurrent({ ...options, native })) }
-  }, { rounds: quick ? 6 : 16, ops: quick ? 2 : 4, warmup: 3, warmupMs: quick ? 300 : 2000 })
+  const pairs = quick ? 60 : 400
+  const warmupMs = quick ? 300 : 2000
+  const result = await alternate({
+    ours: { run: () => effectRuntime().runPromise(effectBlock(reads, (store) => store.readCurrent({ ...options, native }))) },
+    theirs: { run: () => plainBlock(reads, () => ours.readRarebitCurrent({ ...options, native })) }
+  }, { pairs, warmupMs })
   rows.push({
     benchmark: "6. current (native passed, 10 KiB sidecar): Effect API vs plain API",
-    ours: perCall(result.ours.times),
-    theirs: perCall(result.theirs.times),
+    ours: perCall(result.ours.times, reads),
+    theirs: perCall(result.theirs.times, reads),
     target: 1,
-    versus: `ours = RarebitStore.readCurrent, ${calls} calls in one Effect program; ref = ${calls} plain readRarebitCurrent calls`
+    versus: `ours = RarebitStore.readCurrent, ${reads} calls in one Effect program; ref = ${reads} plain readRarebitCurrent calls`
   })
   const location = { sessionRoot, rarebitRoot }
-  const pathResult = await interleave({
-    ours: { run: async () => effectRuntime().runSync(effectBlock((store) => store.materializationPath(sessionFile, location))) },
+  const pathResult = await alternate({
+    ours: { run: async () => effectRuntime().runSync(effectBlock(paths, (store) => store.materializationPath(sessionFile, location))) },
     theirs: {
       run: async () => {
-        for (const _ of range) ours.rarebitMaterializationPath(sessionFile, location)
+        for (const _ of block(paths)) ours.rarebitMaterializationPath(sessionFile, location)
       }
     }
-  }, { rounds: quick ? 6 : 16, ops: quick ? 10 : 20, warmup: 20, warmupMs: quick ? 200 : 1000 })
+  }, { pairs, warmupMs: quick ? 200 : 1000 })
   rows.push({
     benchmark: "6. materializationPath (no I/O): Effect API vs plain API",
-    ours: perCall(pathResult.ours.times),
-    theirs: perCall(pathResult.theirs.times),
+    ours: perCall(pathResult.ours.times, paths),
+    theirs: perCall(pathResult.theirs.times, paths),
     target: 1,
-    versus: `ours = RarebitStore.materializationPath, ${calls} calls in one Effect program; ref = ${calls} plain rarebitMaterializationPath calls`
+    versus: `ours = RarebitStore.materializationPath, ${paths} calls in one Effect program; ref = ${paths} plain rarebitMaterializationPath calls`
   })
   const sessionOptions = { sessionFile: smallSession, sessionRoot, rarebitRoot }
   writeSidecar(sidecarOf(smallSession), { receipts: 3 }, small)
-  const sessionResult = await interleave({
-    ours: { run: () => effectRuntime().runPromise(effectBlock((store) => store.readCurrent(sessionOptions))) },
-    theirs: { run: () => plainBlock(() => ours.readRarebitCurrent(sessionOptions)) }
-  }, { rounds: quick ? 6 : 16, ops: quick ? 2 : 4, warmup: 3, warmupMs: quick ? 300 : 2000 })
+  const sessionResult = await alternate({
+    ours: { run: () => effectRuntime().runPromise(effectBlock(reads, (store) => store.readCurrent(sessionOptions))) },
+    theirs: { run: () => plainBlock(reads, () => ours.readRarebitCurrent(sessionOptions)) }
+  }, { pairs, warmupMs })
   rows.push({
     benchmark: "6. current (Session 100 KiB, unchanged): Effect API vs plain API",
-    ours: perCall(sessionResult.ours.times),
-    theirs: perCall(sessionResult.theirs.times),
+    ours: perCall(sessionResult.ours.times, reads),
+    theirs: perCall(sessionResult.theirs.times, reads),
     target: 1,
-    versus: `ours = RarebitStore.readCurrent, ${calls} calls in one Effect program; ref = ${calls} plain readRarebitCurrent calls`
+    versus: `ours = RarebitStore.readCurrent, ${reads} calls in one Effect program; ref = ${reads} plain readRarebitCurrent calls`
   })
 }
 

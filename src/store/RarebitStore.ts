@@ -290,12 +290,10 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
 
   // ---- readers ------------------------------------------------------------
 
-  const materializationPathOf = Effect.fn("RarebitStore.materializationPath")(function*(
-    sessionFile: unknown,
-    overrides: LocationOverrides = {}
-  ) {
-    return yield* sidecarPath(sessionFile, locate(config, overrides))
-  })
+  // A pure computation that callers may run per Session in a loop: its span is
+  // recorded like `readCurrent`'s, without a call site or a context change.
+  const materializationPathOf = (sessionFile: unknown, overrides: LocationOverrides = {}) =>
+    Effect.useSpan("RarebitStore.materializationPath", () => sidecarPath(sessionFile, locate(config, overrides)))
 
   // The polling path records its span with `useSpan`: timing and outcome,
   // under the caller's span, without making it the parent of the work inside

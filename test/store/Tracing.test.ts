@@ -7,7 +7,7 @@
 import { assert } from "@effect/vitest"
 import { Effect, Exit, Option, Tracer } from "effect"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
-import { summaryReceipt } from "../support/Receipts.js"
+import { jobId, summaryReceipt } from "../support/Receipts.js"
 import { reserveAcquired, setup } from "./StoreKit.js"
 
 interface Recorded {
@@ -47,6 +47,8 @@ fileSystemSuite("store tracing", (it) => {
         yield* kit.store.readCurrent({ sessionFile: kit.sessionFile })
         yield* kit.store.readHistory({ sessionFile: kit.sessionFile })
         yield* Effect.flip(kit.store.readHistory({ sessionFile: kit.sessionFile, limit: 0 }))
+        yield* kit.store.materializationPath(kit.sessionFile)
+        yield* kit.store.release(yield* reserveAcquired(kit, jobId(2)))
       }).pipe(Effect.withSpan("caller"), Effect.withTracer(tracer))
       const operations = recorded().filter(({ name }) => name.startsWith("RarebitStore."))
       assert.deepStrictEqual(operations, [
@@ -55,7 +57,10 @@ fileSystemSuite("store tracing", (it) => {
         { name: "RarebitStore.readCurrent", parent: "caller", outcome: "success" },
         { name: "RarebitStore.readCurrent", parent: "caller", outcome: "success" },
         { name: "RarebitStore.readHistory", parent: "caller", outcome: "success" },
-        { name: "RarebitStore.readHistory", parent: "caller", outcome: "failure" }
+        { name: "RarebitStore.readHistory", parent: "caller", outcome: "failure" },
+        { name: "RarebitStore.materializationPath", parent: "caller", outcome: "success" },
+        { name: "RarebitStore.reserve", parent: "caller", outcome: "success" },
+        { name: "RarebitStore.release", parent: "caller", outcome: "success" }
       ])
     }))
 })
