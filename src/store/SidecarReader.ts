@@ -143,6 +143,41 @@ export const completeTailLines = (tail: TailWindow): {
   return { lines, tornTail }
 }
 
+/**
+ * The last valid head of a tail window and the complete lines after it (last
+ * first): `completeTailLines` read from the end and parsed only as far back
+ * as that head, since nothing before it can change a current read.
+ */
+const lastHeadOf = (tail: TailWindow): {
+  readonly head: TailLine | undefined
+  readonly after: ReadonlyArray<TailLine>
+  readonly tornTail: boolean
+} => {
+  let bytes = tail.bytes
+  let offset = tail.offset
+  if (offset > 0) {
+    const firstNewline = bytes.indexOf(NEWLINE)
+    if (firstNewline < 0) return { head: undefined, after: [], tornTail: true }
+    bytes = bytes.subarray(firstNewline + 1)
+    offset += firstNewline + 1
+  }
+  const tornTail = bytes.length > 0 && bytes[bytes.length - 1] !== NEWLINE
+  const after: Array<TailLine> = []
+  // `end` is the newline that ends the line being looked at.
+  let end = (tornTail ? bytes.lastIndexOf(NEWLINE) + 1 : bytes.length) - 1
+  while (end >= 0) {
+    const start = end === 0 ? 0 : bytes.lastIndexOf(NEWLINE, end - 1) + 1
+    if (end > start) {
+      const line = utf8.decode(bytes.subarray(start, end))
+      const tailLine = { offset: offset + start, line, record: parseJsonOrNull(line) }
+      if (isValidHead(tailLine.record)) return { head: tailLine, after, tornTail }
+      after.push(tailLine)
+    }
+    end = start - 1
+  }
+  return { head: undefined, after, tornTail }
+}
+
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null
 
 const typeOf = (record: unknown): unknown => (isRecord(record) ? record.type : undefined)
@@ -288,22 +323,16 @@ const currentOf = (file: OpenFile, path: string, size: number, identity: string 
     const length = Math.min(size, MAX_TAIL_BYTES)
     const bytes = yield* readRange(file, size - length, length)
     const tailOffset = size - bytes.length
-    const parsed = completeTailLines({ size, offset: tailOffset, bytes })
-    let last: TailLine | undefined
-    for (let index = parsed.lines.length - 1; index >= 0; index--) {
-      if (isValidHead(parsed.lines[index].record)) {
-        last = parsed.lines[index]
-        break
-      }
-    }
+    const parsed = lastHeadOf({ size, offset: tailOffset, bytes })
+    const last = parsed.head
     const head = (last?.record ?? null) as Record<string, unknown> | null
-    if (invalidHeadAfter(parsed.lines, last?.offset ?? -1)) {
+    if (invalidHeadAfter(parsed.after, last?.offset ?? -1)) {
       return unavailable("unreadable", path, head, { tornTail: false, reason: "sidecar_head_invalid" })
     }
     if (last === undefined) {
       return unavailable("missing", path, null, {
         tornTail: parsed.tornTail,
-        reason: parsed.lines.length > 0 ? "sidecar_head_missing" : "sidecar_empty"
+        reason: parsed.after.length > 0 ? "sidecar_head_missing" : "sidecar_empty"
       })
     }
     const verified = yield* verifyReceiptBytes(file, size, last.record, true)
@@ -311,7 +340,7 @@ const currentOf = (file: OpenFile, path: string, size: number, identity: string 
       return unavailable("unreadable", path, head, { tornTail: parsed.tornTail, reason: "sidecar_head_invalid" })
     }
     const headOffset = last.offset
-    const uncommitted = parsed.lines.some(({ offset }) => offset > headOffset)
+    const uncommitted = parsed.after.length > 0
     const diagnostics: SidecarDiagnostics = uncommitted
       ? { tornTail: parsed.tornTail, tailOffset, reason: "sidecar_uncommitted_tail" }
       : { tornTail: parsed.tornTail, tailOffset }

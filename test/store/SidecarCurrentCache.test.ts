@@ -158,6 +158,29 @@ fileSystemSuite("sidecar current cache", (it) => {
       }
     }))
 
+  it.effect("the newline before the head is part of what is compared, the receipt in the window or before it", ({ root }) =>
+    Effect.gen(function*() {
+      for (const receiptAt of ["in the window", "before the window"] as const) {
+        const { cache, kit } = yield* oneReceipt(`${root}/${receiptAt.replaceAll(" ", "-")}`)
+        const receiptOffset = yield* sizeOf(kit.fs, kit.sidecar)
+        const line = receiptLine(summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(2) }))
+        // Over 64 KiB of other lines between the receipt and its head put the receipt outside the tail window.
+        const filler = receiptAt === "before the window" ? `${JSON.stringify({ pad: "x".repeat(1000) })}\n`.repeat(70) : ""
+        const head = headLine(headFor(kit.sessionId, receiptOffset, line))
+        yield* appendRaw(kit, line + filler + head)
+        assert.strictEqual((yield* cache.read(kit.sidecar)).availability, "available", receiptAt)
+        // The newline before the head's line: a space there glues the head to the line before it,
+        // and no line of its own is a head any more.
+        const size = yield* sizeOf(kit.fs, kit.sidecar)
+        const newline = size - bytesOf(head).length - 1
+        assert.strictEqual((yield* kit.fs.readFile(kit.sidecar))[newline], 10, `${receiptAt}: the byte is the newline`)
+        yield* overwriteByte(kit, size - newline, " ".charCodeAt(0))
+        const after = yield* cache.read(kit.sidecar)
+        assert.deepStrictEqual(after, yield* readSidecarCurrent(kit.fs, kit.sidecar), receiptAt)
+        assert.notStrictEqual((after.receipt as { jobId?: string } | null)?.jobId, jobId(2), receiptAt)
+      }
+    }))
+
   it.effect("a head at the very start pointing forward at its receipt is confirmed like any other", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
