@@ -103,6 +103,24 @@ export const parseJsonOrNull = (text: string): unknown => {
 }
 
 /**
+ * The part of a tail window that holds complete lines: from just after its
+ * first newline when the window starts inside the file (that line's start is
+ * outside it), up to `completeLength`, before a torn last line.
+ */
+const completeRegion = (tail: TailWindow) => {
+  let bytes = tail.bytes
+  let offset = tail.offset
+  if (offset > 0) {
+    const firstNewline = bytes.indexOf(NEWLINE)
+    if (firstNewline < 0) return { bytes: bytes.subarray(0, 0), offset, completeLength: 0, tornTail: true }
+    bytes = bytes.subarray(firstNewline + 1)
+    offset += firstNewline + 1
+  }
+  const tornTail = bytes.length > 0 && bytes[bytes.length - 1] !== NEWLINE
+  return { bytes, offset, completeLength: tornTail ? bytes.lastIndexOf(NEWLINE) + 1 : bytes.length, tornTail }
+}
+
+/**
  * Splits a tail window into its complete lines.
  *
  * **Details**
@@ -119,16 +137,7 @@ export const completeTailLines = (tail: TailWindow): {
   readonly lines: ReadonlyArray<TailLine>
   readonly tornTail: boolean
 } => {
-  let bytes = tail.bytes
-  let offset = tail.offset
-  if (offset > 0) {
-    const firstNewline = bytes.indexOf(NEWLINE)
-    if (firstNewline < 0) return { lines: [], tornTail: true }
-    bytes = bytes.subarray(firstNewline + 1)
-    offset += firstNewline + 1
-  }
-  const tornTail = bytes.length > 0 && bytes[bytes.length - 1] !== NEWLINE
-  const completeLength = tornTail ? bytes.lastIndexOf(NEWLINE) + 1 : bytes.length
+  const { bytes, completeLength, offset, tornTail } = completeRegion(tail)
   const lines: Array<TailLine> = []
   let cursor = 0
   while (cursor < completeLength) {
@@ -153,18 +162,10 @@ const lastHeadOf = (tail: TailWindow): {
   readonly after: ReadonlyArray<TailLine>
   readonly tornTail: boolean
 } => {
-  let bytes = tail.bytes
-  let offset = tail.offset
-  if (offset > 0) {
-    const firstNewline = bytes.indexOf(NEWLINE)
-    if (firstNewline < 0) return { head: undefined, after: [], tornTail: true }
-    bytes = bytes.subarray(firstNewline + 1)
-    offset += firstNewline + 1
-  }
-  const tornTail = bytes.length > 0 && bytes[bytes.length - 1] !== NEWLINE
+  const { bytes, completeLength, offset, tornTail } = completeRegion(tail)
   const after: Array<TailLine> = []
   // `end` is the newline that ends the line being looked at.
-  let end = (tornTail ? bytes.lastIndexOf(NEWLINE) + 1 : bytes.length) - 1
+  let end = completeLength - 1
   while (end >= 0) {
     const start = end === 0 ? 0 : bytes.lastIndexOf(NEWLINE, end - 1) + 1
     if (end > start) {

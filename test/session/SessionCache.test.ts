@@ -17,6 +17,7 @@ import { makeFaultFileSystem } from "../../src/testing/FaultFileSystem.js"
 import { makeMemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { fileSystemSuite, nodeWorld, rewriteInPlace as rewriteInPlaceOn } from "../support/FileSystemSuite.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
+import { makeStallingFileSystem } from "../support/StallingFileSystem.js"
 import { Session } from "../support/Reference.js"
 import { sessionTextArb, textArb } from "./SessionArbitrary.js"
 import { header, message } from "./SessionLines.js"
@@ -671,27 +672,7 @@ describe("SessionCache holds each Session open between reads", () => {
         // Once armed, the poll's `cut`-th file-system call never returns; then the poll is interrupted.
         const cut = 1 + (run >> 1)
         const variant = run % 2 === 0 ? "appended" : "replaced"
-        let armed = false
-        let calls = 0
-        const reached = yield* Deferred.make<void>()
-        const stall = <A>(call: () => A): A | Effect.Effect<never> =>
-          // Interruptible even inside an uninterruptible acquire, like a slow system call that can be abandoned.
-          armed && ++calls === cut ? Effect.andThen(Deferred.succeed(reached, undefined), Effect.interruptible(Effect.never)) : call()
-        // Every call of the file system and of the files it opens counts, `stat` getters included.
-        const counted = <T extends object>(inner: T): T =>
-          new Proxy(inner, {
-            get: (target, key) => {
-              const value = Reflect.get(target, key, target)
-              if (Effect.isEffect(value)) return stall(() => value)
-              if (typeof value !== "function") return value
-              return (...args: Array<unknown>) =>
-                stall(() => {
-                  const result = value.apply(target, args)
-                  return key === "open" ? Effect.map(result, (file: FileSystem.File) => counted(file)) : result
-                })
-            }
-          })
-        const stalling = counted(memory as FileSystem.FileSystem)
+        const { arm, disarm, fs: stalling, reached } = yield* makeStallingFileSystem(memory, cut)
         // The cache does all its reading through the file system it was made with.
         const cache = yield* makeSessionCache().pipe(Effect.provideService(FileSystem.FileSystem, stalling))
         yield* check(cache, "/s/a.jsonl", "/s", "warm")
@@ -702,13 +683,13 @@ describe("SessionCache holds each Session open between reads", () => {
           yield* fs.writeFileString("/s/a.new", turnsText(2 + cut))
           yield* fs.rename("/s/a.new", "/s/a.jsonl")
         }
-        armed = true
+        arm()
         const poll = yield* Effect.forkChild(
           cache.read("/s/a.jsonl", { sessionRoot: "/s" }).pipe(Effect.provideService(FileSystem.FileSystem, stalling))
         )
         yield* Effect.raceFirst(Effect.andThen(Deferred.await(reached), Effect.sync(() => stalled[variant]++)), Fiber.await(poll))
         yield* Fiber.interrupt(poll)
-        armed = false
+        disarm()
         assert.isAtMost(open().length, 1, `cut ${cut}: ${open().join(", ")}`)
         yield* check(cache, "/s/a.jsonl", "/s", `after cut ${cut}`)
         assert.isAtMost(open().length, 1)

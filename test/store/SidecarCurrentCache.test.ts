@@ -11,6 +11,7 @@ import { makeSidecarCurrentCache, readSidecarCurrent } from "../../src/store/Sid
 import { makeMemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
+import { makeStallingFileSystem } from "../support/StallingFileSystem.js"
 import { jobId, summaryReceipt, titleReceipt } from "../support/Receipts.js"
 import { appendRaw, appendReceiptWithHead, bytesOf, headFor, headLine, type Kit, receiptLine, setup, sizeOf } from "./StoreKit.js"
 
@@ -348,35 +349,15 @@ describe("sidecar current cache holds each sidecar open between reads", () => {
             // Once armed, the read's `cut`-th file-system call never returns; then the read is interrupted.
             const cut = 1 + (run >> 1)
             const variant = run % 2 === 0 ? "unchanged" : "replaced"
-            let armed = false
-            let calls = 0
-            const reached = yield* Deferred.make<void>()
-            const stall = <A>(call: () => A): A | Effect.Effect<never> =>
-              armed && ++calls === cut
-                ? Effect.andThen(Deferred.succeed(reached, undefined), Effect.interruptible(Effect.never))
-                : call()
-            // Every call of the file system and of the files it opens counts, `stat` getters included.
-            const counted = <T extends object>(inner: T): T =>
-              new Proxy(inner, {
-                get: (target, key) => {
-                  const value = Reflect.get(target, key, target)
-                  if (Effect.isEffect(value)) return stall(() => value)
-                  if (typeof value !== "function") return value
-                  return (...args: Array<unknown>) =>
-                    stall(() => {
-                      const result = value.apply(target, args)
-                      return key === "open" ? Effect.map(result, (file: FileSystem.File) => counted(file)) : result
-                    })
-                }
-              })
-            const cache = yield* makeSidecarCurrentCache(counted(memory as FileSystem.FileSystem))
+            const { arm, disarm, fs: stalling, reached } = yield* makeStallingFileSystem(memory, cut)
+            const cache = yield* makeSidecarCurrentCache(stalling)
             yield* cache.read(kit.sidecar)
             if (variant === "replaced") yield* replace(kit)
-            armed = true
+            arm()
             const read = yield* Effect.forkChild(cache.read(kit.sidecar))
             yield* Effect.raceFirst(Effect.andThen(Deferred.await(reached), Effect.sync(() => stalled[variant]++)), Fiber.await(read))
             yield* Fiber.interrupt(read)
-            armed = false
+            disarm()
             assert.isAtMost(reads(memory).length, 1, `cut ${cut}: ${reads(memory).join(", ")}`)
             assert.deepStrictEqual(yield* cache.read(kit.sidecar), yield* readSidecarCurrent(kit.fs, kit.sidecar), `after cut ${cut}`)
             assert.deepStrictEqual(reads(memory), [kit.sidecar])
