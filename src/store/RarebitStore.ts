@@ -242,7 +242,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     Effect.provideService(FileSystem, fs),
     Effect.provideService(Path, path)
   )
-  // Pollers re-read the same sidecar; unchanged verified bytes are compared, not re-parsed.
+  // Pollers re-read the same sidecar: each stays open, and unchanged verified bytes are compared, not re-parsed.
   const sidecars = yield* makeSidecarCurrentCache(fs)
   const observeNative = (sessionFile: string, location: StoreLocation): Effect.Effect<NativeObservation> =>
     config.cacheSessions
