@@ -426,11 +426,11 @@ const project = (
   // ended: only the new picks are added.
   const last = memo?.last
   const shared = last === undefined ? -1 : sharedPrefix(last.picks, picks)
-  const build = last !== undefined && shared === picks.length
+  const build = last === undefined || shared < 0
+    ? extendSelection(emptySelection(), picks, 0)
+    : shared === picks.length
     ? last.build
-    : last !== undefined && shared > 0
-    ? extendSelection(last.build, picks, shared)
-    : selectionOf(picks)
+    : extendSelection(last.build, picks, shared)
   // A copy: linear Sessions pass their growing array of picks itself.
   if (memo !== undefined && build !== last?.build) memo.last = { picks: [...picks], build }
   const { rarebitChars, selection } = build
@@ -509,49 +509,21 @@ const finishSelection = (
   }
 }
 
-const selectionOf = (picks: OrderedPicks): SelectionBuild => {
-  const occurrences: Array<RarebitOccurrence> = []
-  const manifestOccurrences: Array<RarebitManifestOccurrence> = []
-  const occurrenceJsons: Array<string> = []
-  const payloadsByHash = new Map<string, { readonly payload: RarebitPayload; readonly first: Pick }>()
-  let rarebitChars = 0
-  for (const { order, pick } of picks) {
-    const { listed, occurrence } = occurrenceOf(order, pick)
-    manifestOccurrences.push(listed)
-    occurrenceJsons.push(pick.json)
-    occurrences.push(occurrence)
-    rarebitChars += pick.text.length
-    const prior = payloadsByHash.get(listed.contentHash)
-    if (prior) prior.payload.occurrenceIds.push(listed.occurrenceId)
-    else {
-      payloadsByHash.set(listed.contentHash, {
-        payload: { contentHash: listed.contentHash, text: pick.text, occurrenceIds: [listed.occurrenceId] },
-        first: pick
-      })
-    }
-  }
-  const payloads: Array<RarebitPayload> = []
-  const payloadJsons: Array<string> = []
-  const payloadIndex = new Map<string, number>()
-  for (const { first, payload } of payloadsByHash.values()) {
-    payloadIndex.set(payload.contentHash, payloads.length)
-    payloads.push(payload)
-    payloadJsons.push(payload.occurrenceIds.length === 1 ? first.payloadJson : payloadJsonOf(payload))
-  }
-  return finishSelection(
-    occurrences,
-    manifestOccurrences,
-    payloads,
-    payloads.map(({ contentHash, occurrenceIds }) => ({ contentHash, occurrenceIds })),
-    { rarebitChars, occurrencesJson: occurrenceJsons.join(","), payloadJsons, payloadIndex }
-  )
-}
+const EMPTY_SELECTION = finishSelection([], [], [], [], {
+  rarebitChars: 0,
+  occurrencesJson: "",
+  payloadJsons: [],
+  payloadIndex: new Map()
+})
+
+/** The selection of no picks, to extend from; with an index of its own, since extending takes the index over. */
+const emptySelection = (): SelectionBuild => ({ ...EMPTY_SELECTION, payloadIndex: new Map() })
 
 /**
  * The selection of `picks`, whose first `shared` entries are exactly those
- * `prior` was built from: the same as `selectionOf(picks)`, in time for the
- * new picks only (plus copying the arrays, which earlier results share and
- * so are never changed in place).
+ * `prior` was built from, in time for the new picks only (plus copying the
+ * arrays, which earlier results share and so are never changed in place).
+ * From `emptySelection()` it is the whole selection of `picks`.
  */
 const extendSelection = (prior: SelectionBuild, picks: OrderedPicks, shared: number): SelectionBuild => {
   const occurrences = prior.selection.occurrences.slice()
@@ -563,28 +535,38 @@ const extendSelection = (prior: SelectionBuild, picks: OrderedPicks, shared: num
   const payloadIndex = prior.payloadIndex
   let occurrencesJson = prior.occurrencesJson
   let rarebitChars = prior.rarebitChars
+  // Payloads made or copied in this build (so this build may change them), and those that gained occurrences.
+  const owned = new Set<number>()
+  const grown = new Set<number>()
   for (let index = shared; index < picks.length; index++) {
     const { order, pick } = picks[index]
     const { listed, occurrence } = occurrenceOf(order, pick)
     manifestOccurrences.push(listed)
     occurrences.push(occurrence)
-    // `prior` has at least one occurrence: extending starts from a shared prefix that is not empty.
-    occurrencesJson = `${occurrencesJson},${pick.json}`
+    occurrencesJson = occurrencesJson === "" ? pick.json : `${occurrencesJson},${pick.json}`
     rarebitChars += pick.text.length
     const at = payloadIndex.get(listed.contentHash)
     if (at === undefined) {
       payloadIndex.set(listed.contentHash, payloads.length)
-      payloads.push({ contentHash: listed.contentHash, text: pick.text, occurrenceIds: [listed.occurrenceId] })
-      manifestPayloads.push({ contentHash: listed.contentHash, occurrenceIds: payloads[payloads.length - 1].occurrenceIds })
+      owned.add(payloads.length)
+      const occurrenceIds = [listed.occurrenceId]
+      payloads.push({ contentHash: listed.contentHash, text: pick.text, occurrenceIds })
+      manifestPayloads.push({ contentHash: listed.contentHash, occurrenceIds })
       payloadJsons.push(pick.payloadJson)
     } else {
-      // Earlier results hold the old payload: a new one takes its place.
-      const grown = { ...payloads[at], occurrenceIds: [...payloads[at].occurrenceIds, listed.occurrenceId] }
-      payloads[at] = grown
-      manifestPayloads[at] = { contentHash: grown.contentHash, occurrenceIds: grown.occurrenceIds }
-      payloadJsons[at] = payloadJsonOf(grown)
+      // Earlier results hold the old payload: the first new occurrence puts a copy in its place.
+      if (!owned.has(at)) {
+        const occurrenceIds = [...payloads[at].occurrenceIds]
+        payloads[at] = { ...payloads[at], occurrenceIds }
+        manifestPayloads[at] = { contentHash: listed.contentHash, occurrenceIds }
+        owned.add(at)
+      }
+      payloads[at].occurrenceIds.push(listed.occurrenceId)
+      grown.add(at)
     }
   }
+  // Rendered once per build, however many occurrences a payload gained in it.
+  for (const at of grown) payloadJsons[at] = payloadJsonOf(payloads[at])
   return finishSelection(occurrences, manifestOccurrences, payloads, manifestPayloads, {
     rarebitChars,
     occurrencesJson,
