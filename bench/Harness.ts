@@ -28,6 +28,15 @@ export const median = (values: ReadonlyArray<number>): number => {
 
 const collect = () => (globalThis as { gc?: () => void }).gc?.()
 
+/** Runs `operation` once after its setup (and a collection, with `collectFirst`), timing only `run`. */
+const timeOnce = async (operation: Operation, into: Samples | undefined, collectFirst: boolean) => {
+  await operation.setup?.()
+  if (collectFirst) collect()
+  const start = performance.now()
+  await operation.run()
+  into?.times.push(performance.now() - start)
+}
+
 /**
  * Runs `ours` and `theirs` for `rounds` rounds of `ops` operations each,
  * after warming both up.
@@ -53,14 +62,7 @@ export const interleave = async (
 ): Promise<{ readonly ours: Samples; readonly theirs: Samples }> => {
   const ours: Samples = { times: [] }
   const theirs: Samples = { times: [] }
-  const once = async (operation: Operation, into: Samples | undefined) => {
-    await operation.setup?.()
-    if (options.gcEachOp) collect()
-    const start = performance.now()
-    await operation.run()
-    const elapsed = performance.now() - start
-    into?.times.push(elapsed)
-  }
+  const once = (operation: Operation, into: Samples | undefined) => timeOnce(operation, into, options.gcEachOp ?? false)
   // Warm both sides until each has run `warmup` times and for at least `warmupMs`, so
   // the JIT has settled on this (possibly slow) machine before anything is timed.
   const warmUntil = performance.now() + (options.warmupMs ?? 0)
@@ -103,12 +105,7 @@ export const alternate = async (
 ): Promise<{ readonly ours: Samples; readonly theirs: Samples }> => {
   const ours: Samples = { times: [] }
   const theirs: Samples = { times: [] }
-  const once = async (operation: Operation, into: Samples | undefined) => {
-    await operation.setup?.()
-    const start = performance.now()
-    await operation.run()
-    into?.times.push(performance.now() - start)
-  }
+  const once = (operation: Operation, into: Samples | undefined) => timeOnce(operation, into, false)
   const warmUntil = performance.now() + options.warmupMs
   while (performance.now() < warmUntil) {
     await once(sides.ours, undefined)

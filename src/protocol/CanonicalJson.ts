@@ -34,9 +34,11 @@ export const stableJson = (value: unknown): string => {
   return `{${members.join(",")}}`
 }
 
-// The one-shot `crypto.hash` builds no `Hash` object per call; a poll hashes a few short strings.
 /**
  * SHA-256 hex of raw bytes or of a string's UTF-8 bytes.
+ *
+ * One-shot `crypto.hash`: no `Hash` object per call (a poll hashes a few
+ * short strings).
  *
  * @category hashing
  * @since 0.1.0

@@ -377,11 +377,6 @@ const currentOf = (file: OpenFile, path: string, size: number, identity: string 
     }
   })
 
-const readCurrentWithProof = (fs: FileSystem, path: string) =>
-  Effect.scoped(Effect.flatMap(
-    openRegularFile(fs, path),
-    ({ file, identity, size }) => currentOf(file, path, size, identity)
-  ))
 
 /**
  * Reads the current receipt of a sidecar: one tail window plus one verified
@@ -391,8 +386,10 @@ const readCurrentWithProof = (fs: FileSystem, path: string) =>
  * @since 0.1.0
  */
 export const readSidecarCurrent = (fs: FileSystem, path: string): Effect.Effect<SidecarCurrent> =>
-  readCurrentWithProof(fs, path).pipe(
-    Effect.map(({ current }) => current),
+  Effect.scoped(Effect.flatMap(
+    openRegularFile(fs, path),
+    ({ file, identity, size }) => Effect.map(currentOf(file, path, size, identity), ({ current }) => current)
+  )).pipe(
     Effect.catch((error) => Effect.succeed(sidecarFailure(path, error)))
   )
 
