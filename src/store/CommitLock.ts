@@ -20,6 +20,9 @@
  *   pid gone or reused) is broken, under a per-token break file so two
  *   waiters never both break and a fresh lock is never removed. Locks
  *   without evidence (the reference's) are never broken by age.
+ * - A lock is decoded exactly as the reference's `readFile(path, "utf8")`
+ *   decodes it (`decodeUtf8`): a BOM is kept, so a lock that starts with one
+ *   is not JSON, holds no token or evidence, and is never broken.
  *
  * @since 0.1.0
  */
@@ -27,6 +30,7 @@ import { Clock, Effect, Random, Scope, Semaphore } from "effect"
 import type { FileSystem } from "effect/FileSystem"
 import type { PlatformError } from "effect/PlatformError"
 import { encodeLockLine } from "../protocol/CommitLockFile.js"
+import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { LockHeld, StoreIo, storeIo } from "./Errors.js"
 import { LockOwner, type OwnerEvidence, ownerEvidenceOf } from "./LockOwner.js"
 import type { LockRetry } from "./StoreConfig.js"
@@ -75,8 +79,8 @@ const tokenOf = (content: unknown): unknown => (content as { token?: unknown } |
 
 /** Reads and parses a small JSON file; `undefined` when absent, `null` when unparsable. */
 const readJsonFile = (fs: FileSystem, path: string): Effect.Effect<unknown, PlatformError> =>
-  fs.readFileString(path).pipe(
-    Effect.map(parseJsonOrNull),
+  fs.readFile(path).pipe(
+    Effect.map((bytes) => parseJsonOrNull(decodeUtf8(bytes))),
     Effect.catchIf(isNotFound, () => Effect.succeed(undefined))
   )
 

@@ -11,6 +11,9 @@
  *   an empty or unparsable claim — which the reference can leave, since it
  *   rewrites claims in place — is reported as `Torn` with its modification
  *   time instead of failing.
+ * - A claim is decoded exactly as the reference's `readFile(path, "utf8")`
+ *   decodes it (`decodeUtf8`): a BOM is kept, so a claim that starts with
+ *   one is not JSON and is `Torn` here, as the reference cannot parse it.
  *
  * @since 0.1.0
  */
@@ -19,6 +22,7 @@ import type { FileSystem } from "effect/FileSystem"
 import type { Path } from "effect/Path"
 import type { PlatformError } from "effect/PlatformError"
 import { modifiedMs } from "../protocol/internal/FileInfo.js"
+import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { encodeClaimLine, type JobClaim, parseClaim } from "../protocol/JobClaim.js"
 import { randomToken, writeDurableTemp } from "./CommitLock.js"
 
@@ -38,7 +42,7 @@ const isNotFound = (error: PlatformError) => error.reason._tag === "NotFound"
  */
 export const readClaim = (fs: FileSystem, claimPath: string): Effect.Effect<ClaimRead, PlatformError> =>
   Effect.gen(function*() {
-    const text = yield* fs.readFileString(claimPath)
+    const text = decodeUtf8(yield* fs.readFile(claimPath))
     const parsed = parseClaim(text)
     if (parsed._tag === "Parsed") return parsed satisfies ClaimRead
     const info = yield* fs.stat(claimPath)

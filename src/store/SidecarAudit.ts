@@ -40,6 +40,11 @@
  *   lock or claim write, or a lock break file, older than `staleAfterMs`.
  *   (A claim's temp file names no Session, so only the store scope sees it.)
  *
+ * Lines, claims and locks are decoded exactly as the reference's
+ * `Buffer#toString("utf8")` decodes them (`decodeUtf8`): a BOM is kept, so a
+ * line that starts with one is not JSON (an `invalid_head` if it mentions
+ * `"rarebit_head"`, else an `invalid_record`), and a lock behind one is torn.
+ *
  * Notices (severity `notice`, not wrong by themselves): `claim_expired` (an
  * active lease ran out; the next reserve takes it over), and young locks,
  * temp and break files, which a running writer may still own.
@@ -67,6 +72,7 @@ import { Path } from "effect/Path"
 import { isPlatformError, type PlatformError } from "effect/PlatformError"
 import { sha256Hex } from "../protocol/CanonicalJson.js"
 import { modifiedMs } from "../protocol/internal/FileInfo.js"
+import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { isValidHead } from "../protocol/Head.js"
 import { claimExpired, settledReceiptRef } from "../protocol/JobClaim.js"
 import { MAX_HISTORY_BYTES, MAX_RECEIPT_BYTES } from "../protocol/Limits.js"
@@ -87,7 +93,6 @@ import {
 import type { Availability, SidecarReason } from "./SidecarReader.js"
 
 const NEWLINE = 10
-const utf8 = new TextDecoder("utf-8")
 
 /**
  * How old a commit lock, temp file or break file must be before the audit
@@ -349,7 +354,7 @@ const headRangeProblem = Effect.fnUntraced(function*(
   const bytes = Option.getOrElse(yield* file.readAlloc(length, { position: BigInt(offset) }), () => new Uint8Array(0))
   if (sha256Hex(bytes) !== head.receiptHash) return `the bytes at ${offset}+${length} do not hash to receiptHash`
   if (bytes[bytes.length - 1] !== NEWLINE) return `the range at ${offset}+${length} does not end a line`
-  const record = parseJsonOrNull(utf8.decode(bytes.subarray(0, -1)))
+  const record = parseJsonOrNull(decodeUtf8(bytes.subarray(0, -1)))
   if (!isRecord(record) || record.type !== "rarebit_summary") return "the range does not hold a summary receipt"
   if (record.sessionId !== head.sessionId) return "the receipt belongs to another sessionId than the head"
   if (!validateSummaryReceipt(record).valid) return "the summary receipt it points at fails v4 validation"
@@ -400,7 +405,7 @@ const scanSidecar = (
         if (length === 1) return
         if (length > MAX_RECEIPT_BYTES) {
           if (headSeen && afterHead++ === 0) firstAfterHead = offset
-          const mentionsHead = utf8.decode(bytes).includes("\"rarebit_head\"")
+          const mentionsHead = decodeUtf8(bytes).includes("\"rarebit_head\"")
           findings.push(finding(
             mentionsHead ? "invalid_head" : "invalid_record",
             "damage",
@@ -410,7 +415,7 @@ const scanSidecar = (
           ))
           return
         }
-        const text = utf8.decode(bytes)
+        const text = decodeUtf8(bytes)
         const record = parseJsonOrNull(text)
         const headLike = typeOf(record) === "rarebit_head" || (!record && text.includes("\"rarebit_head\""))
         if (headLike) {
@@ -635,7 +640,8 @@ const breakKey = (content: unknown, raw: string): string =>
     : `torn-${sha256Hex(raw).slice(0, 32)}`
 
 const readLockRaw = (fs: FileSystem, lockPath: string) =>
-  fs.readFileString(lockPath).pipe(
+  fs.readFile(lockPath).pipe(
+    Effect.map(decodeUtf8),
     Effect.map((raw) => ({ raw, content: parseJsonOrNull(raw) })),
     Effect.map(Option.some),
     Effect.catchIf(isNotFound, () => Effect.succeed(Option.none()))

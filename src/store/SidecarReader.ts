@@ -10,6 +10,10 @@
  * resumable at absolute byte offsets. Neither reader fails for what it finds
  * on disk; problems are reported in `availability` and `diagnostics`.
  *
+ * Lines are decoded exactly as the reference's `Buffer#toString("utf8")`
+ * decodes them (`decodeUtf8`): a BOM is kept, so a head or receipt line that
+ * starts with one is not JSON, and invalid sequences become U+FFFD.
+ *
  * `makeSidecarCurrentCache` serves repeated current reads: it re-reads only
  * the bytes an earlier available answer rested on and, if they are
  * unchanged, rebuilds that answer from them instead of parsing the window
@@ -24,6 +28,7 @@ import { sha256Hex } from "../protocol/CanonicalJson.js"
 import { sameBytes } from "../protocol/internal/Bytes.js"
 import { fileIdentity } from "../protocol/internal/FileInfo.js"
 import { copyJson } from "../protocol/internal/JsonCopy.js"
+import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { isValidHead, isValidReceiptReference } from "../protocol/Head.js"
 import { MAX_HISTORY_BYTES, MAX_HISTORY_RECORDS, MAX_TAIL_BYTES } from "../protocol/Limits.js"
 import { validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
@@ -33,8 +38,6 @@ import { NotRegularFile } from "./Errors.js"
 const NEWLINE = 10
 
 type FileInfo = File.Info
-
-const utf8 = new TextDecoder("utf-8")
 
 /** Whether a sidecar and its receipt could be read. @category models @since 0.1.0 */
 export type Availability = "available" | "missing" | "unreadable"
@@ -144,7 +147,7 @@ export const completeTailLines = (tail: TailWindow): {
     const newline = bytes.indexOf(NEWLINE, cursor)
     if (newline < 0 || newline >= completeLength) break
     if (newline > cursor) {
-      const line = utf8.decode(bytes.subarray(cursor, newline))
+      const line = decodeUtf8(bytes.subarray(cursor, newline))
       lines.push({ offset: offset + cursor, line, record: parseJsonOrNull(line) })
     }
     cursor = newline + 1
@@ -169,7 +172,7 @@ const lastHeadOf = (tail: TailWindow): {
   while (end >= 0) {
     const start = end === 0 ? 0 : bytes.lastIndexOf(NEWLINE, end - 1) + 1
     if (end > start) {
-      const line = utf8.decode(bytes.subarray(start, end))
+      const line = decodeUtf8(bytes.subarray(start, end))
       const tailLine = { offset: offset + start, line, record: parseJsonOrNull(line) }
       if (isValidHead(tailLine.record)) return { head: tailLine, after, tornTail }
       after.push(tailLine)
@@ -248,7 +251,7 @@ const verifyReceiptBytes = Effect.fnUntraced(function*(
   const bytes = yield* readRange(file, receiptOffset, receiptLength)
   if (bytes.length !== receiptLength) return undefined
   if (bytes[bytes.length - 1] !== NEWLINE || sha256Hex(bytes) !== receiptHash) return undefined
-  const record = parseJsonOrNull(utf8.decode(bytes.subarray(0, -1)))
+  const record = parseJsonOrNull(decodeUtf8(bytes.subarray(0, -1)))
   const valid = requireSummary
     ? isRecord(record) && record.type === "rarebit_summary" &&
       record.sessionId === (reference as { readonly sessionId?: unknown }).sessionId &&
@@ -632,7 +635,7 @@ export const readSidecarHistoryPage = (
       const lineBytes = bytes.subarray(cursor, newline)
       cursor = newline + 1
       if (lineBytes.length === 0) continue
-      const record = parseJsonOrNull(utf8.decode(lineBytes))
+      const record = parseJsonOrNull(decodeUtf8(lineBytes))
       if (isValidReceipt(record)) records.push({ offset: lineOffset, record })
     }
     const absoluteCursor = fromOffset + cursor

@@ -2,8 +2,10 @@
  * Claim fuzzing: a job claim is replaced by anything a crash, the reference
  * (which rewrites claims in place) or a hostile writer could leave — torn
  * prefixes, random bytes, JSON of every shape, active claims of any age,
- * settled claims pointing anywhere near a real receipt — and `reserve` is
- * called by both implementations on identical copies of the directory.
+ * settled claims pointing anywhere near a real receipt, any of them with
+ * decoder-sensitive bytes (a BOM, overlong forms, NUL, CR, ...) before, in
+ * or after the JSON — and `reserve` is called by both implementations on
+ * identical copies of the directory.
  *
  * Both must give the same answer (acquired, duplicate with the same record,
  * in flight, or the same error class and message) with two documented
@@ -18,6 +20,7 @@ import fc from "fast-check"
 import { cp, readFile, utimes, writeFile } from "node:fs/promises"
 import { join } from "node:path"
 import * as Ours from "../../src/promise/index.js"
+import { editLine, sensitiveBytes, spot } from "../support/DecoderBytes.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 import { jobId, makeRoots, outcomeOf, type Roots, Store as Ref, writeSession } from "../support/Reference.js"
 import { branches, nearMissReference, SESSION_ID, validSidecar, writeBytes } from "./FuzzKit.js"
@@ -63,7 +66,7 @@ const settledRef = fc.tuple(fc.nat(), fc.constantFrom("exact", "offset-", "offse
     return miss === "junk" ? { receiptOffset: "0" } : ref
   })
 
-const claimCase: fc.Arbitrary<ClaimCase> = fc.tuple(jobs, fc.integer({ min: 0, max: 3 * LEASE_MS })).chain((
+const plainClaimCase: fc.Arbitrary<ClaimCase> = fc.tuple(jobs, fc.integer({ min: 0, max: 3 * LEASE_MS })).chain((
   [job, mtimeAgeMs]
 ) =>
   fc.oneof(
@@ -100,6 +103,23 @@ const claimCase: fc.Arbitrary<ClaimCase> = fc.tuple(jobs, fc.integer({ min: 0, m
       receiptRef: fc.jsonValue({ maxDepth: 2 })
     }, { requiredKeys: [] }).map((fields) => ({ job, mtimeAgeMs, description: "claim-shaped", content: json(fields) }))
   )
+)
+
+/**
+ * A claim as above, a third of the time with decoder-sensitive bytes
+ * written into it: a claim the reference's `readFile(path, "utf8")` cannot
+ * parse (a BOM before the JSON) must be torn for us too, never a duplicate
+ * or a takeover read through a decoder that drops the mark.
+ */
+const claimCase: fc.Arbitrary<ClaimCase> = fc.tuple(
+  plainClaimCase,
+  fc.oneof({ weight: 2, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.tuple(sensitiveBytes, spot) })
+).map(([claim, sensitive]) =>
+  sensitive === undefined ? claim : {
+    ...claim,
+    description: `${claim.description}, ${sensitive[0].name} at ${sensitive[1].kind}`,
+    content: editLine(claim.content, sensitive[1], sensitive[0].bytes)
+  }
 )
 
 /** A reservation outcome with its random parts (tokens, times) left out. */
@@ -147,7 +167,7 @@ describe("claim fuzz", () => {
           })
           const mine = await outcomeOf(() => Ours.reserveRarebitJob(input(base)))
           const theirs = await outcomeOf(() => Ref.reserveRarebitJob(input(twin)))
-          const label = `${claim.description} claim ${JSON.stringify(new TextDecoder().decode(claim.content))}`
+          const label = `${claim.description} claim ${JSON.stringify(Buffer.from(claim.content).toString("utf8"))}`
           const mineValue = mine.ok ? shapeOf(mine.value) : mine
           const theirValue = theirs.ok ? { ...shapeOf(theirs.value), claimPath: undefined } : theirs
 

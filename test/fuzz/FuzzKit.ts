@@ -1,9 +1,10 @@
 /**
  * Shared material of the fuzz tests: a valid sidecar built line by line
- * (receipts of two Sessions' worth of branches, their heads, a title), byte
- * mutations that a crash, a hostile writer or a broken disk could leave, and
- * the side-by-side read of one directory by our Promise API and the
- * reference's.
+ * (receipts of two Sessions' worth of branches, their heads, a title),
+ * optionally with decoder-sensitive bytes written into chosen lines before
+ * the heads are hashed, byte mutations that a crash, a hostile writer or a
+ * broken disk could leave, and the side-by-side read of one directory by our
+ * Promise API and the reference's.
  */
 import { assert } from "@effect/vitest"
 import fc from "fast-check"
@@ -11,6 +12,7 @@ import { createHash } from "node:crypto"
 import { mkdir, writeFile } from "node:fs/promises"
 import { dirname } from "node:path"
 import * as Ours from "../../src/promise/index.js"
+import { concatBytes, editLine, type SensitiveBytes, sensitiveBytes, type Spot, spot } from "../support/DecoderBytes.js"
 import {
   entry,
   jobId,
@@ -37,6 +39,11 @@ export const branches = [
 const encoder = new TextEncoder()
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex")
 
+const concat = concatBytes
+
+const insertAt = (bytes: Uint8Array, at: number, inserted: Uint8Array) =>
+  concat(bytes.subarray(0, at), inserted, bytes.subarray(at))
+
 /** One line of a sidecar and where it starts. */
 export interface Line {
   readonly offset: number
@@ -44,20 +51,70 @@ export interface Line {
   readonly kind: "summary" | "title" | "head"
 }
 
-/** A valid sidecar: for each record its receipt line, then a head for summaries. */
-export const validSidecar = (): { readonly bytes: Uint8Array; readonly lines: ReadonlyArray<Line> } => {
-  const records: Array<Record<string, unknown>> = [
-    { ...summaryReceipt(branches[0], SESSION_ID), jobId: jobId(1) },
-    { ...titleReceipt(branches[0], SESSION_ID), jobId: jobId(2) },
-    { ...summaryReceipt(branches[1], SESSION_ID), jobId: jobId(3) },
-    { ...summaryReceipt(branches[0], SESSION_ID), jobId: jobId(4) },
-    { ...titleReceipt(branches[1], SESSION_ID), jobId: jobId(5) }
-  ]
+/**
+ * Decoder-sensitive bytes written into one line of the valid sidecar before
+ * the heads are computed, so a head pointing at an edited receipt still
+ * verifies by hash and the decision is left to how its text decodes.
+ */
+export interface LineEdit {
+  /** A line index, or the lines a current read rests on. */
+  readonly target: "currentHead" | "currentReceipt" | number
+  readonly spot: Spot
+  readonly bytes: SensitiveBytes
+}
+
+/** Edits weighted toward the current head and the receipt it points at. */
+export const lineEdit: fc.Arbitrary<LineEdit> = fc.record({
+  target: fc.oneof(
+    { weight: 3, arbitrary: fc.constantFrom<"currentHead" | "currentReceipt">("currentHead", "currentReceipt") },
+    { weight: 1, arbitrary: fc.nat() }
+  ),
+  spot,
+  bytes: sensitiveBytes
+})
+
+const sidecarRecords = (): ReadonlyArray<Record<string, unknown>> => [
+  { ...summaryReceipt(branches[0], SESSION_ID), jobId: jobId(1) },
+  { ...titleReceipt(branches[0], SESSION_ID), jobId: jobId(2) },
+  { ...summaryReceipt(branches[1], SESSION_ID), jobId: jobId(3) },
+  { ...summaryReceipt(branches[0], SESSION_ID), jobId: jobId(4) },
+  { ...titleReceipt(branches[1], SESSION_ID), jobId: jobId(5) }
+]
+
+/**
+ * A valid sidecar: for each record its receipt line, then a head for
+ * summaries (repeated after titles). `edits` change lines first; heads are
+ * computed over the edited receipts, so they point at them exactly.
+ */
+export const validSidecar = (edits: ReadonlyArray<LineEdit> = []): {
+  readonly bytes: Uint8Array
+  readonly lines: ReadonlyArray<Line>
+} => {
+  const records = sidecarRecords()
+  // Line kinds first, so edit targets resolve to indexes before anything is built.
+  const kinds: Array<Line["kind"]> = []
+  let headSeen = false
+  for (const record of records) {
+    const summary = record.type === "rarebit_summary"
+    kinds.push(summary ? "summary" : "title")
+    headSeen ||= summary
+    if (headSeen) kinds.push("head")
+  }
+  const currentHead = kinds.lastIndexOf("head")
+  const currentReceipt = kinds.lastIndexOf("summary")
+  const editsAt = (index: number) =>
+    edits.filter(({ target }) =>
+      (target === "currentHead" ? currentHead : target === "currentReceipt" ? currentReceipt : target % kinds.length) ===
+        index
+    )
+  const edited = (index: number, line: Uint8Array) =>
+    editsAt(index).reduce((bytes, edit) => editLine(bytes, edit.spot, edit.bytes.bytes), line)
+
   const lines: Array<Line> = []
   let offset = 0
   let lastHead: Uint8Array | undefined
   for (const record of records) {
-    const receipt = encoder.encode(`${JSON.stringify(record)}\n`)
+    const receipt = edited(lines.length, encoder.encode(`${JSON.stringify(record)}\n`))
     lines.push({ offset, bytes: receipt, kind: record.type === "rarebit_title" ? "title" : "summary" })
     const receiptOffset = offset
     offset += receipt.length
@@ -72,8 +129,9 @@ export const validSidecar = (): { readonly bytes: Uint8Array; readonly lines: Re
       })}\n`)
     }
     if (lastHead !== undefined) {
-      lines.push({ offset, bytes: lastHead, kind: "head" })
-      offset += lastHead.length
+      const head = edited(lines.length, lastHead)
+      lines.push({ offset, bytes: head, kind: "head" })
+      offset += head.length
     }
   }
   const bytes = new Uint8Array(offset)
@@ -81,25 +139,79 @@ export const validSidecar = (): { readonly bytes: Uint8Array; readonly lines: Re
   return { bytes, lines }
 }
 
-const concat = (...parts: ReadonlyArray<Uint8Array>): Uint8Array => {
-  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0))
-  let at = 0
-  for (const part of parts) {
-    out.set(part, at)
-    at += part.length
-  }
-  return out
-}
-
-const insertAt = (bytes: Uint8Array, at: number, inserted: Uint8Array) =>
-  concat(bytes.subarray(0, at), inserted, bytes.subarray(at))
-
 /** A head line pointing at `ref`, with `sessionId` unless overridden. */
 const headLine = (ref: Record<string, unknown>) =>
   encoder.encode(`${JSON.stringify({ type: "rarebit_head", protocolVersion: 1, sessionId: SESSION_ID, ...ref })}\n`)
 
 /** A mutation of a sidecar, given the sidecar and its valid lines. */
 export type Mutation = (bytes: Uint8Array, lines: ReadonlyArray<Line>) => Uint8Array
+
+/** The current read's window: the last 64 KiB of a sidecar. */
+export const TAIL_WINDOW_BYTES = 64 * 1024
+
+/** Where each line of `bytes` starts, a torn tail included. */
+const lineStarts = (bytes: Uint8Array): Array<number> => {
+  const starts = [0]
+  for (let index = bytes.indexOf(10); index >= 0 && index + 1 < bytes.length; index = bytes.indexOf(10, index + 1)) {
+    starts.push(index + 1)
+  }
+  return starts
+}
+
+/** A JSON line of exactly `length` bytes (at least 11), newline included. */
+const paddingLine = (length: number) => encoder.encode(`{"pad":"${"x".repeat(Math.max(0, length - 11))}"}\n`)
+
+const lastHeadOf = (lines: ReadonlyArray<Line>): Uint8Array =>
+  lines.filter((line) => line.kind === "head").at(-1)?.bytes ?? encoder.encode("{\"type\":\"rarebit_head\"}\n")
+
+/**
+ * `bytes` with `line` (edited: `inserted` at its start, or before its
+ * newline with `atEnd`) inserted at `lineAt`, and a padding line after it
+ * sized so that the current read's 64 KiB window starts `shift` bytes before
+ * the inserted bytes: inside them, just before or after them, on the
+ * newline before the line or on its own. `bytes` is returned unchanged when
+ * it is too long for that.
+ */
+export const straddlingWindow = (
+  bytes: Uint8Array,
+  lineAt: number,
+  line: Uint8Array,
+  inserted: Uint8Array,
+  atEnd: boolean,
+  shift: number
+): Uint8Array => {
+  const edited = editLine(line, { kind: atEnd ? "beforeNewline" : "start" }, inserted)
+  const insertedAt = atEnd ? line.length - 1 : 0
+  const padding = TAIL_WINDOW_BYTES - shift - (edited.length - insertedAt) - (bytes.length - lineAt)
+  if (padding < 11) return bytes
+  return concat(bytes.subarray(0, lineAt), edited, paddingLine(padding), bytes.subarray(lineAt))
+}
+
+/**
+ * Decoder-sensitive bytes in every line position of a damaged sidecar, not
+ * re-hashed: at the start or just before the newline of any line (a head, a
+ * receipt, the lines after the last head, the torn tail), as a torn tail of
+ * their own, and straddling the start of the current read's 64 KiB window.
+ */
+export const decoderMutation: fc.Arbitrary<Mutation> = fc.oneof(
+  fc.tuple(fc.nat(), fc.boolean(), sensitiveBytes).map(([pick, atEnd, { bytes: inserted }]): Mutation => (bytes) => {
+    const starts = lineStarts(bytes)
+    const start = starts[pick % starts.length]
+    const newline = bytes.indexOf(10, start)
+    return insertAt(bytes, atEnd ? (newline < 0 ? bytes.length : newline) : start, inserted)
+  }),
+  fc.tuple(sensitiveBytes, fc.constantFrom("", "{\"type\":\"rarebit_head\"", "{\"type\":\"rarebit_summary\",")).map(
+    ([{ bytes: inserted }, torn]): Mutation => (bytes) => concat(bytes, inserted, encoder.encode(torn))
+  ),
+  // A copy of the last head with the bytes at its start or before its
+  // newline, placed so the window starts near them.
+  fc.tuple(fc.nat(), sensitiveBytes, fc.boolean(), fc.integer({ min: -4, max: 4 })).map(
+    ([pick, { bytes: inserted }, atEnd, shift]): Mutation => (bytes, lines) => {
+      const starts = [...lineStarts(bytes), bytes.length]
+      return straddlingWindow(bytes, starts[pick % starts.length], lastHeadOf(lines), inserted, atEnd, shift)
+    }
+  )
+)
 
 const position = fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true })
 const at = (fraction: number, length: number) => Math.floor(fraction * (length + 1))
@@ -162,6 +274,8 @@ export const mutation: fc.Arbitrary<Mutation> = fc.oneof(
   }),
   // Invalid UTF-8 inside a line (receipts hash over bytes, so this also breaks hashes).
   fc.tuple(position, invalidUtf8).map(([f, bad]): Mutation => (bytes) => insertAt(bytes, at(f, bytes.length), bad)),
+  // Decoder-sensitive bytes at the edges of lines and of the tail window.
+  { weight: 3, arbitrary: decoderMutation },
   // Lines spliced: a random selection of whole lines, reordered, repeated or dropped.
   fc.array(fc.nat(), { maxLength: 12 }).map((picks): Mutation => (bytes, lines) =>
     lines.length === 0 ? bytes : concat(...picks.map((pick) => lines[pick % lines.length].bytes))

@@ -1,19 +1,23 @@
 /**
  * Commit lock fuzzing: a sidecar's lock file holds anything a crash, the
  * reference (which creates its lock empty, then writes it) or a hostile writer
- * could leave, sometimes with a break file beside it, and a worker settles.
+ * could leave, decoder-sensitive bytes (a BOM, overlong forms, NUL, CR, ...)
+ * included, sometimes with a break file beside it, and a worker settles.
  *
  * The lock may be broken only when it is a JSON object with a string token
  * and well-formed owner evidence that the probe proves dead, and no other
  * breaker got there first; then the settle succeeds and the lock is gone.
  * Otherwise the settle fails with `LockHeld` and the lock file is left
- * byte for byte. Never a defect, never another error.
+ * byte for byte. Never a defect, never another error. Lock text is decoded
+ * as the reference's `readFile(path, "utf8")` decodes it, so a lock that
+ * starts with a BOM is not JSON: it proves nothing and is never broken.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Path } from "effect"
 import { TestClock } from "effect/testing"
 import fc from "fast-check"
 import { acquire, asWorker, currentSummary, JOB1, LOCK, makeWorld, storeOn, T0 } from "../reliability/StoreWorld.js"
+import { editLine, type SensitiveBytes, sensitiveBytes, type Spot, spot } from "../support/DecoderBytes.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 
 const encoder = new TextEncoder()
@@ -48,7 +52,7 @@ const nearDeadLock = fc.record({
   description: "near a dead owner's"
 }))
 
-const lockContent: fc.Arbitrary<{ readonly text: Uint8Array; readonly description: string }> = fc.oneof(
+const plainLockContent: fc.Arbitrary<{ readonly text: Uint8Array; readonly description: string }> = fc.oneof(
   { weight: 4, arbitrary: nearDeadLock },
   fc.record({
     token: fc.oneof(fc.stringMatching(/^[a-f0-9]{48}$/), fc.string({ maxLength: 10 }), fc.integer(), fc.constant(null)),
@@ -63,6 +67,30 @@ const lockContent: fc.Arbitrary<{ readonly text: Uint8Array; readonly descriptio
   fc.jsonValue({ maxDepth: 2 }).map((value) => ({ text: encoder.encode(JSON.stringify(value)), description: "any JSON" }))
 )
 
+const withSensitiveBytes = (
+  lock: { readonly text: Uint8Array; readonly description: string },
+  [{ bytes, name }, where]: readonly [SensitiveBytes, Spot]
+) => ({ text: editLine(lock.text, where, bytes), description: `${lock.description}, ${name} at ${where.kind}` })
+
+/**
+ * A lock as above, or with decoder-sensitive bytes written into it; most
+ * often a dead owner's lock behind them, the one a decoder that dropped a
+ * BOM would break.
+ */
+const lockContent = fc.oneof(
+  { weight: 4, arbitrary: plainLockContent },
+  { weight: 2, arbitrary: fc.tuple(plainLockContent, fc.tuple(sensitiveBytes, spot)).map(([lock, s]) => withSensitiveBytes(lock, s)) },
+  {
+    weight: 1,
+    arbitrary: fc.tuple(nearDeadLock, sensitiveBytes).map(([lock, bytes]) =>
+      withSensitiveBytes(lock, [bytes, { kind: "start" }])
+    )
+  }
+)
+
+/** Lock text as the reference decodes it (`readFile(path, "utf8")`): a BOM is kept. */
+const nodeText = (bytes: Uint8Array): string => Buffer.from(bytes).toString("utf8")
+
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
@@ -74,7 +102,7 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
 const breakable = (text: Uint8Array): string | undefined => {
   let parsed: unknown
   try {
-    parsed = JSON.parse(new TextDecoder().decode(text))
+    parsed = JSON.parse(nodeText(text))
   } catch {
     return undefined
   }
@@ -109,7 +137,7 @@ const lockCase = (content: { readonly text: Uint8Array; readonly description: st
     const blocked = breakFileFirst && token !== undefined && /^[a-f0-9]+$/.test(token)
     if (blocked) yield* world.writeFileString(`${LOCK}.break-${token}`, "{}\n")
     const exit = yield* Effect.exit(store.settle(reservation, currentSummary).pipe(asWorker(WORKER_PID, "settle")))
-    const label = `${content.description} lock ${JSON.stringify(new TextDecoder().decode(content.text))}`
+    const label = `${content.description} lock ${JSON.stringify(nodeText(content.text))}`
     if (Exit.isFailure(exit)) assert.isFalse(exit.cause.reasons.some(Cause.isDieReason), `${label}: ${Cause.pretty(exit.cause)}`)
     const left = world.snapshot(LOCK).find((entry) => entry.path === LOCK)
     if (deadToken !== undefined && !blocked) {
@@ -126,7 +154,7 @@ const lockCase = (content: { readonly text: Uint8Array; readonly description: st
 
 const tokenOf = (text: Uint8Array): string | undefined => {
   try {
-    const token = (JSON.parse(new TextDecoder().decode(text)) as { token?: unknown } | null)?.token
+    const token = (JSON.parse(nodeText(text)) as { token?: unknown } | null)?.token
     return typeof token === "string" ? token : undefined
   } catch {
     return undefined

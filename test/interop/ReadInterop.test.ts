@@ -1,8 +1,9 @@
 /**
  * Read interoperability with the pinned reference: whatever either store
  * writes (settles making new or repeated heads, titles, takeovers, torn and
- * hand-made tails, invalid heads, hash near-misses, sidecars whose tail
- * window starts mid-file), our `readRarebitCurrent` and `readRarebitHistory`
+ * hand-made tails, invalid heads, hash near-misses, decoder-sensitive bytes
+ * in heads and in receipts heads point at, sidecars whose tail window starts
+ * mid-file), our `readRarebitCurrent` and `readRarebitHistory`
  * return deep-equal results to the reference's on the same directory, with
  * and without a `native` observation, with expectations and deadlines.
  */
@@ -10,6 +11,7 @@ import { afterEach, assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
 import { appendFile, mkdir, readFile, rm, stat, symlink, truncate, writeFile } from "node:fs/promises"
 import { dirname } from "node:path"
+import { decoderSensitive, editLine, type Spot } from "../support/DecoderBytes.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 import type { Json } from "../support/Receipts.js"
 import {
@@ -108,6 +110,30 @@ const someHead = (lines: ReadonlyArray<ParsedLine>): Json => {
 
 const headLine = (head: Json) => `${JSON.stringify(head)}\n`
 
+/** The current head with the decoder-sensitive bytes `name` at `spot` (none for an overlong spot). */
+const headWith = (lines: ReadonlyArray<ParsedLine>, spot: Spot, name?: string) =>
+  Buffer.from(editLine(Buffer.from(headLine(someHead(lines))), spot, name ? decoderSensitive[name] : new Uint8Array(0)))
+
+/**
+ * A copy of the first summary receipt with decoder-sensitive bytes at
+ * `spot`, appended with a head that points at the copy by hash, so whether
+ * it is current depends only on how its text decodes.
+ */
+const pointedCopy = (lines: ReadonlyArray<ParsedLine>, size: number, spot: Spot, name: string) => {
+  const receipt = lines.find((line) => line.record?.type === "rarebit_summary")
+  if (receipt === undefined) return "\n"
+  const edited = Buffer.from(editLine(receipt.bytes, spot, decoderSensitive[name]))
+  const head = {
+    type: "rarebit_head",
+    protocolVersion: 1,
+    sessionId: receipt.record.sessionId,
+    receiptOffset: size,
+    receiptLength: edited.length,
+    receiptHash: sha256(edited)
+  }
+  return Buffer.concat([edited, Buffer.from(headLine(head))])
+}
+
 /** Appendable tails, computed from the sidecar's current bytes. */
 const mutations: Record<string, (lines: ReadonlyArray<ParsedLine>, size: number) => string | Buffer> = {
   tornHead: () => "{\"type\":\"rarebit_head\"",
@@ -147,6 +173,18 @@ const mutations: Record<string, (lines: ReadonlyArray<ParsedLine>, size: number)
     return receipt ? receipt.bytes.toString("utf8") : "\n"
   },
   multibyte: () => "{\"note\":\"😀 é ✓\"}\n",
+  bomHead: (lines) => headWith(lines, { kind: "start" }, "bom"),
+  overlongQuoteHead: (lines) => headWith(lines, { kind: "overlong", pick: 1, length: 2 }),
+  crHead: (lines) => headWith(lines, { kind: "beforeNewline" }, "cr"),
+  nulHead: (lines) => headWith(lines, { kind: "beforeNewline" }, "nul"),
+  lineSeparatorHead: (lines) => headWith(lines, { kind: "afterBrace" }, "lineSeparator"),
+  bomReceipt: (lines, size) => pointedCopy(lines, size, { kind: "start" }, "bom"),
+  bomInReceiptText: (lines, size) => pointedCopy(lines, size, { kind: "inString" }, "bom"),
+  lineSeparatorInReceiptText: (lines, size) => pointedCopy(lines, size, { kind: "inString" }, "lineSeparator"),
+  surrogateInReceiptText: (lines, size) => pointedCopy(lines, size, { kind: "inString" }, "surrogateHigh"),
+  overlongSlashInReceiptText: (lines, size) => pointedCopy(lines, size, { kind: "inString" }, "overlongSlash3"),
+  truncatedBeforeReceiptNewline: (lines, size) => pointedCopy(lines, size, { kind: "beforeNewline" }, "truncated3"),
+  bomTornHead: () => Buffer.concat([Buffer.from(decoderSensitive.bom), Buffer.from("{\"type\":\"rarebit_head\"")]),
   padding: () => `${" ".repeat(40 * 1024)}\n`
 }
 

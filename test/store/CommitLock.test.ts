@@ -176,7 +176,8 @@ fileSystemSuite("Commit lock", (it) => {
       let armed = false
       const base = yield* FileSystem.FileSystem
       const fs = interceptFileSystem(base, (method, args) => {
-        if (!(armed && method === "readFileString" && args[0] === lockPath)) return Effect.void
+        // The lock is read as bytes (and decoded as the reference decodes it).
+        if (!(armed && (method === "readFile" || method === "readFileString") && args[0] === lockPath)) return Effect.void
         armed = false
         return Effect.fail(PlatformError.systemError({ _tag: "Unknown", module: "FileSystem", method, pathOrDescriptor: lockPath }))
       })
