@@ -56,6 +56,7 @@ import { sha256Hex, stableJson } from "../protocol/CanonicalJson.js"
 import { sameBytes } from "../protocol/internal/Bytes.js"
 import { fileIdentity, modifiedMs } from "../protocol/internal/FileInfo.js"
 import { registerOwnEvidence } from "../protocol/internal/OwnEvidence.js"
+import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { measureRarebits, type RarebitMeasurement } from "./Measurement.js"
 import {
   messageTextBlocks,
@@ -576,7 +577,6 @@ const extendSelection = (prior: SelectionBuild, picks: OrderedPicks, shared: num
 }
 
 const NEWLINE = 10
-const utf8 = new TextDecoder("utf-8", { ignoreBOM: true })
 
 /**
  * Feeds the complete lines of `bytes` (which must end with a newline, or be
@@ -584,15 +584,17 @@ const utf8 = new TextDecoder("utf-8", { ignoreBOM: true })
  *
  * **Details**
  *
- * Splitting UTF-8 at a newline never splits a character, so decoding line
- * groups separately gives the same text as decoding the whole file.
+ * Splitting UTF-8 at a newline never splits a character (an invalid
+ * sequence ends at the newline either way), and `decodeUtf8` keeps a BOM at
+ * the start of a group as it would mid-file, so decoding line groups
+ * separately gives the same text as decoding the whole file.
  *
  * @category parsing
  * @since 0.1.0
  */
 export const feedCompleteLines = (accumulator: SessionAccumulator, bytes: Uint8Array): void => {
   if (bytes.length === 0) return
-  const text = utf8.decode(bytes)
+  const text = decodeUtf8(bytes)
   let start = 0
   for (;;) {
     const newline = text.indexOf("\n", start)
@@ -898,7 +900,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
     accumulator: SessionAccumulator,
     scanned: { readonly committedEnd: number; readonly prints: Prints; readonly trailing: Uint8Array; readonly size: number }
   ): SessionOutcome => {
-    const outcome = accumulator.finish(utf8.decode(scanned.trailing))
+    const outcome = accumulator.finish(decodeUtf8(scanned.trailing))
     const trailing = scanned.trailing.length <= TRAILING_KEPT_BYTES ? scanned.trailing : undefined
     const bytes = accumulator.retainedBytes + scanned.prints.head.length + scanned.prints.tail.length +
       (trailing?.length ?? 0)

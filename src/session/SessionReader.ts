@@ -10,9 +10,10 @@
  * with that id. The scan reads at most 16 KiB of each candidate, never follows
  * symlinked directories or files, and treats a missing root as empty.
  *
- * Reading decodes the whole file once as UTF-8 the way Node's
- * `readFile(path, "utf8")` does: invalid bytes become U+FFFD and a leading BOM
- * is kept (so a BOM before the header makes line 1 malformed JSON).
+ * Reading decodes the whole file once as UTF-8 exactly as Node's
+ * `readFile(path, "utf8")` does (`decodeUtf8`): invalid bytes become U+FFFD
+ * and a leading BOM is kept (so a BOM before the header makes line 1
+ * malformed JSON).
  *
  * Nothing here writes; a file that changes between resolve and read is read as
  * it is at read time, and a file that vanished in between is `SessionIo` with a
@@ -22,6 +23,7 @@
  */
 import { Effect, FileSystem, Option, Path, Result } from "effect"
 import type { PlatformError } from "effect/PlatformError"
+import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { measureRarebits, type RarebitMeasurement } from "./Measurement.js"
 import { RAREBIT_SELECTOR_VERSION, type RarebitSelection, selectRarebits } from "./Selector.js"
 import {
@@ -110,8 +112,6 @@ export type NativeObservation =
 
 const HEADER_PROBE_BYTES = 16384
 
-const utf8 = new TextDecoder("utf-8", { ignoreBOM: true })
-
 const ioAt = (path: string) => (cause: PlatformError) => new SessionIo({ path, cause })
 
 // Mirrors `stat().isFile()` with ENOENT meaning "no": symlinks to files count,
@@ -128,7 +128,7 @@ const probeHeader = Effect.fnUntraced(function*(fs: FileSystem.FileSystem, file:
   const bytes = yield* Effect.scoped(
     Effect.flatMap(fs.open(file, { flag: "r" }), (handle) => handle.readAlloc(HEADER_PROBE_BYTES, { position: 0n }))
   ).pipe(Effect.mapError(ioAt(file)))
-  const firstLine = Option.match(bytes, { onNone: () => "", onSome: (chunk) => utf8.decode(chunk) })
+  const firstLine = Option.match(bytes, { onNone: () => "", onSome: (chunk) => decodeUtf8(chunk) })
     .split("\n", 1)[0]
     ?.trim()
   if (!firstLine) return null
@@ -247,7 +247,7 @@ export const readSession = Effect.fn("SessionReader.readSession")(function*(
   const sessionFile = yield* resolveSessionFile(reference, options)
   const fs = yield* FileSystem.FileSystem
   const bytes = yield* fs.readFile(sessionFile).pipe(Effect.mapError(ioAt(sessionFile)))
-  const parsed = yield* Effect.fromResult(parseSessionResult(utf8.decode(bytes), sessionFile))
+  const parsed = yield* Effect.fromResult(parseSessionResult(decodeUtf8(bytes), sessionFile))
   const branch = yield* Effect.fromResult(resolveActiveBranchResult(parsed, sessionFile))
   const read: SessionRead = { sessionFile, parsed, branch, ...projectSession(parsed, branch) }
   return read
