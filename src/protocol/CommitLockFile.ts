@@ -3,10 +3,14 @@
  * holder's random `token` and when it was taken.
  *
  * The seed writes `{token, claimedAt}` and, on release, compares only
- * `token`. This project may add an optional nested `owner` record (process
- * id, host, process start time, boot id) as evidence for an operator deciding
- * whether a holder crashed; the reference ignores it. A lock is never broken
- * on this evidence or on age alone.
+ * `token`. This project adds an optional nested `owner` record (pid, host,
+ * boot id, process start time, PID and time namespace), which the reference
+ * ignores. The store breaks a lock on that evidence only when it proves the
+ * owner dead (see `store/LockOwner`), and never on age alone.
+ *
+ * The line is written in a fixed key order (`token`, `claimedAt`, `owner`;
+ * inside `owner`: `pid`, `hostname`, `bootId`, `startTicks`, `pidNamespace`,
+ * `timeNamespace`) and our writers keep it within `MAX_LOCK_LINE_BYTES`.
  *
  * @since 0.1.0
  */
@@ -16,8 +20,8 @@ import { IsoTimestamp } from "./JobClaim.js"
 import { NonEmptyString, PositiveInteger } from "./ReceiptParts.js"
 
 /**
- * Who took a lock: enough to tell, on the same host, whether that process
- * still runs (a reused pid has a different start time or boot id).
+ * Who took a lock: enough to tell, in the same boot and PID namespace,
+ * whether that process still runs (a reused pid has a different start time).
  *
  * @category schemas
  * @since 0.1.0
@@ -26,7 +30,9 @@ export const LockOwnerEvidence = Schema.Struct({
   pid: PositiveInteger,
   hostname: NonEmptyString,
   bootId: Schema.optionalKey(Schema.String),
-  startTicks: Schema.optionalKey(Schema.String)
+  startTicks: Schema.optionalKey(Schema.String),
+  pidNamespace: Schema.optionalKey(Schema.String),
+  timeNamespace: Schema.optionalKey(Schema.String)
 })
 
 /**
@@ -63,8 +69,24 @@ export type CommitLockFile = typeof CommitLockFile.Type
 export const decodeCommitLockFile = Schema.decodeUnknownResult(CommitLockFile, { onExcessProperty: "error" })
 
 /**
- * One lock line: compact JSON in the order `token`, `claimedAt`, `owner`,
- * then `"\n"`.
+ * The most bytes a lock line of ours takes, newline included.
+ *
+ * **Details**
+ *
+ * A real line takes 250 to 350 bytes (a 48-digit token, a 24-character
+ * timestamp, a hostname of at most 64 bytes on Linux, a 36-character boot
+ * id, two namespace names); the `/proc` probe writes no evidence rather
+ * than exceed this.
+ *
+ * @category constants
+ * @since 0.1.0
+ */
+export const MAX_LOCK_LINE_BYTES = 1024
+
+/**
+ * One lock line: compact JSON in the order `token`, `claimedAt`, `owner`
+ * (`pid`, `hostname`, `bootId`, `startTicks`, `pidNamespace`,
+ * `timeNamespace`), then `"\n"`.
  *
  * @category encoding
  * @since 0.1.0
@@ -75,6 +97,8 @@ export const encodeLockLine = (lock: CommitLockFile): string => {
     const owner: Record<string, unknown> = { pid: lock.owner.pid, hostname: lock.owner.hostname }
     if (lock.owner.bootId !== undefined) owner.bootId = lock.owner.bootId
     if (lock.owner.startTicks !== undefined) owner.startTicks = lock.owner.startTicks
+    if (lock.owner.pidNamespace !== undefined) owner.pidNamespace = lock.owner.pidNamespace
+    if (lock.owner.timeNamespace !== undefined) owner.timeNamespace = lock.owner.timeNamespace
     record.owner = owner
   }
   return `${JSON.stringify(record)}\n`

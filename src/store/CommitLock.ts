@@ -16,10 +16,14 @@
  *   processes, unchanged on disk.
  * - Release runs on success, failure and interruption, and removes the file
  *   only if it still holds our token.
- * - A lock whose owner evidence proves its process dead (same host and boot,
- *   pid gone or reused) is broken, under a per-token break file so two
+ * - A lock whose owner evidence proves its process dead (written in this
+ *   process's own host, boot, PID and time namespace, pid gone or reused
+ *   there; see `LockOwner`) is broken, under a per-token break file so two
  *   waiters never both break and a fresh lock is never removed. Locks
- *   without evidence (the reference's) are never broken by age.
+ *   without evidence (the reference's), or whose evidence comes from
+ *   another namespace, host or boot, are never broken, whatever their age.
+ * - The lock line stays within `MAX_LOCK_LINE_BYTES`: evidence that would
+ *   not fit is left out.
  * - A lock is decoded exactly as the reference's `readFile(path, "utf8")`
  *   decodes it (`decodeUtf8`): a BOM is kept, so a lock that starts with one
  *   is not JSON, holds no token or evidence, and is never broken.
@@ -29,10 +33,10 @@
 import { Clock, Effect, Random, Scope, Semaphore } from "effect"
 import type { FileSystem } from "effect/FileSystem"
 import type { PlatformError } from "effect/PlatformError"
-import { encodeLockLine } from "../protocol/CommitLockFile.js"
+import { encodeLockLine, MAX_LOCK_LINE_BYTES } from "../protocol/CommitLockFile.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { LockHeld, StoreIo, storeIo } from "./Errors.js"
-import { LockOwner, type OwnerEvidence, ownerEvidenceOf } from "./LockOwner.js"
+import { isOwnEvidence, LockOwner, type OwnerEvidence, ownerEvidenceOf } from "./LockOwner.js"
 import type { LockRetry } from "./StoreConfig.js"
 import { parseJsonOrNull } from "./SidecarReader.js"
 
@@ -61,9 +65,21 @@ const tokensHeldHere: Set<string> = ((globalThis as Record<symbol, unknown>)[
   Symbol.for("rarebit-store/tokensHeldHere")
 ] ??= new Set<string>()) as Set<string>
 
+/**
+ * A lock with exactly this process's evidence (boot and PID namespace
+ * included: a pid of another namespace is another process) whose token this
+ * process does not hold.
+ */
 const leakedHere = (self: OwnerEvidence | undefined, owner: OwnerEvidence, token: string): boolean =>
-  self !== undefined && owner.pid === self.pid && owner.hostname === self.hostname &&
-  owner.bootId === self.bootId && owner.startTicks === self.startTicks && !tokensHeldHere.has(token)
+  isOwnEvidence(self, owner) && !tokensHeldHere.has(token)
+
+/** The lock line, with our evidence when the line then stays within its bound. */
+const lockLine = (token: string, claimedAt: string, owner: OwnerEvidence | undefined): string => {
+  const bare = encodeLockLine({ token, claimedAt })
+  if (owner === undefined) return bare
+  const withOwner = encodeLockLine({ token, claimedAt, owner })
+  return encoder.encode(withOwner).length <= MAX_LOCK_LINE_BYTES ? withOwner : bare
+}
 
 /** A lock this process holds. @category models @since 0.1.0 */
 export interface HeldLock {
@@ -179,7 +195,7 @@ const acquireFileLock = (
       const probe = yield* LockOwner
       const token = yield* randomToken(24)
       const claimedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
-      const content = encodeLockLine({ token, claimedAt, ...(probe.current ? { owner: probe.current } : {}) })
+      const content = lockLine(token, claimedAt, probe.current)
       const tempPath = `${lockPath}.${token}.tmp`
       yield* writeDurableTemp(fs, tempPath, content)
       tokensHeldHere.add(token)

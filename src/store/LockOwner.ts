@@ -2,12 +2,38 @@
  * Evidence about which process holds a commit lock, and whether it is gone.
  *
  * A lock file carries `{token, claimedAt}` (all the reference reads) plus,
- * when written by us, an `owner` record naming the host, the boot, the pid
- * and the process start time. Only that evidence can prove a lock's owner
- * dead: a lock without it, or from another host or boot we cannot inspect,
- * is never broken automatically. The default reference has no evidence and
- * proves nothing dead, so tests and other platforms stay conservative; the
- * Node layer provides the `/proc`-backed probe.
+ * when written by us, an `owner` record: the pid, and what makes that pid
+ * mean one process — the kernel boot it was handed out in, the PID
+ * namespace it is counted in, the time namespace its start time is counted
+ * in, and that start time (which tells a reused pid apart). The hostname
+ * rides along for operators.
+ *
+ * A pid alone names no process: two containers sharing a volume (pods,
+ * `unshare --pid`) each have their own pid 1, 2, 3…, and a pid of one may
+ * name a live, a gone or an unrelated process in the other. So an owner is
+ * provably dead only when its evidence was written in this reader's own
+ * context — same host, same boot, same PID namespace, same time namespace —
+ * and its pid is now gone there or belongs to a process that started at
+ * another time. Anything else proves nothing and counts as alive, so a live
+ * owner's lock is never broken:
+ * - evidence from another host, boot, PID namespace or time namespace;
+ * - evidence without a boot id or a PID namespace: written by an older
+ *   version of this store, or where `/proc` could not name the namespace.
+ *   This is deliberate: such a lock could come from any namespace, and a
+ *   lock left behind is an inconvenience (`rarebit-store unlock --force`)
+ *   where a broken live lock is two writers in one sidecar;
+ * - a reader that cannot name its own context (no `/proc`, or a `/proc`
+ *   mounted for another PID namespace).
+ *
+ * A lock from an earlier boot is not proven dead either: another machine
+ * sharing the volume, under the same hostname (containers often do), has
+ * another boot id too. Equal boot ids, random per kernel boot, are what
+ * tie the evidence to this very kernel.
+ *
+ * The default reference has no evidence and proves nothing dead, so tests
+ * and other platforms stay conservative; the Node layer provides the
+ * `/proc`-backed probe (`platform/ProcessOwner`), built on
+ * `makeLockOwnerProbe` here.
  *
  * @since 0.1.0
  */
@@ -21,6 +47,10 @@ export interface OwnerEvidence {
   readonly bootId?: string
   /** Process start time in clock ticks since boot, which tells pid reuse apart. */
   readonly startTicks?: string
+  /** The PID namespace the pid counts in, as `/proc/self/ns/pid` names it: `pid:[<inode>]`. */
+  readonly pidNamespace?: string
+  /** The time namespace `startTicks` counts in (its boot time can be shifted): `time:[<inode>]`. */
+  readonly timeNamespace?: string
 }
 
 /**
@@ -45,19 +75,142 @@ export const LockOwner = Context.Reference<LockOwnerProbe>("rarebit-store/store/
   defaultValue: () => ({ current: undefined, isProvablyDead: () => Effect.succeed(false) })
 })
 
-/** Reads owner evidence from a parsed lock file, if it has well-formed evidence. @category parsing @since 0.1.0 */
+const OPTIONAL_FIELDS = ["bootId", "startTicks", "pidNamespace", "timeNamespace"] as const
+
+/**
+ * Reads owner evidence from a parsed lock file, if it has well-formed
+ * evidence: a positive integer pid, a non-empty hostname, and every other
+ * field it has a string. Malformed evidence is no evidence: it proves
+ * nothing, rather than being judged on the fields that happen to parse.
+ *
+ * @category parsing
+ * @since 0.1.0
+ */
 export const ownerEvidenceOf = (lock: unknown): OwnerEvidence | undefined => {
   if (typeof lock !== "object" || lock === null) return undefined
   const owner = (lock as { readonly owner?: unknown }).owner
-  if (typeof owner !== "object" || owner === null) return undefined
-  const { bootId, hostname, pid, startTicks } = owner as Record<string, unknown>
+  if (typeof owner !== "object" || owner === null || Array.isArray(owner)) return undefined
+  const record = owner as Record<string, unknown>
+  const { hostname, pid } = record
   if (!Number.isSafeInteger(pid) || (pid as number) <= 0 || typeof hostname !== "string" || hostname === "") {
     return undefined
   }
-  return {
-    pid: pid as number,
-    hostname,
-    ...(typeof bootId === "string" ? { bootId } : {}),
-    ...(typeof startTicks === "string" ? { startTicks } : {})
+  const evidence: { -readonly [K in keyof OwnerEvidence]: OwnerEvidence[K] } = { pid: pid as number, hostname }
+  for (const field of OPTIONAL_FIELDS) {
+    const value = record[field]
+    if (value === undefined) continue
+    if (typeof value !== "string") return undefined
+    evidence[field] = value
   }
+  return evidence
 }
+
+/**
+ * The fields that say in which context a pid was counted; evidence compares
+ * to a reader's only when all of them are equal (absent equals only absent).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type OwnerContextField = "hostname" | "bootId" | "pidNamespace" | "timeNamespace"
+
+const CONTEXT_FIELDS: ReadonlyArray<OwnerContextField> = ["hostname", "bootId", "pidNamespace", "timeNamespace"]
+
+/** Without these, a pid cannot be tied to one kernel and one PID namespace. */
+const REQUIRED_CONTEXT: ReadonlyArray<OwnerContextField> = ["bootId", "pidNamespace"]
+
+/**
+ * Why an owner's evidence cannot be judged from here.
+ *
+ * - `ReaderUnidentified`: this process cannot name its own boot or PID
+ *   namespace, so it proves nothing about anyone.
+ * - `OwnerUnidentified`: the evidence lacks `missing` (an older version of
+ *   this store, or a writer whose `/proc` could not name its namespace).
+ * - `OtherContext`: written on another host, in another boot, or in another
+ *   PID or time namespace; `owner` and `reader` are the differing values.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type OwnerContextMismatch =
+  | { readonly _tag: "ReaderUnidentified" }
+  | { readonly _tag: "OwnerUnidentified"; readonly missing: ReadonlyArray<OwnerContextField> }
+  | {
+    readonly _tag: "OtherContext"
+    readonly field: OwnerContextField
+    readonly owner: string | undefined
+    readonly reader: string | undefined
+  }
+
+/**
+ * Whether `owner` was written in `reader`'s context, so that its pid names
+ * a process `reader` can look at; `undefined` when it was.
+ *
+ * @category predicates
+ * @since 0.1.0
+ */
+export const ownerContextMismatch = (
+  reader: OwnerEvidence | undefined,
+  owner: OwnerEvidence
+): OwnerContextMismatch | undefined => {
+  if (reader === undefined || REQUIRED_CONTEXT.some((field) => reader[field] === undefined)) {
+    return { _tag: "ReaderUnidentified" }
+  }
+  const missing = REQUIRED_CONTEXT.filter((field) => owner[field] === undefined)
+  if (missing.length > 0) return { _tag: "OwnerUnidentified", missing }
+  const field = CONTEXT_FIELDS.find((name) => owner[name] !== reader[name])
+  return field === undefined ? undefined : { _tag: "OtherContext", field, owner: owner[field], reader: reader[field] }
+}
+
+/**
+ * Whether `owner` is exactly this process's own evidence, written in a
+ * context that identifies it (boot and PID namespace known).
+ *
+ * **Details**
+ *
+ * Such a lock was written by this very process (same pid and start time, in
+ * the same boot and namespaces), so if this process does not hold its token,
+ * nobody does. The same pid and start time counted in another PID namespace
+ * is another process.
+ *
+ * @category predicates
+ * @since 0.1.0
+ */
+export const isOwnEvidence = (self: OwnerEvidence | undefined, owner: OwnerEvidence): boolean =>
+  self !== undefined && ownerContextMismatch(self, owner) === undefined && owner.pid === self.pid &&
+  owner.startTicks === self.startTicks
+
+/**
+ * What a reader sees of a pid in its own PID namespace: `"gone"` (no such
+ * process), its start ticks, or `undefined` when it exists but its start
+ * time cannot be read.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type ProcessLookup = (pid: number) => "gone" | string | undefined
+
+/**
+ * Makes a probe that writes `current` as evidence and proves an owner dead
+ * by the rule above, looking pids up with `lookup`.
+ *
+ * **Details**
+ *
+ * `lookup` must answer for the PID namespace `current.pidNamespace` names
+ * (and in its time namespace): the Node probe reads `/proc` only when that
+ * `/proc` belongs to its own namespace. Tests pass a table of processes.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const makeLockOwnerProbe = (current: OwnerEvidence | undefined, lookup: ProcessLookup): LockOwnerProbe => ({
+  current,
+  isProvablyDead: (owner) =>
+    Effect.sync(() => {
+      if (ownerContextMismatch(current, owner) !== undefined) return false
+      const seen = lookup(owner.pid)
+      if (seen === "gone") return true
+      // Same pid, another start time: the owner ended and its pid was reused.
+      return seen !== undefined && owner.startTicks !== undefined && seen !== owner.startTicks
+    })
+})

@@ -47,8 +47,9 @@ export interface StoreConfig extends StoreLocation {
   readonly lockRetry: LockRetry
   /**
    * Break a commit lock whose owner evidence proves its process is gone
-   * (same host and boot, pid no longer that process). Locks without our
-   * evidence, such as the reference's, are never broken automatically.
+   * (written in this process's host, boot, PID and time namespace, pid no
+   * longer that process there). Locks without our evidence, such as the
+   * reference's, or from another namespace, are never broken automatically.
    */
   readonly breakDeadLocks: boolean
   /**

@@ -12,7 +12,7 @@
  * from building at once.
  */
 import { execFile, spawn } from "node:child_process"
-import { readFileSync } from "node:fs"
+import { existsSync, readFileSync, readlinkSync } from "node:fs"
 import { lstat, mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises"
 import { hostname } from "node:os"
 import { dirname, join, relative } from "node:path"
@@ -158,7 +158,9 @@ export const liveOwnerEvidence = () => {
   const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim()
   const stat = readFileSync("/proc/self/stat", "utf8")
   const startTicks = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]
-  return { pid: process.pid, hostname: hostname(), bootId: boot, startTicks }
+  const pidNamespace = readlinkSync("/proc/self/ns/pid")
+  const timeNamespace = existsSync("/proc/self/ns/time") ? readlinkSync("/proc/self/ns/time") : undefined
+  return { pid: process.pid, hostname: hostname(), bootId: boot, startTicks, pidNamespace, ...(timeNamespace ? { timeNamespace } : {}) }
 }
 
 /** Owner evidence of a process that has exited: a child that ran `true`. */

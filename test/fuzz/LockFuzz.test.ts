@@ -5,8 +5,10 @@
  * included, sometimes with a break file beside it, and a worker settles.
  *
  * The lock may be broken only when it is a JSON object with a string token
- * and well-formed owner evidence that the probe proves dead, and no other
- * breaker got there first; then the settle succeeds and the lock is gone.
+ * and well-formed owner evidence, written in the worker's own host, boot,
+ * PID namespace and time namespace, that proves its owner dead there (or is
+ * the worker's own, leaked), and no other breaker got there first; then the
+ * settle succeeds and the lock is gone.
  * Otherwise the settle fails with `LockHeld` and the lock file is left
  * byte for byte. Never a defect, never another error. Lock text is decoded
  * as the reference's `readFile(path, "utf8")` decodes it, so a lock that
@@ -16,7 +18,17 @@ import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Path } from "effect"
 import { TestClock } from "effect/testing"
 import fc from "fast-check"
-import { acquire, asWorker, currentSummary, JOB1, LOCK, makeWorld, storeOn, T0 } from "../reliability/StoreWorld.js"
+import {
+  acquire,
+  asWorker,
+  currentSummary,
+  JOB1,
+  LOCK,
+  makeWorld,
+  storeOn,
+  T0,
+  WORKER_PID_NAMESPACE
+} from "../reliability/StoreWorld.js"
 import { editLine, type SensitiveBytes, sensitiveBytes, type Spot, spot } from "../support/DecoderBytes.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 
@@ -24,12 +36,16 @@ const encoder = new TextEncoder()
 
 const DEAD_PID = 10
 const WORKER_PID = 100
+/** Another PID namespace: its pid 10 may well be alive. */
+const OTHER_NAMESPACE = "pid:[4026532999]"
 
 const owner = fc.record({
   pid: fc.oneof(fc.constant(DEAD_PID), fc.constant(WORKER_PID), fc.integer({ min: -3, max: 200 }), fc.string({ maxLength: 4 }), fc.double()),
   hostname: fc.oneof(fc.constant("crash-host"), fc.constant("other-host"), fc.constant(""), fc.integer()),
   bootId: fc.oneof(fc.constant("boot-1"), fc.constant("boot-2"), fc.integer()),
-  startTicks: fc.oneof(fc.constant(String(DEAD_PID)), fc.string({ maxLength: 3 }), fc.integer())
+  startTicks: fc.oneof(fc.constant(String(DEAD_PID)), fc.string({ maxLength: 3 }), fc.integer()),
+  pidNamespace: fc.oneof(fc.constant(WORKER_PID_NAMESPACE), fc.constant(OTHER_NAMESPACE), fc.string({ maxLength: 3 }), fc.integer()),
+  timeNamespace: fc.oneof(fc.constant("time:[4026531834]"), fc.string({ maxLength: 3 }), fc.integer())
 }, { requiredKeys: [] })
 
 /** A dead owner's lock with some of its evidence perturbed: the cases that decide a break. */
@@ -41,13 +57,16 @@ const nearDeadLock = fc.record({
   hostname: mostly<unknown>("crash-host", "other-host", "", undefined),
   bootId: mostly<unknown>("boot-1", "boot-2", undefined, 7),
   startTicks: mostly<unknown>("10", undefined, 10),
+  pidNamespace: mostly<unknown>(WORKER_PID_NAMESPACE, OTHER_NAMESPACE, undefined, 4026531836, ""),
+  // The worker's kernel has no time namespaces, so the valid value is none.
+  timeNamespace: mostly<unknown>(undefined, "time:[4026531834]", 7),
   token: mostly<unknown>("b".repeat(48), "", "not hex", undefined, 5),
   ownerMissing: fc.integer({ min: 0, max: 9 }).map((n) => n === 0)
-}).map(({ bootId, hostname, ownerMissing, pid, startTicks, token }) => ({
+}).map(({ bootId, hostname, ownerMissing, pid, pidNamespace, startTicks, timeNamespace, token }) => ({
   text: encoder.encode(`${JSON.stringify({
     token,
     claimedAt: new Date(T0).toISOString(),
-    ...(ownerMissing ? {} : { owner: { pid, hostname, bootId, startTicks } })
+    ...(ownerMissing ? {} : { owner: { pid, hostname, bootId, startTicks, pidNamespace, timeNamespace } })
   })}\n`),
   description: "near a dead owner's"
 }))
@@ -60,7 +79,7 @@ const plainLockContent: fc.Arbitrary<{ readonly text: Uint8Array; readonly descr
     owner: fc.oneof(owner, fc.jsonValue({ maxDepth: 1 }))
   }, { requiredKeys: [] }).map((lock) => ({ text: encoder.encode(`${JSON.stringify(lock)}\n`), description: "lock-shaped" })),
   fc.nat().map((cut) => {
-    const whole = encoder.encode(`${JSON.stringify({ token: "a".repeat(48), claimedAt: new Date(T0).toISOString(), owner: { pid: DEAD_PID, hostname: "crash-host", bootId: "boot-1", startTicks: "10" } })}\n`)
+    const whole = encoder.encode(`${JSON.stringify({ token: "a".repeat(48), claimedAt: new Date(T0).toISOString(), owner: { pid: DEAD_PID, hostname: "crash-host", bootId: "boot-1", startTicks: "10", pidNamespace: WORKER_PID_NAMESPACE } })}\n`)
     return { text: whole.subarray(0, cut % (whole.length + 1)), description: "torn" }
   }),
   fc.uint8Array({ maxLength: 120 }).map((text) => ({ text, description: "random bytes" })),
@@ -107,18 +126,26 @@ const breakable = (text: Uint8Array): string | undefined => {
     return undefined
   }
   if (!isObject(parsed) || typeof parsed.token !== "string" || !isObject(parsed.owner)) return undefined
-  const { bootId, hostname, pid, startTicks } = parsed.owner
+  const { bootId, hostname, pid, pidNamespace, startTicks, timeNamespace } = parsed.owner
   // Evidence must name one real process: a pid the kernel could hand out
   // (so never "10", 10.5, 0 or -1, which would still compare below 100) on a
-  // named host. Anything else proves nothing, whatever the other fields say.
+  // named host, with every other field it has a string. Anything else proves
+  // nothing, whatever the other fields say.
   if (typeof pid !== "number" || !Number.isSafeInteger(pid) || pid <= 0) return undefined
   if (typeof hostname !== "string" || hostname === "") return undefined
-  // `workerProbe(100)`: every earlier worker on this host and boot has crashed.
-  const earlierWorker = hostname === "crash-host" && bootId === "boot-1" && pid < WORKER_PID
-  // The worker's own evidence on a lock whose token it never held: leaked by this process.
-  const leaked = pid === WORKER_PID && hostname === "crash-host" && bootId === "boot-1" &&
-    startTicks === String(WORKER_PID)
-  return earlierWorker || leaked ? parsed.token : undefined
+  for (const field of ["bootId", "startTicks", "pidNamespace", "timeNamespace"]) {
+    if (field in parsed.owner && typeof parsed.owner[field] !== "string") return undefined
+  }
+  // Only a pid counted in the worker's own context names a process it can look at:
+  // `workerProbe(100)` runs on crash-host, boot-1, in WORKER_PID_NAMESPACE, without time namespaces.
+  if (hostname !== "crash-host" || bootId !== "boot-1" || pidNamespace !== WORKER_PID_NAMESPACE) return undefined
+  if (timeNamespace !== undefined) return undefined
+  // Every earlier worker has crashed: its pid is gone.
+  if (pid < WORKER_PID) return parsed.token
+  // The worker's own pid: with its own start time a lock it leaked, with another a reused pid.
+  // Without a start time it is neither provably.
+  if (pid === WORKER_PID && startTicks !== undefined) return parsed.token
+  return undefined
 }
 
 const RUNS = fuzzRuns(200)

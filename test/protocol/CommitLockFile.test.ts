@@ -9,7 +9,14 @@ import {
 
 const token = "9e".repeat(24)
 const claimedAt = "2026-01-01T00:00:00.000Z"
-const owner = { pid: 4242, hostname: "host-a", startTicks: "123456", bootId: "boot-1" }
+const owner = {
+  pid: 4242,
+  hostname: "host-a",
+  startTicks: "123456",
+  bootId: "boot-1",
+  timeNamespace: "time:[4026531834]",
+  pidNamespace: "pid:[4026532182]"
+}
 
 describe("CommitLockFile", () => {
   describe("encodeLockLine", () => {
@@ -21,6 +28,14 @@ describe("CommitLockFile", () => {
       assert.strictEqual(
         encodeLockLine({ owner: { bootId: "boot-1", hostname: "host-a", pid: 4242 }, claimedAt, token }),
         `{"token":"${token}","claimedAt":"${claimedAt}","owner":{"pid":4242,"hostname":"host-a","bootId":"boot-1"}}\n`
+      )
+    })
+
+    it("writes every evidence field in one fixed order, whatever order it was given in", () => {
+      assert.strictEqual(
+        encodeLockLine({ owner, claimedAt, token }),
+        `{"token":"${token}","claimedAt":"${claimedAt}","owner":{"pid":4242,"hostname":"host-a","bootId":"boot-1",` +
+          `"startTicks":"123456","pidNamespace":"pid:[4026532182]","timeNamespace":"time:[4026531834]"}}\n`
       )
     })
 
@@ -72,6 +87,7 @@ describe("CommitLockFile", () => {
       assert.isTrue(Result.isFailure(decodeCommitLockFile({ token, claimedAt, extra: 1 })))
       assert.isTrue(Result.isFailure(decodeCommitLockFile({ token, claimedAt, owner: { ...owner, user: "x" } })))
       assert.isTrue(Result.isFailure(decodeCommitLockFile({ token, claimedAt, owner: { ...owner, pid: 1.5 } })))
+      assert.isTrue(Result.isFailure(decodeCommitLockFile({ token, claimedAt, owner: { ...owner, pidNamespace: 7 } })))
       assert.isTrue(Result.isFailure(decodeCommitLockFile({ token: "", claimedAt })))
       assert.isTrue(Result.isFailure(decodeCommitLockFile({ token, claimedAt: "yesterday" })))
     })

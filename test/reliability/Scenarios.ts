@@ -26,7 +26,8 @@ import {
   type Store,
   storeOn,
   T0,
-  title
+  title,
+  WORKER_PID_NAMESPACE
 } from "./StoreWorld.js"
 
 export interface Scenario {
@@ -69,7 +70,7 @@ const settleWith = (receipt: unknown) => (store: Store, reservation: Acquired | 
 const deadOwnerLock = JSON.stringify({
   token: "d".repeat(48),
   claimedAt: new Date(T0).toISOString(),
-  owner: { pid: 10, hostname: "crash-host", bootId: "boot-1", startTicks: "10" }
+  owner: { pid: 10, hostname: "crash-host", bootId: "boot-1", startTicks: "10", pidNamespace: WORKER_PID_NAMESPACE }
 }) + "\n"
 
 /** Writes a whole file and fsyncs it, as a lock writer does before linking it into place. */

@@ -12,7 +12,7 @@ import { createHash } from "node:crypto"
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
-import { LockOwner, type LockOwnerProbe } from "../../src/store/LockOwner.js"
+import { LockOwner, type LockOwnerProbe, makeLockOwnerProbe } from "../../src/store/LockOwner.js"
 import { make } from "../../src/store/RarebitStore.js"
 import type { Acquired } from "../../src/store/Reservation.js"
 import { inspectCommitLock, removeCommitLock } from "../../src/store/SidecarAudit.js"
@@ -59,16 +59,21 @@ export const config: StoreConfig = makeStoreConfig({
   breakDeadLocks: true
 })
 
+/** The PID namespace every simulated worker runs in. */
+export const WORKER_PID_NAMESPACE = "pid:[4026531836]"
+
 /**
- * The lock evidence of worker `pid` on one simulated host. Workers are
- * numbered in the order they run; every earlier one has crashed, so a lock
- * with a smaller pid is provably dead and a lock of our own pid is alive.
+ * The lock evidence of worker `pid` on one simulated host, judged by the
+ * store's own rule (`makeLockOwnerProbe`). Workers are numbered in the
+ * order they run; every earlier one has crashed, so its pid is gone, our
+ * own pid is running with start time `pid`, and the start time of a later
+ * pid cannot be read.
  */
-export const workerProbe = (pid: number): LockOwnerProbe => ({
-  current: { pid, hostname: "crash-host", bootId: "boot-1", startTicks: String(pid) },
-  isProvablyDead: (owner) =>
-    Effect.succeed(owner.hostname === "crash-host" && owner.bootId === "boot-1" && owner.pid < pid)
-})
+export const workerProbe = (pid: number): LockOwnerProbe =>
+  makeLockOwnerProbe(
+    { pid, hostname: "crash-host", bootId: "boot-1", startTicks: String(pid), pidNamespace: WORKER_PID_NAMESPACE },
+    (other) => other < pid ? "gone" : other === pid ? String(pid) : undefined
+  )
 
 /** Runs `effect` as worker `pid`, with tokens from a seeded `Random`. */
 export const asWorker = (pid: number, seed: string) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>

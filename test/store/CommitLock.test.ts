@@ -1,12 +1,14 @@
 /**
  * The commit lock: retries driven by the TestClock, in-process queueing,
  * token-checked release, interruption of waiters and holders, and breaking
- * locks whose owner is provably dead (never by age, never twice).
+ * locks whose owner is provably dead (never by age, never twice, never from
+ * another PID namespace).
  */
 import { assert } from "@effect/vitest"
 import { Clock, Deferred, Effect, Exit, Fiber, FileSystem, PlatformError, Random } from "effect"
+import { MAX_LOCK_LINE_BYTES } from "../../src/protocol/CommitLockFile.js"
 import { acquireCommitLock, makeLockQueues } from "../../src/store/CommitLock.js"
-import { LockOwner, type LockOwnerProbe, type OwnerEvidence } from "../../src/store/LockOwner.js"
+import { LockOwner, type LockOwnerProbe, makeLockOwnerProbe, type OwnerEvidence } from "../../src/store/LockOwner.js"
 import type { Acquired } from "../../src/store/Reservation.js"
 import { FaultPlan, makeFaultFileSystem } from "../../src/testing/FaultFileSystem.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
@@ -46,6 +48,20 @@ const probeOf = (dead: (owner: OwnerEvidence) => Effect.Effect<boolean>): LockOw
   current: HERE,
   isProvablyDead: dead
 })
+
+/**
+ * A model of a host where the store's own rule judges owners: this process
+ * is pid 1 (started at tick 100) in PID namespace `OUR_NAMESPACE`, where pid
+ * 2 runs since tick 200 and every other pid is gone.
+ */
+const OUR_NAMESPACE = "pid:[4026531836]"
+const OTHER_NAMESPACE = "pid:[4026532182]"
+const SELF: OwnerEvidence = { pid: 1, hostname: "here", bootId: "boot-1", startTicks: "100", pidNamespace: OUR_NAMESPACE }
+const modelProbe = makeLockOwnerProbe(SELF, (pid) => pid === 1 ? "100" : pid === 2 ? "200" : "gone")
+/** An owner our namespace proves dead: its pid is gone there. */
+const GONE: OwnerEvidence = { ...SELF, pid: 999, startTicks: "50" }
+const { pidNamespace: _, ...GONE_WITHOUT_NAMESPACE } = GONE
+const { pidNamespace: __, ...SELF_WITHOUT_NAMESPACE } = SELF
 
 const failureTag = (exit: Exit.Exit<unknown, unknown>): unknown =>
   Exit.isFailure(exit) ? (exit.cause.reasons.find((reason) => reason._tag === "Fail") as any)?.error?._tag : "Success"
@@ -209,6 +225,23 @@ fileSystemSuite("Commit lock", (it) => {
       yield* assertNoLeftovers(kit, "after settle")
     }).pipe(Random.withSeed("lock-content")))
 
+  it.effect("evidence that would make the lock line longer than MAX_LOCK_LINE_BYTES is left out", ({ root }) =>
+    Effect.gen(function*() {
+      const kit = yield* setup(root)
+      const seen: Array<string> = []
+      const hook = Effect.orDie(Effect.map(kit.fs.readFileString(kit.lockPath), (text) => seen.push(text)))
+      const fits = { ...HERE, hostname: "h".repeat(MAX_LOCK_LINE_BYTES - 150) }
+      const tooLong = { ...HERE, hostname: "h".repeat(MAX_LOCK_LINE_BYTES) }
+      for (const [job, current] of [[1, fits], [2, tooLong]] as const) {
+        const probe: LockOwnerProbe = { current, isProvablyDead: () => Effect.succeed(false) }
+        yield* settle(kit, yield* reserveAcquired(kit, jobId(job)), hook).pipe(Effect.provideService(LockOwner, probe))
+      }
+      assert.deepStrictEqual(JSON.parse(seen[0]!).owner, fits)
+      assert.isAtMost(new TextEncoder().encode(seen[0]!).length, MAX_LOCK_LINE_BYTES)
+      assert.deepStrictEqual(Object.keys(JSON.parse(seen[1]!)), ["token", "claimedAt"])
+      yield* assertNoLeftovers(kit, "after settles")
+    }))
+
   it.effect("release removes the lock only while it still holds our token", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
@@ -327,6 +360,58 @@ fileSystemSuite("Commit lock", (it) => {
       const alive = probeOf(() => Effect.succeed(false))
       const { exit } = yield* runDriven(settle(kit, reservation).pipe(Effect.provideService(LockOwner, alive)))
       assert.strictEqual(failureTag(exit), "LockHeld")
+    }))
+
+  it.effect("a dead owner's lock from another PID or time namespace, boot or host, or naming none, is never broken", ({ root }) =>
+    Effect.gen(function*() {
+      // Each lock is identical to one our namespace proves dead but for one field.
+      const locks: Array<[string, OwnerEvidence]> = [
+        ["another PID namespace", { ...GONE, pidNamespace: OTHER_NAMESPACE }],
+        ["no PID namespace (an older version of this store)", GONE_WITHOUT_NAMESPACE],
+        ["another time namespace", { ...GONE, timeNamespace: "time:[4026532200]" }],
+        ["another boot (maybe another machine of the same name)", { ...GONE, bootId: "boot-0" }],
+        ["another host", { ...GONE, hostname: "there" }],
+        ["a reused pid of another PID namespace", { ...SELF, pid: 2, startTicks: "150", pidNamespace: OTHER_NAMESPACE }],
+        ["this very process's pid and start time in another PID namespace", { ...SELF, pidNamespace: OTHER_NAMESPACE }],
+        ["this very process's evidence without a PID namespace", SELF_WITHOUT_NAMESPACE]
+      ]
+      for (const [index, [label, owner]] of locks.entries()) {
+        const kit = yield* setup(`${root}/${index}`, { config: { lockRetry: FAST_RETRY } })
+        const reservation = yield* reserveAcquired(kit)
+        const lock = { token: "c".repeat(48), claimedAt: FOREIGN.claimedAt, owner }
+        yield* writeLock(kit, lock)
+        const { exit, sleeps } = yield* runDriven(settle(kit, reservation).pipe(Effect.provideService(LockOwner, modelProbe)))
+        assert.strictEqual(failureTag(exit), "LockHeld", label)
+        // Every attempt was made, the TestClock driving the waits between them.
+        assert.deepStrictEqual(sleeps, [5, 5, 5], label)
+        assert.strictEqual(yield* readIfExists(kit.fs, kit.lockPath), `${JSON.stringify(lock)}\n`, `${label}: untouched`)
+        assert.deepStrictEqual(yield* strayFiles(kit), [], label)
+      }
+    }))
+
+  it.effect("a dead owner's lock from our own PID namespace is still broken, and so is our own leaked one", ({ root }) =>
+    Effect.gen(function*() {
+      const locks: Array<[string, OwnerEvidence]> = [
+        ["a gone pid", GONE],
+        ["a reused pid", { ...SELF, pid: 2, startTicks: "150" }],
+        ["our own evidence, a token we do not hold", SELF]
+      ]
+      for (const [index, [label, owner]] of locks.entries()) {
+        const kit = yield* setup(`${root}/${index}`, { config: { lockRetry: FAST_RETRY } })
+        const reservation = yield* reserveAcquired(kit)
+        yield* writeLock(kit, { token: "d".repeat(48), claimedAt: FOREIGN.claimedAt, owner })
+        const seen: Array<Json> = []
+        const hook = Effect.orDie(Effect.map(kit.fs.readFileString(kit.lockPath), (text) => seen.push(JSON.parse(text))))
+        const { exit, sleeps } = yield* runDriven(
+          settle(kit, reservation, hook).pipe(Effect.provideService(LockOwner, modelProbe))
+        )
+        assert.strictEqual(failureTag(exit), "Success", label)
+        assert.deepStrictEqual(sleeps, [], `${label}: broken at once`)
+        // The lock we then held names our namespace, so others can judge it.
+        assert.deepStrictEqual(seen[0]!.owner, SELF, label)
+        assert.strictEqual((yield* claimOf(kit, JOB)).state, "settled", label)
+        yield* assertNoLeftovers(kit, `after breaking ${label}`)
+      }
     }))
 
   it.effect("two waiters racing to break one dead lock: one breaks it, the fresh lock survives", ({ root }) =>
