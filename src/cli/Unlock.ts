@@ -4,8 +4,11 @@
  * `.commit-lock` behind.
  *
  * It shows the lock's evidence, then removes it only when the owner is
- * provably gone (our owner evidence: same host and boot, pid gone or
- * reused) or when told `--force`; otherwise it refuses (exit 5). Removal
+ * provably gone (our owner evidence, written in this process's own host,
+ * boot, PID and time namespace, pid gone or reused there) or when told
+ * `--force`; otherwise it refuses (exit 5), saying why the owner may be
+ * alive — a lock taken in another PID namespace (a container or `unshare
+ * --pid` sharing the volume) names a pid this process cannot look at. Removal
  * goes through `removeCommitLock`: the per-token break file is created
  * exclusively, the lock is read again, and it is removed only if it still
  * holds the token that was inspected, so a lock taken meanwhile by another
@@ -16,7 +19,8 @@
  */
 import { Effect, Option } from "effect"
 import { Command, Flag } from "effect/cli"
-import * as ProcessOwner from "../platform/ProcessOwner.js"
+import { makeProcessOwnerProbe } from "../platform/ProcessOwner.js"
+import { LockOwner, ownerContextMismatch, type OwnerEvidence } from "../store/LockOwner.js"
 import {
   inspectCommitLock,
   keyMatches,
@@ -49,7 +53,41 @@ export interface UnlockReport {
   readonly detail: string
 }
 
-const evidenceLines = (s: Style, lock: LockReport): ReadonlyArray<string> => {
+const short = (value: string | undefined) => value === undefined ? "none" : `${value.slice(0, 8)}…`
+
+/** Why the owner of `lock` may be alive, as seen by a reader with evidence `reader`. */
+const whyMayBeAlive = (reader: OwnerEvidence | undefined, lock: LockReport): string => {
+  const owner = lock.owner
+  if (owner === null) return "the lock carries no owner evidence (written by the reference implementation, or torn)"
+  const mismatch = ownerContextMismatch(reader, owner)
+  if (mismatch === undefined) return `pid ${owner.pid} is still running here`
+  switch (mismatch._tag) {
+    case "ReaderUnidentified":
+      return "this process cannot name its own boot and PID namespace (no /proc, or a /proc of another PID " +
+        "namespace), so it can prove no owner gone"
+    case "OwnerUnidentified":
+      return `the evidence does not name its ${mismatch.missing.map((field) => field === "bootId" ? "boot" : "PID namespace").join(" or ")} ` +
+        `(written by an older rarebit-store, or where /proc could not name it), so pid ${owner.pid} may be a ` +
+        "process of another namespace"
+    case "OtherContext":
+      switch (mismatch.field) {
+        case "pidNamespace":
+          return `it was taken in another PID namespace (${mismatch.owner}; this process is in ${mismatch.reader}), ` +
+            `where pid ${owner.pid} names a process this one cannot look at: a container or 'unshare --pid' ` +
+            "sharing this volume"
+        case "timeNamespace":
+          return `it was taken in another time namespace (${mismatch.owner ?? "none"}; this process is in ` +
+            `${mismatch.reader ?? "none"}), where process start times read differently`
+        case "bootId":
+          return `it was taken during another boot (${short(mismatch.owner)}; this is ${short(mismatch.reader)}): ` +
+            "an earlier boot of this machine, or another machine with the same hostname"
+        case "hostname":
+          return `it was taken on another host (${mismatch.owner})`
+      }
+  }
+}
+
+const evidenceLines = (s: Style, lock: LockReport, reader: OwnerEvidence | undefined): ReadonlyArray<string> => {
   const field = (label: string, value: string) => `${s.dim(label.padEnd(12))} ${value}`
   const owner = lock.owner
   return [
@@ -66,7 +104,9 @@ const evidenceLines = (s: Style, lock: LockReport): ReadonlyArray<string> => {
         : [
           `pid ${owner.pid} on ${owner.hostname}`,
           owner.bootId === undefined ? null : `boot ${owner.bootId.slice(0, 8)}…`,
-          owner.startTicks === undefined ? null : `start ticks ${owner.startTicks}`
+          owner.startTicks === undefined ? null : `start ticks ${owner.startTicks}`,
+          owner.pidNamespace === undefined ? "PID namespace not recorded" : `PID namespace ${owner.pidNamespace}`,
+          owner.timeNamespace === undefined ? null : `time namespace ${owner.timeNamespace}`
         ].filter((part) => part !== null).join(", ")
     ),
     field(
@@ -75,7 +115,7 @@ const evidenceLines = (s: Style, lock: LockReport): ReadonlyArray<string> => {
         ? s.green("owner is provably gone")
         : lock.liveness === "no_evidence"
         ? s.yellow("owner may be alive (no evidence to prove otherwise)")
-        : s.yellow("owner may be alive (evidence does not prove it gone here)")
+        : s.yellow(`owner may be alive: ${whyMayBeAlive(reader, lock)}`)
     ),
     ...lock.breakFiles.map((file) => field("Break file", s.yellow(file)))
   ]
@@ -97,6 +137,9 @@ const outcomeOf = (removal: LockRemoval): { action: UnlockAction; detail: string
         action: "break_in_progress",
         detail: `another repair of this lock is in progress or crashed (${removal.breakPath}); not removed`
       }
+    case "OwnerMayBeAlive":
+      // Only if the verdict changed between the inspection and the removal.
+      return { action: "refused", detail: "its owner may be alive after all; not removed" }
   }
 }
 
@@ -128,15 +171,17 @@ export const unlockCommand = Command.make(
     const emit = (report: UnlockReport) =>
       options.json ? printJson(report) : printLines(report.lock === null ? [report.detail] : [s.bold(report.detail)])
 
+    // One probe judges the lock, explains the verdict and guards the removal.
+    const probe = makeProcessOwnerProbe()
     const inspected = yield* inspectCommitLock(lockPath).pipe(
-      Effect.provide(ProcessOwner.layer),
+      Effect.provideService(LockOwner, probe),
       Effect.mapError(toCliFailure)
     )
     if (inspected === undefined) {
       return yield* emit({ lockPath, lock: null, action: "none", detail: `No commit lock at ${lockPath}; nothing to do` })
     }
     const { key, lock } = inspected
-    if (!options.json) yield* printLines(evidenceLines(s, lock))
+    if (!options.json) yield* printLines(evidenceLines(s, lock, probe.current))
 
     const refuse = (action: UnlockAction, detail: string, hint: string) =>
       Effect.andThen(
@@ -157,21 +202,24 @@ export const unlockCommand = Command.make(
       const who = lock.owner === null ? "" : ` (pid ${lock.owner.pid} on ${lock.owner.hostname})`
       return yield* refuse(
         "refused",
-        `refusing to remove the lock: its owner may be alive${who}`,
+        `refusing to remove the lock: its owner may be alive${who}: ${whyMayBeAlive(probe.current, lock)}`,
         `if you are sure no writer is running, re-run with --force --token ${key.length > 12 ? key.slice(0, 12) : key}`
       )
     }
 
-    const removal = yield* removeCommitLock(lockPath, key, { clearStaleBreakFile: force }).pipe(
+    const removal = yield* removeCommitLock(lockPath, key, { force, clearStaleBreakFile: force }).pipe(
+      Effect.provideService(LockOwner, probe),
       Effect.mapError(toCliFailure)
     )
     const outcome = outcomeOf(removal)
-    if (outcome.action === "changed" || outcome.action === "break_in_progress") {
+    if (outcome.action !== "removed" && outcome.action !== "already_gone") {
       return yield* refuse(
         outcome.action,
         outcome.detail,
         outcome.action === "changed"
           ? "re-run to inspect the new lock"
+          : outcome.action === "refused"
+          ? "re-run to inspect it again"
           : "if no other repair or writer is running, delete the break file and re-run"
       )
     }

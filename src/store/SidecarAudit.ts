@@ -59,10 +59,11 @@
  * writer was doing at that instant is possible only for the tail of a
  * sidecar being appended to, and for the young files reported as notices.
  *
- * `removeCommitLock` is the one writer here: it removes a lock only if it
- * still holds the token the caller inspected, under the same per-token break
- * file the store's dead-lock breaker uses, so two repairs never both act and
- * a lock taken meanwhile by someone else is never removed.
+ * `removeCommitLock` is the one writer here: it removes a lock only if its
+ * owner is provably dead (or the caller forces it) and it still holds the
+ * token the caller inspected, under the same per-token break file the
+ * store's dead-lock breaker uses, so two repairs never both act and a lock
+ * taken meanwhile by someone else is never removed.
  *
  * @since 0.1.0
  */
@@ -185,8 +186,10 @@ export interface ClaimReport {
 
 /**
  * Whether a lock's owner is known to be gone: `dead` (its evidence proves
- * it), `unknown` (evidence that proves nothing here: alive, another host or
- * boot), `no_evidence` (a lock without owner evidence, e.g. the reference's).
+ * it), `unknown` (evidence that proves nothing here: alive, or written on
+ * another host, in another boot or in another PID or time namespace, or
+ * without naming its namespace), `no_evidence` (a lock without owner
+ * evidence, e.g. the reference's).
  *
  * @category models
  * @since 0.1.0
@@ -719,6 +722,8 @@ export const inspectCommitLock = Effect.fn("SidecarAudit.inspectCommitLock")(fun
  * - `Changed`: the lock now holds another token; it was left alone.
  * - `BreakInProgress`: the break file for that token exists, so another
  *   repair (or the store's own dead-lock breaker) is acting, or crashed.
+ * - `OwnerMayBeAlive`: the lock's owner is not provably dead and the caller
+ *   did not force the removal; it was left alone.
  *
  * @category models
  * @since 0.1.0
@@ -728,6 +733,7 @@ export type LockRemoval =
   | { readonly _tag: "Absent" }
   | { readonly _tag: "Changed"; readonly tokenPrefix: string | null }
   | { readonly _tag: "BreakInProgress"; readonly breakPath: string }
+  | { readonly _tag: "OwnerMayBeAlive"; readonly liveness: Exclude<OwnerLiveness, "dead"> }
 
 /**
  * Options of `removeCommitLock`.
@@ -736,6 +742,12 @@ export type LockRemoval =
  * @since 0.1.0
  */
 export interface RemoveLockOptions {
+  /**
+   * Remove the lock even though its owner is not provably dead (no
+   * evidence, or evidence from another host, boot or namespace). Only for an
+   * operator who knows no writer is running.
+   */
+  readonly force?: boolean | undefined
   /** Remove a break file older than `staleAfterMs` (its breaker crashed) and go on. */
   readonly clearStaleBreakFile?: boolean | undefined
   readonly staleAfterMs?: number | undefined
@@ -752,12 +764,16 @@ export const keyMatches = (key: string, expected: string): boolean =>
   key === expected || (expected.length >= 8 && key.startsWith(expected))
 
 /**
- * Removes a commit lock only if it still is the one the caller inspected.
+ * Removes a commit lock only if its owner is provably dead (or `force`) and
+ * it still is the one the caller inspected.
  *
  * **Details**
  *
  * `expectedKey` is the `key` of `inspectCommitLock`, or a prefix of it of
- * at least 8 characters (see `keyMatches`). The break file
+ * at least 8 characters (see `keyMatches`). Without `force`, the owner is
+ * judged by the `LockOwner` probe in the environment, exactly as the store's
+ * breaker judges it, and a lock it cannot prove dead is `OwnerMayBeAlive`.
+ * The break file
  * `<lock>.break-<token>` is created exclusively first, the same file the
  * store's dead-lock breaker uses, so of all parties acting on this lock
  * exactly one proceeds; then the lock is read again and removed only if it
@@ -766,10 +782,9 @@ export const keyMatches = (key: string, expected: string): boolean =>
  *
  * **Gotchas**
  *
- * Nothing here checks the owner: deciding that it is gone (or forcing) is
- * the caller's job. If the owner is alive and releases its own lock at the
- * very moment of removal, a lock taken in that instant could be removed;
- * this is why live owners are refused without `--force`.
+ * With `force`, if the owner is alive and releases its own lock at the very
+ * moment of removal, a lock taken in that instant could be removed; this is
+ * why `force` is for when no writer is running.
  *
  * @category repair
  * @since 0.1.0
@@ -788,6 +803,14 @@ export const removeCommitLock = Effect.fn("SidecarAudit.removeCommitLock")(funct
   const tokenPrefixOf = (read: { readonly raw: string; readonly content: unknown }) =>
     isRecord(read.content) && typeof read.content.token === "string" ? read.content.token.slice(0, 12) : null
   if (!matches(first.value)) return { _tag: "Changed", tokenPrefix: tokenPrefixOf(first.value) } as LockRemoval
+  if (options.force !== true) {
+    // The token is random and checked again below, so the lock removed is
+    // the one judged here, and an owner proven dead cannot come back.
+    const owner = ownerEvidenceOf(first.value.content)
+    if (owner === undefined) return { _tag: "OwnerMayBeAlive", liveness: "no_evidence" } as LockRemoval
+    const probe = yield* LockOwner
+    if (!(yield* probe.isProvablyDead(owner))) return { _tag: "OwnerMayBeAlive", liveness: "unknown" } as LockRemoval
+  }
   const key = breakKey(first.value.content, first.value.raw)
   const breakPath = breakFilePath(lockPath, key)
   const claimBreak = createBreakFile(fs, lockPath, key).pipe(Effect.mapError(io))

@@ -77,6 +77,50 @@ describe("rarebit-store unlock", () => {
       assert.isFalse(yield* exists(lockPath))
     }))
 
+  it.live("refuses a gone pid's lock taken in another PID namespace (exit 5), naming it, and removes it with --force", () =>
+    Effect.gen(function*() {
+      // Gone here, but its namespace is another one: there it may be running.
+      const owner = { ...(yield* Effect.promise(() => deadOwnerEvidence())), pidNamespace: "pid:[4026532999]" }
+      yield* Effect.promise(() => writeLock(lockPath, "8".repeat(48), Date.now() - 3_600_000, owner))
+      const before = yield* lockText()
+
+      const refused = yield* unlock()
+      assert.strictEqual(refused.code, 5)
+      assert.match(refused.stdout, /PID namespace pid:\[4026532999\]/)
+      assert.match(
+        refused.stderr,
+        /refusing to remove the lock: .*taken in another PID namespace \(pid:\[4026532999\]; this process is in pid:\[\d+\]\)/
+      )
+      assert.match(refused.stderr, /hint: .*--force --token 888888888888/)
+      assert.strictEqual(yield* lockText(), before)
+
+      const asJson = yield* unlock("--json")
+      assert.strictEqual(asJson.code, 5)
+      const report = JSON.parse(asJson.stdout)
+      assert.strictEqual(report.action, "refused")
+      assert.strictEqual(report.lock.liveness, "unknown")
+      assert.strictEqual(report.lock.owner.pidNamespace, "pid:[4026532999]")
+      assert.strictEqual(yield* lockText(), before)
+
+      const forced = yield* unlock("--force")
+      assert.strictEqual(forced.code, 0, forced.stderr)
+      assert.isFalse(yield* exists(lockPath))
+    }))
+
+  it.live("refuses a gone pid's lock whose evidence names no PID namespace (an older version of this store)", () =>
+    Effect.gen(function*() {
+      const { pidNamespace: _, ...owner } = yield* Effect.promise(() => deadOwnerEvidence())
+      yield* Effect.promise(() => writeLock(lockPath, "9".repeat(48), Date.now() - 3_600_000, owner))
+      const refused = yield* unlock("--json")
+      assert.strictEqual(refused.code, 5)
+      assert.strictEqual(JSON.parse(refused.stdout).lock.liveness, "unknown")
+      assert.match(refused.stderr, /does not name its PID namespace/)
+      assert.isTrue(yield* exists(lockPath))
+      const forced = yield* unlock("--force")
+      assert.strictEqual(forced.code, 0, forced.stderr)
+      assert.isFalse(yield* exists(lockPath))
+    }))
+
   it.live("refuses a reference lock without evidence, and removes it with --force", () =>
     Effect.gen(function*() {
       yield* Effect.promise(() => writeLock(lockPath, "3".repeat(48), Date.now() - 3_600_000))

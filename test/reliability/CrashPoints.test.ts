@@ -176,7 +176,7 @@ describe("manual repair", () => {
       assert.deepStrictEqual(blocked, { failed: "LockHeld" })
 
       const unlock = Effect.provideService(
-        removeCommitLock(LOCK, token, { clearStaleBreakFile: true, staleAfterMs: 10_000 }),
+        removeCommitLock(LOCK, token, { force: true, clearStaleBreakFile: true, staleAfterMs: 10_000 }),
         FileSystem.FileSystem,
         world
       )

@@ -126,7 +126,7 @@ export const manualUnlock = (fs: MemoryFileSystemShape) =>
   Effect.gen(function*() {
     const inspected = yield* inspectCommitLock(LOCK)
     assert.isDefined(inspected, "manual unlock: no lock to remove")
-    const removal = yield* removeCommitLock(LOCK, inspected!.key, { clearStaleBreakFile: true })
+    const removal = yield* removeCommitLock(LOCK, inspected!.key, { force: true, clearStaleBreakFile: true })
     assert.deepStrictEqual(removal, { _tag: "Removed" }, "manual unlock")
   }).pipe(Effect.provideService(FileSystem.FileSystem, fs), Effect.provide(Path.layer), Effect.orDie)
 

@@ -14,7 +14,7 @@ import { TestClock } from "effect/testing"
 import { sampleSession, summaryReceipt, titleReceipt } from "../../src/cli/DemoSession.js"
 import { makeHead } from "../../src/protocol/Head.js"
 import { MAX_HISTORY_BYTES } from "../../src/protocol/Limits.js"
-import { LockOwner } from "../../src/store/LockOwner.js"
+import { LockOwner, makeLockOwnerProbe } from "../../src/store/LockOwner.js"
 import { auditStore, inspectCommitLock, removeCommitLock } from "../../src/store/SidecarAudit.js"
 import { MemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { fileSystemSuite, memoryWorld } from "../support/FileSystemSuite.js"
@@ -147,7 +147,9 @@ fileSystemSuite("SidecarAudit", (it) => {
       assert.isDefined(inspected)
       // Between the inspection and the removal, another writer takes a new lock.
       yield* write("b".repeat(48))
-      assert.deepStrictEqual(yield* removeCommitLock(lockPath, inspected!.key), {
+      // These locks carry no owner evidence, so every removal here is forced.
+      const force = { force: true }
+      assert.deepStrictEqual(yield* removeCommitLock(lockPath, inspected!.key, force), {
         _tag: "Changed",
         tokenPrefix: "bbbbbbbbbbbb"
       })
@@ -155,17 +157,17 @@ fileSystemSuite("SidecarAudit", (it) => {
 
       const current = yield* inspectCommitLock(lockPath)
       yield* fs.writeFileString(`${lockPath}.break-${current!.key}`, "{}\n")
-      assert.deepStrictEqual(yield* removeCommitLock(lockPath, current!.key), {
+      assert.deepStrictEqual(yield* removeCommitLock(lockPath, current!.key, force), {
         _tag: "BreakInProgress",
         breakPath: `${lockPath}.break-${current!.key}`
       })
       assert.isTrue(yield* fs.exists(lockPath))
       yield* fs.remove(`${lockPath}.break-${current!.key}`)
 
-      assert.deepStrictEqual(yield* removeCommitLock(lockPath, current!.key.slice(0, 8)), { _tag: "Removed" })
+      assert.deepStrictEqual(yield* removeCommitLock(lockPath, current!.key.slice(0, 8), force), { _tag: "Removed" })
       assert.isFalse(yield* fs.exists(lockPath))
       assert.deepStrictEqual(yield* fs.readDirectory(root), [])
-      assert.deepStrictEqual(yield* removeCommitLock(lockPath, current!.key), { _tag: "Absent" })
+      assert.deepStrictEqual(yield* removeCommitLock(lockPath, current!.key, force), { _tag: "Absent" })
     }))
 
   it.effect("clearStaleBreakFile clears a crashed breaker's break file only once it is stale", ({ root }) =>
@@ -183,7 +185,8 @@ fileSystemSuite("SidecarAudit", (it) => {
       const mtime = Option.getOrThrow((yield* fs.stat(breakPath)).mtime).getTime()
       // Distinct from the 10 s default, so an ignored option shows.
       const staleAfterMs = 30_000
-      const repair = removeCommitLock(lockPath, key, { clearStaleBreakFile: true, staleAfterMs })
+      // The lock carries no owner evidence: only a forced repair may remove it.
+      const repair = removeCommitLock(lockPath, key, { force: true, clearStaleBreakFile: true, staleAfterMs })
       const kept = { _tag: "BreakInProgress", breakPath } as const
 
       for (const age of [0, 10_000, staleAfterMs - 1]) {
@@ -194,7 +197,7 @@ fileSystemSuite("SidecarAudit", (it) => {
       }
       // Without the option a stale break file is still someone else's break.
       yield* TestClock.setTime(mtime + staleAfterMs)
-      assert.deepStrictEqual(yield* removeCommitLock(lockPath, key, { staleAfterMs }), kept)
+      assert.deepStrictEqual(yield* removeCommitLock(lockPath, key, { force: true, staleAfterMs }), kept)
       assert.isTrue(yield* fs.exists(lockPath))
 
       assert.deepStrictEqual(yield* repair, { _tag: "Removed" })
@@ -213,7 +216,11 @@ fileSystemSuite("SidecarAudit", (it) => {
       assert.strictEqual(inspected!.lock.liveness, "no_evidence")
       assert.match(inspected!.key, /^torn-[0-9a-f]{32}$/)
       assert.deepStrictEqual(yield* removeCommitLock(lockPath, "short"), { _tag: "Changed", tokenPrefix: null })
-      assert.deepStrictEqual(yield* removeCommitLock(lockPath, inspected!.key), { _tag: "Removed" })
+      assert.deepStrictEqual(yield* removeCommitLock(lockPath, inspected!.key), {
+        _tag: "OwnerMayBeAlive",
+        liveness: "no_evidence"
+      })
+      assert.deepStrictEqual(yield* removeCommitLock(lockPath, inspected!.key, { force: true }), { _tag: "Removed" })
     }))
 
   it.effect("lock evidence: age from claimedAt, liveness from the LockOwner probe", ({ root }) =>
@@ -247,6 +254,58 @@ fileSystemSuite("SidecarAudit", (it) => {
         })
       )
       assert.strictEqual(dead!.lock.liveness, "dead")
+    }))
+
+  it.effect("a dead owner's lock from another PID namespace, or naming none, is reported alive and not removed unforced", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      // The store's own rule, on a host where pid 4242 is gone from our namespace.
+      const ours = { pid: 1, hostname: "host-a", bootId: "boot-1", startTicks: "10", pidNamespace: "pid:[4026531836]" }
+      const probe = makeLockOwnerProbe(ours, (pid) => pid === 1 ? "10" : "gone")
+      const gone = { ...ours, pid: 4242, startTicks: "77" }
+      const { pidNamespace: _, ...goneWithoutNamespace } = gone
+      const cases: Array<[string, Record<string, unknown>]> = [
+        ["another PID namespace", { ...gone, pidNamespace: "pid:[4026532182]" }],
+        ["no PID namespace", goneWithoutNamespace]
+      ]
+      yield* TestClock.setTime(Date.parse("2026-01-01T00:01:00.000Z"))
+      for (const [index, [label, owner]] of cases.entries()) {
+        const rarebitRoot = `${root}/${index}`
+        const directory = `${rarebitRoot}/materializations-v4/p`
+        const lockPath = `${directory}/session.jsonl.commit-lock`
+        const text = `${JSON.stringify({ token: "c".repeat(48), claimedAt: "2026-01-01T00:00:00.000Z", owner })}\n`
+        yield* fs.makeDirectory(directory, { recursive: true })
+        yield* fs.writeFileString(lockPath, text)
+        const inspected = yield* inspectCommitLock(lockPath).pipe(Effect.provideService(LockOwner, probe))
+        assert.strictEqual(inspected!.lock.liveness, "unknown", label)
+        const report = yield* auditStore({ rarebitRoot, staleAfterMs: 10_000 }).pipe(
+          Effect.provideService(LockOwner, probe)
+        )
+        assert.deepStrictEqual(report.locks.map((lock) => lock.liveness), ["unknown"], label)
+        assert.match(report.findings.find((f) => f.kind === "commit_lock_leftover")!.detail, /may be alive/, label)
+        assert.deepStrictEqual(
+          yield* removeCommitLock(lockPath, inspected!.key).pipe(Effect.provideService(LockOwner, probe)),
+          { _tag: "OwnerMayBeAlive", liveness: "unknown" },
+          label
+        )
+        assert.strictEqual(yield* fs.readFileString(lockPath), text, `${label}: kept`)
+        assert.deepStrictEqual(yield* fs.readDirectory(directory), ["session.jsonl.commit-lock"], label)
+        assert.deepStrictEqual(
+          yield* removeCommitLock(lockPath, inspected!.key, { force: true }).pipe(Effect.provideService(LockOwner, probe)),
+          { _tag: "Removed" },
+          `${label}: forced`
+        )
+      }
+      // The same dead owner in our own namespace is reported dead and removed unforced.
+      const lockPath = `${root}/session.jsonl.commit-lock`
+      yield* fs.writeFileString(lockPath, `${JSON.stringify({ token: "d".repeat(48), claimedAt: "2026-01-01T00:00:00.000Z", owner: gone })}\n`)
+      const inspected = yield* inspectCommitLock(lockPath).pipe(Effect.provideService(LockOwner, probe))
+      assert.strictEqual(inspected!.lock.liveness, "dead")
+      assert.deepStrictEqual(
+        yield* removeCommitLock(lockPath, inspected!.key).pipe(Effect.provideService(LockOwner, probe)),
+        { _tag: "Removed" }
+      )
+      assert.isFalse(yield* fs.exists(lockPath))
     }))
 })
 
