@@ -60,15 +60,16 @@ const whyMayBeAlive = (reader: OwnerEvidence | undefined, lock: LockReport): str
   const owner = lock.owner
   if (owner === null) return "the lock carries no owner evidence (written by the reference implementation, or torn)"
   const mismatch = ownerContextMismatch(reader, owner)
-  if (mismatch === undefined) return `pid ${owner.pid} is still running here`
+  if (mismatch === undefined) return `pid ${owner.pid} is a running process here`
   switch (mismatch._tag) {
     case "ReaderUnidentified":
       return "this process cannot name its own boot and PID namespace (no /proc, or a /proc of another PID " +
         "namespace), so it can prove no owner gone"
-    case "OwnerUnidentified":
-      return `the evidence does not name its ${mismatch.missing.map((field) => field === "bootId" ? "boot" : "PID namespace").join(" or ")} ` +
-        `(written by an older rarebit-store, or where /proc could not name it), so pid ${owner.pid} may be a ` +
-        "process of another namespace"
+    case "OwnerUnidentified": {
+      const missing = mismatch.missing.map((field) => field === "bootId" ? "boot" : "PID namespace").join(" or ")
+      return `the evidence does not name its ${missing} (written by an older rarebit-store, or where /proc ` +
+        `could not name it), so pid ${owner.pid} may be a process of another namespace`
+    }
     case "OtherContext":
       switch (mismatch.field) {
         case "pidNamespace":
@@ -172,7 +173,7 @@ export const unlockCommand = Command.make(
       options.json ? printJson(report) : printLines(report.lock === null ? [report.detail] : [s.bold(report.detail)])
 
     // One probe judges the lock, explains the verdict and guards the removal.
-    const probe = makeProcessOwnerProbe()
+    const probe = yield* Effect.sync(() => makeProcessOwnerProbe())
     const inspected = yield* inspectCommitLock(lockPath).pipe(
       Effect.provideService(LockOwner, probe),
       Effect.mapError(toCliFailure)
