@@ -5,9 +5,9 @@
  * package, so `npm run build` comes first, as `npm test` does).
  */
 import { Effect } from "effect"
-import { NodeStore, RarebitStore } from "rarebit-store"
+import { NodeStore, RarebitStore, type ReceiptInput } from "rarebit-store"
 
-export const program = (sessionFile: string, jobId: string, receipt: Record<string, unknown>) =>
+export const program = (sessionFile: string, jobId: string, receipt: ReceiptInput) =>
   Effect.gen(function*() {
     const store = yield* RarebitStore
     const outcome = yield* store.withJob(
@@ -15,10 +15,20 @@ export const program = (sessionFile: string, jobId: string, receipt: Record<stri
       () => Effect.succeed(receipt) // a real worker calls its model here
     )
     const current = yield* store.readCurrent({ sessionFile })
-    return { outcome: outcome._tag, availability: current.availability, syncState: current.artifactState.syncState }
+    // Only an available read has a receipt, and only an `ok` Summary receipt has a summary.
+    const summary = current.availability === "available" && current.receipt.status === "ok"
+      ? current.receipt.summary
+      : null
+    return {
+      outcome: outcome._tag,
+      availability: current.availability,
+      syncState: current.artifactState.syncState,
+      summary
+    }
   }).pipe(
     Effect.catchTags({
-      LeaseFenced: () => Effect.succeed({ outcome: "fenced" as const, availability: "unknown", syncState: "unknown" }),
+      LeaseFenced: () =>
+        Effect.succeed({ outcome: "fenced" as const, availability: "unknown", syncState: "unknown", summary: null }),
       LockHeld: (error) => Effect.die(error)
     })
   )

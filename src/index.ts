@@ -20,24 +20,67 @@ export {
 export {
   type CurrentRead,
   type JobOutcome,
+  type PathError,
   RarebitStore,
   type ReadCurrentOptions,
   type ReadHistoryOptions,
   RECOVERY_WINDOW_BYTES,
+  type ReserveError,
   type ReserveOptions,
+  type SettleError,
+  type Settled,
   type SettleHooks,
   type SettleOptions
 } from "./store/RarebitStore.js"
-export type { Acquired, Duplicate, InFlight, Reservation, SettledReceipt } from "./store/Reservation.js"
-export type { HistoryPage, HistoryRecord, SidecarCurrent, SidecarDiagnostics } from "./store/SidecarReader.js"
+export type {
+  Acquired,
+  Duplicate,
+  InFlight,
+  Reservation,
+  ReservationLocation,
+  SettledReceipt
+} from "./store/Reservation.js"
+export type {
+  Availability,
+  AvailableSidecarCurrent,
+  HistoryPage,
+  HistoryRecord,
+  SidecarCurrent,
+  SidecarDiagnostics,
+  SidecarReason,
+  UnavailableSidecarCurrent
+} from "./store/SidecarReader.js"
 export {
   DEFAULT_RAREBIT_ROOT,
   DEFAULT_RAREBIT_SESSION_ROOT,
   defaultStoreConfig,
+  type LocationOverrides,
   type LockRetry,
   makeStoreConfig,
   type StoreConfig
 } from "./store/StoreConfig.js"
+// The models of the protocol's records, by name; their Schemas are under `Protocol`.
+export type { CommitLockFile } from "./protocol/CommitLockFile.js"
+export type { Head, ReceiptReference } from "./protocol/Head.js"
+export type { ActiveClaim, JobClaim, SettledClaim } from "./protocol/JobClaim.js"
+export type { Receipt, ReceiptInput } from "./protocol/Receipt.js"
+export type {
+  FailureSummaryReceipt,
+  IneligibleSummaryReceipt,
+  InhibitedSummaryReceipt,
+  OkSummaryReceipt,
+  SessionAssessment,
+  SummaryReceipt,
+  UnavailableOverflowSummaryReceipt
+} from "./protocol/SummaryReceipt.js"
+export type {
+  FailureTitleReceipt,
+  SkippedTitleReceipt,
+  TitledTitleReceipt,
+  TitleReceipt
+} from "./protocol/TitleReceipt.js"
+export type { SessionObservation } from "./session/SessionReader.js"
+export type { ArtifactExpectation, NativeObservation } from "./state/ArtifactState.js"
 export * as SidecarAudit from "./store/SidecarAudit.js"
 export * as NodeStore from "./platform/NodeStore.js"
 export * as DirectFileSystem from "./platform/DirectFileSystem.js"

@@ -46,7 +46,7 @@ export const formatCurrent = (s: Style, sessionFile: string, current: CurrentRea
   }
   const receipt = current.receipt
   if (receipt !== null) {
-    const model = receipt.model as { provider?: unknown; id?: unknown } | null
+    const model = receipt.model
     lines.push(field(
       s,
       "Receipt",
@@ -58,9 +58,12 @@ export const formatCurrent = (s: Style, sessionFile: string, current: CurrentRea
         model ? `model ${model.provider}/${model.id}` : "no model"
       ].join(" · ")
     ))
-    if (typeof receipt.summary === "string") lines.push(field(s, "Summary", `"${snippet(receipt.summary, 100)}"`))
-    if (typeof receipt.sessionStatus === "string") {
-      lines.push(field(s, "Assessment", `${receipt.sessionStatus} (${receipt.statusReason})`))
+    if (receipt.status === "ok") {
+      lines.push(field(s, "Summary", `"${snippet(receipt.summary, 100)}"`))
+      // An array status (a quirk the validator accepts) is not shown.
+      if (typeof receipt.sessionStatus === "string") {
+        lines.push(field(s, "Assessment", `${receipt.sessionStatus} (${receipt.statusReason})`))
+      }
     }
   }
   const state = current.artifactState

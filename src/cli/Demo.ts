@@ -154,7 +154,7 @@ export const demoCommand = Command.make(
         )
         yield* step(
           "-",
-          titleOutcome._tag === "Settled"
+          titleOutcome._tag === "Settled" && titleOutcome.receipt.type === "rarebit_title"
             ? `settled a title receipt for a second job ("${titleOutcome.receipt.title}"); ` +
               "the summary head is repeated after it"
             : `title job was ${titleOutcome._tag}`

@@ -10,6 +10,8 @@
  */
 import { rarebitJobIdentity } from "../session/JobIdentity.js"
 import { selectRarebits } from "../session/Selector.js"
+import type { OkSummaryReceipt } from "../protocol/SummaryReceipt.js"
+import type { TitledTitleReceipt } from "../protocol/TitleReceipt.js"
 import * as Receipts from "../testing/Receipts.js"
 
 /**
@@ -100,7 +102,7 @@ export const sampleJobIds = (session: SampleSession): { readonly summary: string
 export const summaryReceipt = (
   session: SampleSession,
   options: { readonly summary: string; readonly observedAt: string; readonly jobId?: string }
-): Record<string, unknown> =>
+): OkSummaryReceipt =>
   Receipts.summaryReceipt(session.entries, { ...options, sessionId: session.id, model: MODEL, source: "demo" })
 
 /**
@@ -112,5 +114,5 @@ export const summaryReceipt = (
 export const titleReceipt = (
   session: SampleSession,
   options: { readonly title: string; readonly observedAt: string; readonly jobId?: string }
-): Record<string, unknown> =>
+): TitledTitleReceipt =>
   Receipts.titleReceipt(session.entries, { ...options, sessionId: session.id, model: MODEL, source: "demo" })

@@ -27,7 +27,7 @@ import { formatBytes, makeProgress, printJson, printLines, short, snippet, type 
  */
 export const formatHistoryRecord = (s: Style, entry: HistoryRecord): string => {
   const record = entry.record
-  const text = record.type === "rarebit_title" ? record.title : record.summary
+  const text = record.type === "rarebit_title" ? record.title : record.status === "ok" ? record.summary : null
   return [
     s.cyan(`@${entry.offset}`.padEnd(9)),
     String(record.type).padEnd(16),

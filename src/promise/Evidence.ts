@@ -9,7 +9,7 @@
  *
  * @since 0.1.0
  */
-import { readSession, resolveSessionFile } from "../session/SessionReader.js"
+import { readSession, resolveSessionFile, type SessionRead } from "../session/SessionReader.js"
 import { DEFAULT_RAREBIT_SESSION_ROOT } from "../store/StoreConfig.js"
 import { runPromise } from "./Runtime.js"
 
@@ -37,8 +37,8 @@ export const DEFAULT_PI_SESSION_ROOT = DEFAULT_RAREBIT_SESSION_ROOT
  * @since 0.1.0
  */
 export function resolveRarebitSessionFile(
-  reference: any,
-  { sessionRoot = DEFAULT_PI_SESSION_ROOT }: { readonly sessionRoot?: string } = {}
+  reference: string,
+  { sessionRoot = DEFAULT_PI_SESSION_ROOT }: { readonly sessionRoot?: string | undefined } = {}
 ): Promise<string> {
   return runPromise(resolveSessionFile(reference, { sessionRoot }))
 }
@@ -51,8 +51,8 @@ export function resolveRarebitSessionFile(
  * @since 0.1.0
  */
 export function readRarebitSession(
-  reference: any,
-  { sessionRoot = DEFAULT_PI_SESSION_ROOT }: { readonly sessionRoot?: string } = {}
-): Promise<any> {
+  reference: string,
+  { sessionRoot = DEFAULT_PI_SESSION_ROOT }: { readonly sessionRoot?: string | undefined } = {}
+): Promise<SessionRead> {
   return runPromise(readSession(reference, { sessionRoot }))
 }

@@ -12,10 +12,19 @@
 import { Effect } from "effect"
 import { dirname, join, resolve } from "node:path"
 import { DEFAULT_LEASE_MS, SIDECAR_PROTOCOL_VERSION } from "../protocol/Limits.js"
-import { jobIdValid, leaseValid } from "../store/RarebitStore.js"
-import type { Acquired, Reservation } from "../store/Reservation.js"
-import { historyBoundsValid } from "../store/SidecarReader.js"
-import { DEFAULT_RAREBIT_ROOT, DEFAULT_RAREBIT_SESSION_ROOT } from "../store/StoreConfig.js"
+import type { ReceiptInput } from "../protocol/Receipt.js"
+import type { ArtifactExpectation, NativeObservation } from "../state/ArtifactState.js"
+import {
+  type CurrentRead,
+  jobIdValid,
+  leaseValid,
+  type ReadCurrentOptions,
+  type ReadHistoryOptions,
+  type ReserveOptions
+} from "../store/RarebitStore.js"
+import type { Acquired, Reservation, SettledReceipt } from "../store/Reservation.js"
+import { type HistoryPage, historyBoundsValid } from "../store/SidecarReader.js"
+import { DEFAULT_RAREBIT_ROOT, DEFAULT_RAREBIT_SESSION_ROOT, type LocationOverrides } from "../store/StoreConfig.js"
 import { runStore as run, runStoreSync as runSync } from "./Runtime.js"
 
 export { DEFAULT_RAREBIT_ROOT, DEFAULT_RAREBIT_SESSION_ROOT }
@@ -26,16 +35,167 @@ export const DEFAULT_RAREBIT_LEASE_MS = DEFAULT_LEASE_MS
 /** The head protocol version. @category constants @since 0.1.0 */
 export const RAREBIT_SIDECAR_PROTOCOL_VERSION = SIDECAR_PROTOCOL_VERSION
 
-interface LocationOptions {
+/**
+ * Where a Session's files are: each root defaults as in the reference
+ * (`~/.pi/agent/sessions`, `~/.pi/agent/rarebit`), and a Session outside
+ * the Session root is refused unless `allowExternalSession`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface RarebitLocationOptions {
   readonly sessionRoot?: string | undefined
   readonly rarebitRoot?: string | undefined
   readonly allowExternalSession?: boolean | undefined
 }
 
-const locationOf = (options: LocationOptions) => ({
-  rarebitRoot: options.rarebitRoot,
-  sessionRoot: options.sessionRoot,
-  allowExternalSession: options.allowExternalSession
+/**
+ * The argument of `readRarebitCurrent`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface ReadRarebitCurrentInput extends RarebitLocationOptions {
+  readonly sessionFile: string
+  /** The native observation, when the caller already has it; otherwise the Session is read. */
+  readonly native?: NativeObservation | null | undefined
+  readonly expectation?: ArtifactExpectation | undefined
+  readonly deadlineExpired?: boolean | undefined
+}
+
+/**
+ * What `readRarebitCurrent` resolves to: the store's `CurrentRead`,
+ * discriminated by `availability`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type RarebitSidecarCurrent = CurrentRead
+
+/**
+ * The argument of `readRarebitHistory`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface ReadRarebitHistoryInput extends RarebitLocationOptions {
+  readonly sessionFile: string
+  /** Absolute byte offset to start at; default 0. */
+  readonly fromOffset?: number | undefined
+  /** Receipts per page, 1–1000; default 100. */
+  readonly limit?: number | undefined
+}
+
+/**
+ * What `readRarebitHistory` resolves to: one page of receipts.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type RarebitHistoryPage = HistoryPage
+
+/**
+ * Test hooks of a reservation, run by `settleRarebitJob`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface RarebitJobHooks {
+  /** Called (as a method, and awaited) under the commit lock right after the lease was found still owned. */
+  readonly afterLeaseValidated?: (() => unknown) | undefined
+}
+
+/**
+ * The argument of `reserveRarebitJob`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface ReserveRarebitJobInput extends RarebitLocationOptions {
+  /** 64 lowercase hex digits, e.g. from `rarebitJobIdentity`. */
+  readonly jobId: string
+  readonly sessionFile: string
+  readonly native?: NativeObservation | null | undefined
+  /** Lease length in milliseconds; default ten minutes. */
+  readonly leaseMs?: number | undefined
+  /** The reservation time in epoch milliseconds; default `Date.now()`. */
+  readonly now?: number | null | undefined
+  readonly hooks?: RarebitJobHooks | null | undefined
+}
+
+/**
+ * Where a reservation's files are, echoed by every outcome.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface RarebitReservationLocation {
+  readonly jobId: string
+  readonly materializationPath: string
+  readonly sessionFile: string
+  readonly rarebitRoot: string
+  readonly sessionRoot: string
+  readonly allowExternalSession: boolean
+}
+
+/**
+ * This worker holds the job's lease: settle it or release it.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface RarebitAcquiredReservation extends RarebitReservationLocation {
+  readonly acquired: true
+  readonly duplicate?: undefined
+  readonly inFlight?: undefined
+  readonly claimPath: string
+  readonly leaseToken: string
+  readonly native: NativeObservation | null
+  readonly hooks: RarebitJobHooks | null
+}
+
+/**
+ * The job is already settled; `record` is its verified receipt and sidecar path.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface RarebitDuplicateReservation extends RarebitReservationLocation {
+  readonly acquired: false
+  readonly duplicate: true
+  readonly inFlight?: undefined
+  readonly record: SettledReceipt
+}
+
+/**
+ * Another worker holds a live lease on the job.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface RarebitInFlightReservation extends RarebitReservationLocation {
+  readonly acquired: false
+  readonly duplicate?: undefined
+  readonly inFlight: true
+}
+
+/**
+ * What `reserveRarebitJob` resolves to: narrow on `acquired`, then on
+ * `duplicate` or `inFlight`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type RarebitReservation = RarebitAcquiredReservation | RarebitDuplicateReservation | RarebitInFlightReservation
+
+/** A plain caller's argument as the implementation sees it: anything, until the store has checked it. */
+type Unchecked<A> = { readonly [K in keyof A]?: unknown }
+
+const locationOf = (options: Unchecked<RarebitLocationOptions>): LocationOverrides => ({
+  // The store checks the roots at run time, whatever a plain caller passed.
+  rarebitRoot: options.rarebitRoot as string | undefined,
+  sessionRoot: options.sessionRoot as string | undefined,
+  allowExternalSession: options.allowExternalSession as boolean | undefined
 })
 
 /**
@@ -48,7 +208,7 @@ const locationOf = (options: LocationOptions) => ({
  * The same `node:path` calls are made here, in the reference's order: the
  * Rarebit root first, the Session root only once the Session file is known.
  */
-const checkRoots = (sessionFile: unknown, options: LocationOptions): void => {
+const checkRoots = (sessionFile: unknown, options: Unchecked<RarebitLocationOptions>): void => {
   if (options.rarebitRoot !== undefined && typeof options.rarebitRoot !== "string") {
     join(options.rarebitRoot as unknown as string, "materializations-v4")
   }
@@ -69,7 +229,11 @@ const nullAsInvalid = (value: unknown): unknown => (value === null ? Number.NaN 
  * @category store
  * @since 0.1.0
  */
-export function rarebitMaterializationPath(sessionFile: unknown, options: LocationOptions = {}): string {
+export function rarebitMaterializationPath(sessionFile: string, options?: RarebitLocationOptions): string
+export function rarebitMaterializationPath(
+  sessionFile: unknown,
+  options: Unchecked<RarebitLocationOptions> = {}
+): string {
   // Read in the reference's order, so a `null` options object fails with its message.
   const location = {
     sessionRoot: options.sessionRoot,
@@ -77,7 +241,8 @@ export function rarebitMaterializationPath(sessionFile: unknown, options: Locati
     allowExternalSession: options.allowExternalSession
   }
   checkRoots(sessionFile, location)
-  return runSync((store) => store.materializationPath(sessionFile, locationOf(location)))
+  // The store checks the Session file at run time, whatever a plain caller passed.
+  return runSync((store) => store.materializationPath(sessionFile as string, locationOf(location)))
 }
 
 /**
@@ -86,23 +251,19 @@ export function rarebitMaterializationPath(sessionFile: unknown, options: Locati
  * @category store
  * @since 0.1.0
  */
+export function readRarebitCurrent(input: ReadRarebitCurrentInput): Promise<RarebitSidecarCurrent>
 export function readRarebitCurrent(
   // Parameters are destructured in the reference's order, which decides the TypeError for `null`.
-  { sessionFile, native = null, expectation, deadlineExpired, ...options }: {
-    readonly sessionFile?: unknown
-    readonly native?: any
-    readonly expectation?: any
-    readonly deadlineExpired?: any
-  } & LocationOptions = {}
-): Promise<any> {
+  { sessionFile, native = null, expectation, deadlineExpired, ...options }: Unchecked<ReadRarebitCurrentInput> = {}
+): Promise<RarebitSidecarCurrent> {
   try {
     checkRoots(sessionFile, options)
   } catch (error) {
     return Promise.reject(error)
   }
-  return run((store) =>
-    store.readCurrent({ sessionFile, native, expectation, deadlineExpired, ...locationOf(options) })
-  )
+  // The store checks every value at run time, whatever a plain caller passed.
+  const checkedByStore = { sessionFile, native, expectation, deadlineExpired, ...locationOf(options) }
+  return run((store) => store.readCurrent(checkedByStore as ReadCurrentOptions))
 }
 
 /**
@@ -111,27 +272,24 @@ export function readRarebitCurrent(
  * @category store
  * @since 0.1.0
  */
+export function readRarebitHistory(input: ReadRarebitHistoryInput): Promise<RarebitHistoryPage>
 export function readRarebitHistory(
-  { sessionFile, fromOffset = 0, limit = 100, ...options }: {
-    readonly sessionFile?: unknown
-    readonly fromOffset?: any
-    readonly limit?: any
-  } & LocationOptions = {}
-): Promise<any> {
+  { sessionFile, fromOffset = 0, limit = 100, ...options }: Unchecked<ReadRarebitHistoryInput> = {}
+): Promise<RarebitHistoryPage> {
   // The reference checks the bounds before it computes the path.
   try {
     if (historyBoundsValid(fromOffset, limit)) checkRoots(sessionFile, options)
   } catch (error) {
     return Promise.reject(error)
   }
-  return run((store) =>
-    store.readHistory({
-      sessionFile,
-      fromOffset: nullAsInvalid(fromOffset) as number,
-      limit: nullAsInvalid(limit) as number,
-      ...locationOf(options)
-    })
-  )
+  // The store checks every value at run time, whatever a plain caller passed.
+  const checkedByStore = {
+    sessionFile,
+    fromOffset: nullAsInvalid(fromOffset),
+    limit: nullAsInvalid(limit),
+    ...locationOf(options)
+  }
+  return run((store) => store.readHistory(checkedByStore as ReadHistoryOptions))
 }
 
 /**
@@ -140,7 +298,11 @@ export function readRarebitHistory(
  * `allowExternalSession` is echoed as the caller passed it, as the
  * reference does (the store has already normalized it to a boolean).
  */
-const plainReservation = (reservation: Reservation, hooks: unknown, allowExternalSession: unknown) => {
+const plainReservation = (
+  reservation: Reservation,
+  hooks: RarebitJobHooks | null,
+  allowExternalSession: boolean
+): RarebitReservation => {
   const shared = {
     jobId: reservation.jobId,
     materializationPath: reservation.materializationPath
@@ -174,7 +336,7 @@ const plainReservation = (reservation: Reservation, hooks: unknown, allowExterna
 }
 
 /** The Effect reservation a reference-shaped reservation object stands for. */
-const acquiredFrom = (reservation: any): Acquired => ({
+const acquiredFrom = (reservation: RarebitAcquiredReservation): Acquired => ({
   _tag: "Acquired",
   jobId: reservation.jobId,
   claimPath: reservation.claimPath,
@@ -193,6 +355,7 @@ const acquiredFrom = (reservation: any): Acquired => ({
  * @category store
  * @since 0.1.0
  */
+export async function reserveRarebitJob(input: ReserveRarebitJobInput): Promise<RarebitReservation>
 export async function reserveRarebitJob(
   {
     jobId,
@@ -204,34 +367,25 @@ export async function reserveRarebitJob(
     allowExternalSession = false,
     now,
     hooks = null
-  }: {
-    readonly jobId?: any
-    readonly sessionFile?: any
-    readonly native?: any
-    readonly rarebitRoot?: string
-    readonly sessionRoot?: string
-    readonly leaseMs?: any
-    readonly allowExternalSession?: boolean
-    readonly now?: number | null
-    readonly hooks?: any
-  } = {}
-): Promise<any> {
+  }: Unchecked<ReserveRarebitJobInput> = {}
+): Promise<RarebitReservation> {
   // The reference checks the job id and the lease before it computes the path.
   if (jobIdValid(jobId) && leaseValid(leaseMs)) checkRoots(sessionFile, { rarebitRoot, sessionRoot })
-  const reservation = await run((store) =>
-    store.reserve({
-      jobId,
-      sessionFile,
-      native,
-      leaseMs: nullAsInvalid(leaseMs) as number,
-      // The reference stamps `new Date(now)` and computes `now - claimedAt`; both read `null` as 0.
-      now: now === undefined ? Date.now() : now === null ? 0 : now,
-      rarebitRoot,
-      sessionRoot,
-      allowExternalSession
-    })
-  )
-  return plainReservation(reservation, hooks, allowExternalSession)
+  // The store checks every value at run time, whatever a plain caller passed.
+  const checkedByStore = {
+    jobId,
+    sessionFile,
+    native,
+    leaseMs: nullAsInvalid(leaseMs),
+    // The reference stamps `new Date(now)` and computes `now - claimedAt`; both read `null` as 0.
+    now: now === undefined ? Date.now() : now === null ? 0 : now,
+    rarebitRoot,
+    sessionRoot,
+    allowExternalSession
+  }
+  const reservation = await run((store) => store.reserve(checkedByStore as ReserveOptions))
+  // Echoed as passed, as the reference does: typed by what a TypeScript caller passes.
+  return plainReservation(reservation, hooks as RarebitJobHooks | null, allowExternalSession as boolean)
 }
 
 /**
@@ -240,7 +394,14 @@ export async function reserveRarebitJob(
  * @category store
  * @since 0.1.0
  */
-export async function settleRarebitJob(reservation: any, record: unknown): Promise<any> {
+export async function settleRarebitJob(
+  reservation: RarebitAcquiredReservation,
+  record: ReceiptInput
+): Promise<SettledReceipt>
+export async function settleRarebitJob(
+  reservation: RarebitAcquiredReservation | null | undefined,
+  record: ReceiptInput
+): Promise<SettledReceipt> {
   if (!reservation?.acquired) {
     throw new Error("An acquired Rarebit reservation is required")
   }
@@ -262,7 +423,13 @@ export async function settleRarebitJob(reservation: any, record: unknown): Promi
  * @category store
  * @since 0.1.0
  */
-export async function releaseRarebitJob(reservation: any): Promise<void> {
-  if (!reservation?.claimPath || !reservation.materializationPath) return
-  await run((store) => store.release(acquiredFrom(reservation)))
+export async function releaseRarebitJob(reservation: RarebitReservation): Promise<void>
+export async function releaseRarebitJob(
+  reservation: Partial<RarebitAcquiredReservation> | RarebitReservation | null | undefined
+): Promise<void> {
+  // The reference's test: whatever names a claim and a sidecar (only an acquired reservation, for
+  // TypeScript callers) is released, by lease token.
+  const claimed = reservation as Partial<RarebitAcquiredReservation> | null | undefined
+  if (!claimed?.claimPath || !claimed.materializationPath) return
+  await run((store) => store.release(acquiredFrom(claimed as RarebitAcquiredReservation)))
 }

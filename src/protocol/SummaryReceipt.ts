@@ -26,6 +26,7 @@
  * @since 0.1.0
  */
 import { Schema } from "effect"
+import type { Simplify } from "effect/Types"
 import {
   BranchRef,
   isBranchRef,
@@ -198,6 +199,20 @@ export const SessionStatusValue = Schema.Union([
  * @since 0.1.0
  */
 export type SessionStatusValue = typeof SessionStatusValue.Type
+
+/**
+ * A session status with one of its legal reasons, as an `ok` receipt
+ * records them.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type SessionAssessment = {
+  readonly [S in SessionStatus]: {
+    readonly sessionStatus: S
+    readonly statusReason: (typeof SESSION_STATUS_REASONS)[S][number]
+  }
+}[SessionStatus]
 
 const isLegalAssessment = (status: unknown, reason: unknown, ownerRequest: boolean): boolean => {
   const key = sessionStatusKey(status)
@@ -509,10 +524,27 @@ export const OkSummaryReceipt = Schema.Struct({
 )
 
 /**
+ * An `ok` Summary receipt.
+ *
+ * **Details**
+ *
+ * `sessionStatus` and `statusReason` are typed together, as
+ * {@link SessionAssessment}: the validators accept no other pairing.
+ *
+ * **Gotchas**
+ *
+ * `sessionStatus` is typed as the status string Rarebit writers produce.
+ * The validators, like the reference's, also accept that string wrapped in a
+ * one-element array (the reference looks the status up as a property key),
+ * and a record carrying that form is returned as it is: only code that reads
+ * records no Rarebit writer produced can meet it.
+ *
  * @category models
  * @since 0.1.0
  */
-export type OkSummaryReceipt = typeof OkSummaryReceipt.Type
+export type OkSummaryReceipt = Simplify<
+  Omit<typeof OkSummaryReceipt.Type, "sessionStatus" | "statusReason"> & SessionAssessment
+>
 
 /**
  * An `ineligible` receipt: the selection did not qualify for a summary.
@@ -609,10 +641,19 @@ export const SummaryReceipt = Schema.Union([
 })
 
 /**
+ * The Summary receipt v4, discriminated by `status`: the type of
+ * {@link SummaryReceipt}, with `sessionStatus` as {@link OkSummaryReceipt}
+ * types it.
+ *
  * @category models
  * @since 0.1.0
  */
-export type SummaryReceipt = typeof SummaryReceipt.Type
+export type SummaryReceipt =
+  | OkSummaryReceipt
+  | IneligibleSummaryReceipt
+  | InhibitedSummaryReceipt
+  | UnavailableOverflowSummaryReceipt
+  | FailureSummaryReceipt
 
 // ---------------------------------------------------------------------------
 // the guard

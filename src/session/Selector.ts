@@ -79,10 +79,13 @@ export interface RarebitPayload {
 /**
  * The hashed, text-free description of a selection.
  *
+ * A type alias rather than an interface so that it stays assignable to
+ * `Record<string, unknown>`, the reference's declared type of a manifest.
+ *
  * @category models
  * @since 0.1.0
  */
-export interface RarebitManifest {
+export type RarebitManifest = {
   readonly selectorVersion: typeof RAREBIT_SELECTOR_VERSION
   readonly occurrences: Array<RarebitManifestOccurrence>
   readonly payloads: Array<{ readonly contentHash: string; readonly occurrenceIds: Array<string> }>

@@ -72,7 +72,7 @@ import {
 import { isSessionMissing, type SessionError, SessionInvalid } from "./SessionErrors.js"
 import type { SessionHeader } from "./SessionParse.js"
 import {
-  type NativeObservation,
+  type SessionObservation,
   RAREBIT_QUERY_SCHEMA_VERSION,
   readSession,
   type SessionProjection,
@@ -751,7 +751,7 @@ export interface SessionCache {
    */
   readonly read: (reference: unknown, options: SessionReaderOptions) => Effect.Effect<CachedSessionRead, SessionError>
   /** What the store observes of a native Session, like `nativeObservation`. */
-  readonly observe: (reference: unknown, options: SessionReaderOptions) => Effect.Effect<NativeObservation>
+  readonly observe: (reference: unknown, options: SessionReaderOptions) => Effect.Effect<SessionObservation>
   readonly stats: Effect.Effect<SessionCacheStats>
 }
 
@@ -1083,15 +1083,15 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       return { sessionFile, ...projection } satisfies CachedSessionRead
     })
 
-  const observe = (reference: unknown, options: SessionReaderOptions): Effect.Effect<NativeObservation> =>
+  const observe = (reference: unknown, options: SessionReaderOptions): Effect.Effect<SessionObservation> =>
     read(reference, options).pipe(
-      Effect.map(({ selection, session }): NativeObservation => ({
+      Effect.map(({ selection, session }): SessionObservation => ({
         availability: "available",
         sessionId: session.id,
         selection: { ...selection, selectorVersion: selection.manifest.selectorVersion }
       })),
       Effect.catch((error: SessionError) =>
-        Effect.succeed<NativeObservation>(
+        Effect.succeed<SessionObservation>(
           isSessionMissing(error) ? { availability: "missing" } : { availability: "unreadable" }
         )
       )

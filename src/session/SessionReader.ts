@@ -95,13 +95,17 @@ export interface SessionRead extends SessionProjection {
 }
 
 /**
- * What the store knows about the native Session when it projects artifact
- * state.
+ * What reading a Session observed of it: available with its selection, or
+ * missing or unreadable.
+ *
+ * It is the artifact-state projection's `NativeObservation` (which accepts
+ * looser selections, such as a caller's own) with the reader's full
+ * selection.
  *
  * @category models
  * @since 0.1.0
  */
-export type NativeObservation =
+export type SessionObservation =
   | {
     readonly availability: "available"
     readonly sessionId: string
@@ -271,7 +275,7 @@ export const readSession = Effect.fn("SessionReader.readSession")(function*(
 export const nativeObservation: (
   sessionFile: string,
   options: SessionReaderOptions
-) => Effect.Effect<NativeObservation, never, FileSystem.FileSystem | Path.Path> = Effect.fn(
+) => Effect.Effect<SessionObservation, never, FileSystem.FileSystem | Path.Path> = Effect.fn(
   "SessionReader.nativeObservation"
 )(function*(
   sessionFile: string,
@@ -280,13 +284,13 @@ export const nativeObservation: (
   const result = yield* Effect.result(readSession(sessionFile, options))
   if (Result.isFailure(result)) {
     const failure: SessionError = result.failure
-    const observation: NativeObservation = isSessionMissing(failure)
+    const observation: SessionObservation = isSessionMissing(failure)
       ? { availability: "missing" }
       : { availability: "unreadable" }
     return observation
   }
   const { selection, session } = result.success
-  const observation: NativeObservation = {
+  const observation: SessionObservation = {
     availability: "available",
     sessionId: session.id,
     selection: { ...selection, selectorVersion: selection.manifest.selectorVersion }

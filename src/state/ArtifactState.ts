@@ -21,7 +21,7 @@ import { SHA256_HEX_PATTERN, sha256 } from "../protocol/CanonicalJson.js"
 import { isOwnEvidence } from "../protocol/internal/OwnEvidence.js"
 import { isVerifiedSummary } from "../protocol/internal/VerifiedReceipts.js"
 import { validReceipt } from "../protocol/ReceiptValidation.js"
-import type { CompactSelection, SessionStatusValue, StatusReason, SummaryReceipt } from "../protocol/SummaryReceipt.js"
+import type { CompactSelection, SessionAssessment, SummaryReceipt } from "../protocol/SummaryReceipt.js"
 import { validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
 import type { RarebitManifestOccurrence } from "../session/Selector.js"
 
@@ -144,7 +144,7 @@ export interface NativeSelection {
   readonly payloads: ReadonlyArray<NativePayload>
   readonly manifestHash: string
   readonly selectorVersion?: string
-  readonly manifest?: { readonly selectorVersion?: string }
+  readonly manifest?: { readonly selectorVersion?: unknown }
 }
 
 /**
@@ -217,17 +217,28 @@ export interface AssessmentRef {
 }
 
 /**
+ * The assessment of an `ok` receipt, as a projection shows it: each status
+ * with its legal reasons.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type AssessedProjection = {
+  readonly [S in SessionAssessment["sessionStatus"]]: {
+    readonly status: S
+    readonly reason: Extract<SessionAssessment, { readonly sessionStatus: S }>["statusReason"]
+    readonly assessmentRef: AssessmentRef
+  }
+}[SessionAssessment["sessionStatus"]]
+
+/**
  * The Session status a reader may show.
  *
  * @category models
  * @since 0.1.0
  */
 export type ArtifactProjection =
-  | {
-    readonly status: SessionStatusValue
-    readonly reason: StatusReason
-    readonly assessmentRef: AssessmentRef
-  }
+  | AssessedProjection
   | {
     readonly status: "ineligible"
     readonly reason: "intrinsic_policy"
@@ -522,7 +533,12 @@ const receiptErrorReasons = {
 const projectReceipt = (record: SummaryReceipt): ArtifactProjection => {
   switch (record.status) {
     case "ok":
-      return { status: record.sessionStatus, reason: record.statusReason, assessmentRef: assessmentRef(record) }
+      // The validator paired the status with one of its reasons; TypeScript cannot follow two reads.
+      return {
+        status: record.sessionStatus,
+        reason: record.statusReason,
+        assessmentRef: assessmentRef(record)
+      } as AssessedProjection
     case "ineligible":
       return { status: "ineligible", reason: "intrinsic_policy", assessmentRef: assessmentRef(record) }
     default:

@@ -39,6 +39,7 @@ import {
   settledReceiptRef
 } from "../protocol/JobClaim.js"
 import { encodeJsonLine } from "../protocol/JsonLine.js"
+import type { Receipt, ReceiptInput } from "../protocol/Receipt.js"
 import { MAX_HEAD_BYTES, MAX_HISTORY_BYTES, MAX_HISTORY_RECORDS, MAX_RECEIPT_BYTES } from "../protocol/Limits.js"
 import { explainSummaryReceipt, validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
 import { explainTitleReceipt, validateTitleReceipt } from "../protocol/TitleReceipt.js"
@@ -83,33 +84,54 @@ import { locate, type LocationOverrides, makeStoreConfig, type StoreConfig, type
 
 const encoder = new TextEncoder()
 
-/** Options of `readCurrent`. @category models @since 0.1.0 */
+/**
+ * Options of `readCurrent`.
+ *
+ * **Details**
+ *
+ * The types say what a caller should pass; the store still checks every
+ * value at run time, so a JavaScript caller's mistake is a typed failure
+ * (`SessionFileRequired`, `ProjectionInputInvalid`, ...), not a defect.
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface ReadCurrentOptions extends LocationOverrides {
-  readonly sessionFile: unknown
+  /** The Session JSONL file whose sidecar is read. */
+  readonly sessionFile: string
   /** The native observation, when the caller already has it; otherwise the Session is read. */
   readonly native?: NativeObservation | null | undefined
   readonly expectation?: ProjectionInput["expectation"]
   readonly deadlineExpired?: boolean | undefined
 }
 
-/** A current read: the sidecar's answer plus the artifact-state projection. @category models @since 0.1.0 */
-export interface CurrentRead extends SidecarCurrent {
-  readonly artifactState: ArtifactState
-}
+/**
+ * A current read: the sidecar's answer plus the artifact-state projection.
+ *
+ * Discriminated by `availability`: only an `"available"` read has a
+ * `receipt` (and a `head`), so narrow on it before reading the receipt.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type CurrentRead = SidecarCurrent & { readonly artifactState: ArtifactState }
 
 /** Options of `readHistory` and `history`. @category models @since 0.1.0 */
 export interface ReadHistoryOptions extends LocationOverrides {
-  readonly sessionFile: unknown
+  /** The Session JSONL file whose sidecar is read. */
+  readonly sessionFile: string
   /** Absolute byte offset to start at; default 0. */
   readonly fromOffset?: number | undefined
   /** Records per page, 1–1000; default 100. */
   readonly limit?: number | undefined
 }
 
-/** Options of `reserve`. @category models @since 0.1.0 */
+/** Options of `reserve` and `withJob`. @category models @since 0.1.0 */
 export interface ReserveOptions extends LocationOverrides {
-  readonly jobId: unknown
-  readonly sessionFile: unknown
+  /** The job's id: 64 lowercase hex digits (a SHA-256), e.g. from `rarebitJobIdentity`. */
+  readonly jobId: string
+  /** The Session JSONL file the job derives a receipt for. */
+  readonly sessionFile: string
   readonly native?: NativeObservation | null | undefined
   /** Lease length; defaults to the layer's `leaseMs`. */
   readonly leaseMs?: number | undefined
@@ -128,11 +150,14 @@ export interface SettleOptions {
   readonly hooks?: SettleHooks | undefined
 }
 
+/** `withJob` derived and settled the job's receipt. @category models @since 0.1.0 */
+export interface Settled {
+  readonly _tag: "Settled"
+  readonly receipt: SettledReceipt
+}
+
 /** The outcome of `withJob`. @category models @since 0.1.0 */
-export type JobOutcome =
-  | { readonly _tag: "Settled"; readonly receipt: SettledReceipt }
-  | Duplicate
-  | InFlight
+export type JobOutcome = Settled | Duplicate | InFlight
 
 /** Failures of the path rule. @category errors @since 0.1.0 */
 export type PathError = SessionFileRequired | SessionOutsideRoot
@@ -163,7 +188,7 @@ export type SettleError =
 export class RarebitStore extends Context.Service<RarebitStore, {
   readonly config: StoreConfig
   /** The sidecar path of a Session. */
-  readonly materializationPath: (sessionFile: unknown, overrides?: LocationOverrides) => Effect.Effect<string, PathError>
+  readonly materializationPath: (sessionFile: string, overrides?: LocationOverrides) => Effect.Effect<string, PathError>
   /** The bounded current read. */
   readonly readCurrent: (options: ReadCurrentOptions) => Effect.Effect<CurrentRead, PathError | ProjectionInputInvalid>
   /** One bounded history page. */
@@ -172,10 +197,15 @@ export class RarebitStore extends Context.Service<RarebitStore, {
   readonly history: (
     options: ReadHistoryOptions
   ) => Stream.Stream<HistoryRecord, PathError | HistoryBoundsInvalid | HistoryUnreadable>
+  /** Claims a job: `Acquired` (this worker holds the lease), `Duplicate` (already settled) or `InFlight`. */
   readonly reserve: (options: ReserveOptions) => Effect.Effect<Reservation, ReserveError>
+  /**
+   * Commits an acquired job's receipt. The reservation's `jobId` is written
+   * over the receipt's, so the receipt may leave it out.
+   */
   readonly settle: (
     reservation: Acquired,
-    receipt: unknown,
+    receipt: ReceiptInput,
     options?: SettleOptions
   ) => Effect.Effect<SettledReceipt, SettleError>
   /** Deletes the claim if this reservation still owns it; does nothing for other outcomes. */
@@ -186,7 +216,7 @@ export class RarebitStore extends Context.Service<RarebitStore, {
    */
   readonly withJob: <E, R>(
     options: ReserveOptions,
-    derive: (reservation: Acquired) => Effect.Effect<unknown, E, R>,
+    derive: (reservation: Acquired) => Effect.Effect<ReceiptInput, E, R>,
     settleOptions?: SettleOptions
   ) => Effect.Effect<JobOutcome, ReserveError | SettleError | E, R>
 }>()("rarebit-store/store/RarebitStore") {
@@ -210,6 +240,16 @@ export const jobIdValid = (jobId: unknown): jobId is string => typeof jobId === 
 /** Whether `leaseMs` is a lease `reserve` accepts: a finite number of at least 1 ms. @internal */
 export const leaseValid = (leaseMs: unknown): leaseMs is number =>
   typeof leaseMs === "number" && Number.isFinite(leaseMs) && leaseMs >= 1
+
+/** A receipt as `settle` returns it: with the sidecar it was appended to. */
+const settledAt = (receipt: Receipt, path: string): SettledReceipt => ({ ...receipt, path })
+
+/** The `Duplicate` outcome for a job whose verified receipt is `record`. */
+const duplicateOf = (location: ReservationLocation, record: Receipt): Duplicate => ({
+  ...location,
+  _tag: "Duplicate",
+  record: { ...record, path: location.materializationPath }
+})
 
 /** Our claims' record of the sidecar size when they were taken, if present and sane. */
 const sidecarOffsetOf = (claim: unknown): number | undefined => {
@@ -246,11 +286,11 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
   const sidecars = yield* makeSidecarCurrentCache(fs)
   const observeNative = (sessionFile: string, location: StoreLocation): Effect.Effect<NativeObservation> =>
     config.cacheSessions
-      ? sessions.observe(sessionFile, { sessionRoot: location.sessionRoot }) as Effect.Effect<NativeObservation>
+      ? sessions.observe(sessionFile, { sessionRoot: location.sessionRoot })
       : nativeObservation(sessionFile, { sessionRoot: location.sessionRoot }).pipe(
         Effect.provideService(FileSystem, fs),
         Effect.provideService(Path, path)
-      ) as Effect.Effect<NativeObservation>
+      )
 
   const project = (input: ProjectionInput) =>
     Result.match(projectArtifactStateResult(input), { onFailure: Effect.fail, onSuccess: Effect.succeed })
@@ -306,7 +346,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
   const readCurrentUntraced = Effect.fnUntraced(function*(options: ReadCurrentOptions) {
     const location = locate(config, options)
     const sidecar = yield* sidecarPath(options.sessionFile, location)
-    const native = options.native ?? (yield* observeNative(options.sessionFile as string, location))
+    const native = options.native ?? (yield* observeNative(options.sessionFile, location))
     const current = yield* sidecars.read(sidecar)
     // The sidecar reader's records are Summary receipts it verified for this answer.
     const artifactState = yield* withVerifiedSummaries(current.records, () =>
@@ -366,7 +406,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
       if (record === undefined) {
         return yield* new HeadInvalid({ claimPath, materializationPath: location.materializationPath })
       }
-      return { ...location, _tag: "Duplicate", record: { ...record, path: location.materializationPath } } as Duplicate
+      return duplicateOf(location, record)
     })
 
   const expired = (read: ClaimRead, now: number, leaseMs: number) =>
@@ -405,7 +445,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     const reservationLocation: ReservationLocation = {
       jobId,
       materializationPath: sidecar,
-      sessionFile: options.sessionFile as string,
+      sessionFile: options.sessionFile,
       rarebitRoot: location.rarebitRoot,
       sessionRoot: location.sessionRoot,
       allowExternalSession: location.allowExternalSession
@@ -438,12 +478,12 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
           )
         )
       )
-      if (created) return acquired as Reservation
+      if (created) return acquired
       first = yield* readClaim(fs, claimPath).pipe(Effect.mapError(io))
     }
     const duplicate = yield* settledDuplicate(first, reservationLocation, claimPath)
-    if (duplicate !== undefined) return duplicate as Reservation
-    if (!expired(first, now, leaseMs)) return inFlight as Reservation
+    if (duplicate !== undefined) return duplicate
+    if (!expired(first, now, leaseMs)) return inFlight
 
     // Takeover: only under the lock, and only after reading the claim again,
     // since another worker may have taken it over or settled it meanwhile.
@@ -452,17 +492,17 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
       Effect.gen(function*() {
         const again = yield* readClaim(fs, claimPath).pipe(Effect.mapError(io))
         const settled = yield* settledDuplicate(again, reservationLocation, claimPath)
-        if (settled !== undefined) return settled as Reservation
-        if (!expired(again, now, leaseMs)) return inFlight as Reservation
+        if (settled !== undefined) return settled
+        if (!expired(again, now, leaseMs)) return inFlight
         const recovered = yield* recoverSettlement(again, reservationLocation, claimPath)
-        if (recovered !== undefined) return recovered as Reservation
+        if (recovered !== undefined) return recovered
         const offset = yield* sidecarSize(sidecar)
         yield* replaceClaim(fs, path, claimPath, activeClaim(offset)).pipe(
           Effect.mapError(io),
           Effect.andThen(onAcquired(acquired)),
           Effect.uninterruptible
         )
-        return acquired as Reservation
+        return acquired
       })
     )
   })
@@ -486,7 +526,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
       const found = yield* receiptSinceClaim(location, claim)
       if (found === undefined) return undefined
       yield* completeSettlement(location, claimPath, claim.leaseToken, found)
-      return { ...location, _tag: "Duplicate", record: { ...found.record, path: location.materializationPath } } as Duplicate
+      return duplicateOf(location, found.record)
     })
 
   /**
@@ -534,7 +574,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     location: ReservationLocation,
     claimPath: string,
     leaseToken: string,
-    found: { readonly record: Record<string, unknown>; readonly receiptRef: ReceiptReference }
+    found: { readonly record: Receipt; readonly receiptRef: ReceiptReference }
   ) =>
     Effect.gen(function*() {
       yield* appendHeadIfCurrent(location, found.record, found.receiptRef)
@@ -577,7 +617,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
    */
   const appendHeadIfCurrent = (
     location: ReservationLocation,
-    record: Record<string, unknown>,
+    record: Receipt,
     receiptRef: ReceiptReference
   ) =>
     Effect.gen(function*() {
@@ -587,11 +627,11 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
       if (current.head?.receiptOffset === receiptRef.receiptOffset) return
       const native = yield* observeNative(location.sessionFile, location)
       if (!isSemanticCurrent(native, current, record)) return
-      const head = headFor(record.sessionId as string, receiptRef)
+      const head = headFor(record.sessionId, receiptRef)
       yield* appendToSidecar(location.materializationPath, () => Effect.succeed(encodeHeadLine(head)))
     })
 
-  const isSemanticCurrent = (native: NativeObservation, current: SidecarCurrent, record: Record<string, unknown>) => {
+  const isSemanticCurrent = (native: NativeObservation, current: SidecarCurrent, record: Receipt) => {
     if (native.availability !== "available" || record.type !== "rarebit_summary") return false
     const candidate = projectArtifactStateResult({
       native,
@@ -632,22 +672,24 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
 
   // ---- settle -------------------------------------------------------------
 
-  const validateForSettle = (reservation: Acquired, receipt: unknown) =>
+  const validateForSettle = (reservation: Acquired, receipt: ReceiptInput) =>
     Effect.gen(function*() {
-      const settled: Record<string, unknown> = { ...(receipt as object), jobId: reservation.jobId }
-      if (settled.type !== "rarebit_summary" && settled.type !== "rarebit_title") {
-        return yield* new ReceiptTypeUnsupported({ type: settled.type })
+      // Typed for TypeScript callers, but a plain caller can pass anything: check it all.
+      const candidate: Record<string, unknown> = { ...receipt, jobId: reservation.jobId }
+      if (candidate.type !== "rarebit_summary" && candidate.type !== "rarebit_title") {
+        return yield* new ReceiptTypeUnsupported({ type: candidate.type })
       }
-      const summary = settled.type === "rarebit_summary"
-      const valid = summary ? validateSummaryReceipt(settled).valid : validateTitleReceipt(settled).valid
-      if (!valid) {
+      const summary = candidate.type === "rarebit_summary"
+      const validation = summary ? validateSummaryReceipt(candidate) : validateTitleReceipt(candidate)
+      if (!validation.valid) {
         return yield* new ReceiptInvalid({
           kind: summary ? "Summary" : "Title",
-          status: settled.status,
-          keys: Object.keys(settled).sort(),
-          reason: (summary ? explainSummaryReceipt(settled) : explainTitleReceipt(settled)) ?? "invalid"
+          status: candidate.status,
+          keys: Object.keys(candidate).sort(),
+          reason: (summary ? explainSummaryReceipt(candidate) : explainTitleReceipt(candidate)) ?? "invalid"
         })
       }
+      const settled: Receipt = validation.record
       const line = encoder.encode(`${JSON.stringify(settled)}\n`)
       if (line.length > MAX_RECEIPT_BYTES) return yield* new ReceiptTooLarge({ bytes: line.length })
       return { settled, line }
@@ -655,7 +697,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
 
   const settle = Effect.fn("RarebitStore.settle")(function*(
     reservation: Acquired,
-    receipt: unknown,
+    receipt: ReceiptInput,
     options: SettleOptions = {}
   ) {
     // The type says Acquired, but plain callers and casts can pass any outcome.
@@ -694,14 +736,14 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
       const earlier = yield* receiptSinceClaim(reservation, claim)
       if (earlier !== undefined) {
         yield* completeSettlement(reservation, reservation.claimPath, reservation.leaseToken, earlier)
-        return { ...earlier.record, path: sidecar } as SettledReceipt
+        return settledAt(earlier.record, sidecar)
       }
       const native = yield* observeNative(reservation.sessionFile, reservation)
       const current = yield* sidecars.read(sidecar)
       const semanticCurrent = isSemanticCurrent(native, current, settled)
       appendAttempted = true
       const receiptOffset = yield* appendToSidecar(sidecar, (offset) => {
-        const head = semanticCurrent ? makeHead(settled.sessionId as string, offset, line) : current.head
+        const head = semanticCurrent ? makeHead(settled.sessionId, offset, line) : current.head
         // A repeated head is re-serialised as parsed (extra keys and all), as the reference does.
         const headLine = head === null ? new Uint8Array(0) : encodeJsonLine(head)
         if (headLine.length > MAX_HEAD_BYTES) return Effect.fail(new HeadTooLarge({ bytes: headLine.length }))
@@ -719,7 +761,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
         makeSettledClaim(reservation.jobId, reservation.leaseToken, receiptRef),
         { syncDirectory: false }
       ).pipe(Effect.mapError(storeIo("write job claim", reservation.claimPath)))
-      return { ...settled, path: sidecar } as SettledReceipt
+      return settledAt(settled, sidecar)
     }))
 
     // On failure while still the owner, the claim is deleted so the job can
@@ -783,7 +825,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
 
   const withJob = <E, R>(
     options: ReserveOptions,
-    derive: (reservation: Acquired) => Effect.Effect<unknown, E, R>,
+    derive: (reservation: Acquired) => Effect.Effect<ReceiptInput, E, R>,
     settleOptions: SettleOptions = {}
   ): Effect.Effect<JobOutcome, ReserveError | SettleError | E, R> =>
     Effect.scoped(Effect.gen(function*() {
@@ -796,11 +838,12 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
         (acquired) =>
           Effect.addFinalizer(() => Effect.suspend(() => (settled ? Effect.void : Effect.ignore(release(acquired)))))
       )
-      if (reservation._tag !== "Acquired") return reservation as JobOutcome
+      if (reservation._tag !== "Acquired") return reservation
       const derived = yield* derive(reservation)
       const receipt = yield* settle(reservation, derived, settleOptions)
       settled = true
-      return { _tag: "Settled", receipt } as JobOutcome
+      const outcome: Settled = { _tag: "Settled", receipt }
+      return outcome
     })).pipe(Effect.withSpan("RarebitStore.withJob"))
 
   return RarebitStore.of({

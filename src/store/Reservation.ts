@@ -8,6 +8,7 @@
  *
  * @since 0.1.0
  */
+import type { Receipt } from "../protocol/Receipt.js"
 import type { NativeObservation } from "../state/ArtifactState.js"
 
 /** Where a reservation's files are. @category models @since 0.1.0 */
@@ -31,7 +32,7 @@ export interface Acquired extends ReservationLocation {
 /** The job is settled; `record` is its verified receipt plus the sidecar `path`. @category models @since 0.1.0 */
 export interface Duplicate extends ReservationLocation {
   readonly _tag: "Duplicate"
-  readonly record: Record<string, unknown>
+  readonly record: SettledReceipt
 }
 
 /** Another worker holds a live lease on the job. @category models @since 0.1.0 */
@@ -42,5 +43,11 @@ export interface InFlight extends ReservationLocation {
 /** The tagged result of `reserve`. @category models @since 0.1.0 */
 export type Reservation = Acquired | Duplicate | InFlight
 
-/** A settled receipt as returned to callers: the receipt plus its sidecar path. @category models @since 0.1.0 */
-export type SettledReceipt = Record<string, unknown> & { readonly path: string }
+/**
+ * A settled receipt as returned to callers: the receipt plus its sidecar
+ * `path`. `R` narrows it to the receipt kind that was settled.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type SettledReceipt<R extends Receipt = Receipt> = R extends unknown ? R & { readonly path: string } : never

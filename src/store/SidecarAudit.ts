@@ -74,7 +74,7 @@ import { isPlatformError, type PlatformError } from "effect/PlatformError"
 import { sha256Hex } from "../protocol/CanonicalJson.js"
 import { modifiedMs } from "../protocol/internal/FileInfo.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
-import { isValidHead } from "../protocol/Head.js"
+import { type Head, isValidHead } from "../protocol/Head.js"
 import { claimExpired, settledReceiptRef } from "../protocol/JobClaim.js"
 import { MAX_HISTORY_BYTES, MAX_RECEIPT_BYTES } from "../protocol/Limits.js"
 import { explainSummaryReceipt, validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
@@ -349,10 +349,10 @@ const receiptProblem = (record: unknown, text: string): string => {
 const headRangeProblem = Effect.fnUntraced(function*(
   file: Effect.Success<ReturnType<FileSystem["open"]>>,
   size: number,
-  head: Record<string, unknown>
+  head: Head
 ) {
-  const offset = head.receiptOffset as number
-  const length = head.receiptLength as number
+  const offset = head.receiptOffset
+  const length = head.receiptLength
   if (offset + length > size) return `points at bytes ${offset}+${length}, past the end of the file (${size} bytes)`
   const bytes = Option.getOrElse(yield* file.readAlloc(length, { position: BigInt(offset) }), () => new Uint8Array(0))
   if (sha256Hex(bytes) !== head.receiptHash) return `the bytes at ${offset}+${length} do not hash to receiptHash`
@@ -438,7 +438,7 @@ const scanSidecar = (
           firstAfterHead = -1
           const verified = yield* verifyReceiptRange(file, size, record, true)
           if (verified === undefined) {
-            const why = yield* headRangeProblem(file, size, record as unknown as Record<string, unknown>)
+            const why = yield* headRangeProblem(file, size, record)
             findings.push(finding("head_range_invalid", "damage", path, why, { offset }))
           }
           return

@@ -29,9 +29,10 @@ import { sameBytes } from "../protocol/internal/Bytes.js"
 import { fileIdentity } from "../protocol/internal/FileInfo.js"
 import { copyJson } from "../protocol/internal/JsonCopy.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
-import { isValidHead, isValidReceiptReference } from "../protocol/Head.js"
+import { type Head, isValidHead, isValidReceiptReference } from "../protocol/Head.js"
 import { MAX_HISTORY_BYTES, MAX_HISTORY_RECORDS, MAX_TAIL_BYTES } from "../protocol/Limits.js"
-import { validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
+import type { Receipt } from "../protocol/Receipt.js"
+import { type SummaryReceipt, validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
 import { validateTitleReceipt } from "../protocol/TitleReceipt.js"
 import { NotRegularFile } from "./Errors.js"
 
@@ -58,27 +59,63 @@ export interface SidecarDiagnostics {
   readonly reason?: SidecarReason
 }
 
-/** The sidecar part of a current read, before the artifact-state projection. @category models @since 0.1.0 */
-export interface SidecarCurrent {
-  readonly availability: Availability
+/**
+ * A current read that found a committed receipt: the last valid head and the
+ * Summary receipt it points at, verified by hash.
+ *
+ * `records` holds that one receipt. The arrays and objects of a read are the
+ * caller's own: every read builds fresh ones.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface AvailableSidecarCurrent {
+  readonly availability: "available"
   readonly path: string
-  readonly receipt: Record<string, unknown> | null
-  readonly records: ReadonlyArray<Record<string, unknown>>
-  readonly head: Record<string, unknown> | null
+  readonly receipt: SummaryReceipt
+  readonly records: Array<SummaryReceipt>
+  readonly head: Head
   readonly diagnostics: SidecarDiagnostics
 }
+
+/**
+ * A current read without a receipt: the sidecar is `missing` (absent, empty,
+ * or without a head) or `unreadable` (an invalid head, a range that does not
+ * verify, or a file that cannot be read). `head` is the last valid head when
+ * one was found; `diagnostics.reason` says which case it is.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface UnavailableSidecarCurrent {
+  readonly availability: "missing" | "unreadable"
+  readonly path: string
+  readonly receipt: null
+  readonly records: Array<SummaryReceipt>
+  readonly head: Head | null
+  readonly diagnostics: SidecarDiagnostics
+}
+
+/**
+ * The sidecar part of a current read, before the artifact-state projection.
+ * Narrow on `availability` to reach the receipt.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type SidecarCurrent = AvailableSidecarCurrent | UnavailableSidecarCurrent
 
 /** One valid receipt found by the history reader, at its absolute byte offset. @category models @since 0.1.0 */
 export interface HistoryRecord {
   readonly offset: number
-  readonly record: Record<string, unknown>
+  readonly record: Receipt
 }
 
 /** One page of history; `nextOffset` is `null` only at the end of the file. @category models @since 0.1.0 */
 export interface HistoryPage {
   readonly availability: Availability
   readonly path: string
-  readonly records: ReadonlyArray<HistoryRecord>
+  readonly records: Array<HistoryRecord>
   readonly nextOffset: number | null
 }
 
@@ -94,6 +131,11 @@ export interface TailLine {
   readonly offset: number
   readonly line: string
   readonly record: unknown
+}
+
+/** A tail line holding a valid head. */
+interface HeadLine extends TailLine {
+  readonly record: Head
 }
 
 /** @internal */
@@ -161,7 +203,7 @@ export const completeTailLines = (tail: TailWindow): {
  * as that head, since nothing before it can change a current read.
  */
 const lastHeadOf = (tail: TailWindow): {
-  readonly head: TailLine | undefined
+  readonly head: HeadLine | undefined
   readonly after: ReadonlyArray<TailLine>
   readonly tornTail: boolean
 } => {
@@ -173,9 +215,9 @@ const lastHeadOf = (tail: TailWindow): {
     const start = end === 0 ? 0 : bytes.lastIndexOf(NEWLINE, end - 1) + 1
     if (end > start) {
       const line = decodeUtf8(bytes.subarray(start, end))
-      const tailLine = { offset: offset + start, line, record: parseJsonOrNull(line) }
-      if (isValidHead(tailLine.record)) return { head: tailLine, after, tornTail }
-      after.push(tailLine)
+      const record = parseJsonOrNull(line)
+      if (isValidHead(record)) return { head: { offset: offset + start, line, record }, after, tornTail }
+      after.push({ offset: offset + start, line, record })
     }
     end = start - 1
   }
@@ -187,7 +229,7 @@ const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "obj
 const typeOf = (record: unknown): unknown => (isRecord(record) ? record.type : undefined)
 
 /** A receipt of either kind that its schema accepts. @category validation @since 0.1.0 */
-export const isValidReceipt = (record: unknown): record is Record<string, unknown> => {
+export const isValidReceipt = (record: unknown): record is Receipt => {
   const type = typeOf(record)
   return (type === "rarebit_summary" && validateSummaryReceipt(record).valid) ||
     (type === "rarebit_title" && validateTitleReceipt(record).valid)
@@ -257,7 +299,8 @@ const verifyReceiptBytes = Effect.fnUntraced(function*(
       record.sessionId === (reference as { readonly sessionId?: unknown }).sessionId &&
       validateSummaryReceipt(record).valid
     : isValidReceipt(record)
-  return valid ? { record: record as Record<string, unknown>, offset: receiptOffset, bytes } : undefined
+  // Validated just above: a Summary receipt when one is required, else either kind.
+  return valid ? { record: record as Receipt, offset: receiptOffset, bytes } : undefined
 })
 
 /**
@@ -306,15 +349,15 @@ interface CurrentProof {
   readonly receiptOffset: number
   readonly receipt: Uint8Array
   /** Copies of the records parsed from those bytes, never handed out. */
-  readonly receiptRecord: Record<string, unknown>
-  readonly headRecord: Record<string, unknown>
+  readonly receiptRecord: SummaryReceipt
+  readonly headRecord: Head
   readonly diagnostics: SidecarDiagnostics
 }
 
 const unavailable = (
   availability: "missing" | "unreadable",
   path: string,
-  head: Record<string, unknown> | null,
+  head: Head | null,
   diagnostics: SidecarDiagnostics
 ): { readonly current: SidecarCurrent; readonly proof: undefined } => ({
   current: { availability, path, receipt: null, records: [], head, diagnostics },
@@ -329,7 +372,7 @@ const currentOf = (file: OpenFile, path: string, size: number, identity: string 
     const tailOffset = size - bytes.length
     const parsed = lastHeadOf({ size, offset: tailOffset, bytes })
     const last = parsed.head
-    const head = (last?.record ?? null) as Record<string, unknown> | null
+    const head = last?.record ?? null
     if (invalidHeadAfter(parsed.after, last?.offset ?? -1)) {
       return unavailable("unreadable", path, head, { tornTail: false, reason: "sidecar_head_invalid" })
     }
@@ -340,7 +383,8 @@ const currentOf = (file: OpenFile, path: string, size: number, identity: string 
       })
     }
     const verified = yield* verifyReceiptBytes(file, size, last.record, true)
-    if (verified === undefined) {
+    // `true` above required a Summary receipt; the type check narrows it for the answer.
+    if (verified === undefined || verified.record.type !== "rarebit_summary") {
       return unavailable("unreadable", path, head, { tornTail: parsed.tornTail, reason: "sidecar_head_invalid" })
     }
     const headOffset = last.offset
@@ -363,7 +407,7 @@ const currentOf = (file: OpenFile, path: string, size: number, identity: string 
         path,
         receipt: verified.record,
         records: [verified.record],
-        head,
+        head: last.record,
         diagnostics
       } satisfies SidecarCurrent,
       proof: identity === undefined ? undefined : {
@@ -374,7 +418,7 @@ const currentOf = (file: OpenFile, path: string, size: number, identity: string 
         receiptOffset: verified.offset,
         receipt: verified.bytes,
         receiptRecord: copyJson(verified.record),
-        headRecord: copyJson(last.record as Record<string, unknown>),
+        headRecord: copyJson(last.record),
         diagnostics
       } satisfies CurrentProof
     }
@@ -613,7 +657,7 @@ export const readSidecarHistoryPage = (
 ): Effect.Effect<HistoryPage> =>
   Effect.scoped(Effect.gen(function*() {
     const { file, size } = yield* openRegularFile(fs, path)
-    if (fromOffset >= size) return { availability: "available", path, records: [], nextOffset: null } as HistoryPage
+    if (fromOffset >= size) return { availability: "available", path, records: [], nextOffset: null } satisfies HistoryPage
     const bytes = yield* readRange(file, fromOffset, Math.min(MAX_HISTORY_BYTES, size - fromOffset))
     let cursor = 0
     if (fromOffset > 0) {
@@ -622,7 +666,7 @@ export const readSidecarHistoryPage = (
         const newline = bytes.indexOf(NEWLINE)
         if (newline < 0) {
           const end = fromOffset + bytes.length
-          return { availability: "available", path, records: [], nextOffset: end < size ? end : null } as HistoryPage
+          return { availability: "available", path, records: [], nextOffset: end < size ? end : null } satisfies HistoryPage
         }
         cursor = newline + 1
       }
@@ -644,7 +688,7 @@ export const readSidecarHistoryPage = (
       : cursor === 0 && bytes.length > 0
       ? fromOffset + bytes.length
       : absoluteCursor
-    return { availability: "available", path, records, nextOffset } as HistoryPage
+    return { availability: "available", path, records, nextOffset } satisfies HistoryPage
   })).pipe(Effect.catch((error) =>
     Effect.succeed<HistoryPage>({
       availability: error._tag === "PlatformError" && error.reason._tag === "NotFound" ? "missing" : "unreadable",

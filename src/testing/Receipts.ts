@@ -10,7 +10,9 @@
  *
  * @since 0.1.0
  */
-import { SYNTHESIS_USAGE_KEYS } from "../protocol/ReceiptParts.js"
+import type { BranchRef, SynthesisReceipt, SYNTHESIS_USAGE_KEYS } from "../protocol/ReceiptParts.js"
+import type { OkSummaryReceipt } from "../protocol/SummaryReceipt.js"
+import type { TitledTitleReceipt } from "../protocol/TitleReceipt.js"
 import { sha256 } from "../protocol/CanonicalJson.js"
 import { selectRarebits } from "../session/Selector.js"
 
@@ -41,8 +43,16 @@ export interface ReceiptOptions {
 export const unreportedSynthesis = (
   observedAt: string,
   model: { readonly provider: string; readonly id: string } = TEST_MODEL
-) => {
-  const nulls = Object.fromEntries(SYNTHESIS_USAGE_KEYS.map((key) => [key, null]))
+): SynthesisReceipt => {
+  const nulls = {
+    inputTokens: null,
+    outputTokens: null,
+    totalTokens: null,
+    cacheReadTokens: null,
+    cacheWriteTokens: null,
+    reasoningTokens: null,
+    estimatedCostUsd: null
+  } satisfies Record<(typeof SYNTHESIS_USAGE_KEYS)[number], null>
   return {
     schemaVersion: 1,
     kind: "rarebit_model_synthesis",
@@ -70,7 +80,7 @@ export const unreportedSynthesis = (
  * @category constructors
  * @since 0.1.0
  */
-export const branchReference = (branch: ReadonlyArray<Entry>) => ({
+export const branchReference = (branch: ReadonlyArray<Entry>): BranchRef => ({
   leafId: typeof branch.at(-1)?.id === "string" ? branch.at(-1)!.id as string : null,
   entryCount: branch.length,
   pathHash: sha256(branch.map((entry) => String(entry?.id ?? "")))
@@ -90,7 +100,7 @@ const latestUserEntryId = (branch: ReadonlyArray<Entry>): string | null => {
 export const summaryReceipt = (
   branch: ReadonlyArray<Entry>,
   options: ReceiptOptions & { readonly summary: string }
-): Record<string, unknown> => {
+): OkSummaryReceipt => {
   const selection = selectRarebits(branch)
   const model = options.model ?? TEST_MODEL
   return {
@@ -131,7 +141,7 @@ export const summaryReceipt = (
 export const titleReceipt = (
   branch: ReadonlyArray<Entry>,
   options: ReceiptOptions & { readonly title: string }
-): Record<string, unknown> => {
+): TitledTitleReceipt => {
   const model = options.model ?? TEST_MODEL
   return {
     schemaVersion: 4,

@@ -20,6 +20,7 @@ import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Console, Effect } from "effect"
 import { runCli as runCliEffect } from "../../src/cli/Cli.js"
 import * as Ours from "../../src/promise/index.js"
+import type { Receipt } from "../../src/protocol/Receipt.js"
 import { jobId, type Roots, Store } from "../support/Reference.js"
 
 export const REPO = new URL("../../", import.meta.url).pathname.replace(/\/$/, "")
@@ -130,7 +131,7 @@ export const settleWith = async (
   roots: Roots,
   sessionFile: string,
   job: number,
-  receipt: Record<string, unknown>
+  receipt: Receipt
 ): Promise<Record<string, unknown>> => {
   const api = implementation === "reference" ? Store : Ours
   const reservation = await api.reserveRarebitJob({ jobId: jobId(job), sessionFile, ...roots.location })

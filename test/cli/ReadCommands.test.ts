@@ -98,7 +98,7 @@ describe("rarebit-store current", () => {
       const current = yield* Effect.promise(() => Ours.readRarebitCurrent({ sessionFile: sessionA, ...roots.location }))
       const head = current.head
       assert.match(run.stdout, /\(available\)/)
-      assert.match(run.stdout, new RegExp(`receipt @ byte ${head.receiptOffset}, ${head.receiptLength} bytes`))
+      assert.match(run.stdout, new RegExp(`receipt @ byte ${head?.receiptOffset}, ${head?.receiptLength} bytes`))
       assert.match(run.stdout, /rarebit_summary ok/)
       assert.notMatch(run.stdout, /\u001b\[/)
     }))

@@ -19,7 +19,12 @@ describe("README example: Effect API", () => {
       await writeFile(sessionFile, text)
       const jobId = "a".repeat(64)
       const first = await run({ rarebitRoot, sessionRoot }, sessionFile, jobId, summaryReceipt(branch, "s"))
-      assert.deepStrictEqual(first, { outcome: "Settled", availability: "available", syncState: "assessment_current" })
+      assert.deepStrictEqual(first, {
+        outcome: "Settled",
+        availability: "available",
+        syncState: "assessment_current",
+        summary: "ok"
+      })
       const again = await run({ rarebitRoot, sessionRoot }, sessionFile, jobId, summaryReceipt(branch, "s"))
       assert.strictEqual(again.outcome, "Duplicate")
       // The README's alternative for network file systems runs the same program, and sees the same store.
@@ -33,7 +38,8 @@ describe("README example: Effect API", () => {
       assert.deepStrictEqual(await onThePool("c".repeat(64)), {
         outcome: "Settled",
         availability: "available",
-        syncState: "assessment_current"
+        syncState: "assessment_current",
+        summary: "ok"
       })
     } finally {
       await rm(root, { recursive: true, force: true })

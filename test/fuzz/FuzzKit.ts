@@ -13,6 +13,7 @@ import { mkdir, writeFile } from "node:fs/promises"
 import { dirname } from "node:path"
 import * as Ours from "../../src/promise/index.js"
 import { concatBytes, editLine, type SensitiveBytes, sensitiveBytes, type Spot, spot } from "../support/DecoderBytes.js"
+import type { NativeObservation } from "../../src/state/ArtifactState.js"
 import {
   entry,
   jobId,
@@ -356,7 +357,7 @@ const show = (outcome: Outcome) => JSON.stringify(outcome)
  */
 export const assertSameReads = async (
   roots: Roots,
-  native: unknown,
+  native: NativeObservation,
   options: { readonly limit: number; readonly fromOffset: number; readonly label: string }
 ): Promise<void> => {
   const base = { sessionFile: roots.sessionFile, ...roots.location }

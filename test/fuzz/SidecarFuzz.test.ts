@@ -39,7 +39,7 @@ describe("sidecar fuzz", () => {
       await writeBytes(Ref.rarebitMaterializationPath(roots.sessionFile, roots.location), bytes)
       const current = await Ours.readRarebitCurrent({ sessionFile: roots.sessionFile, ...roots.location })
       assert.strictEqual(current.availability, "available")
-      assert.strictEqual(current.receipt.jobId, "4".padStart(64, "0"))
+      assert.strictEqual(current.receipt?.jobId, "4".padStart(64, "0"))
       const history = await Ours.readRarebitHistory({ sessionFile: roots.sessionFile, ...roots.location })
       assert.strictEqual(history.records.length, lines.filter((line) => line.kind !== "head").length)
     } finally {

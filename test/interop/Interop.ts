@@ -16,9 +16,9 @@ export interface StoreApi {
   readonly readRarebitCurrent: (input?: any) => Promise<any>
   readonly readRarebitHistory: (input?: any) => Promise<any>
   readonly reserveRarebitJob: (input?: any) => Promise<any>
-  readonly settleRarebitJob: (reservation: any, record: unknown) => Promise<any>
+  readonly settleRarebitJob: (reservation: any, record: any) => Promise<any>
   readonly releaseRarebitJob: (reservation: any) => Promise<void>
-  readonly rarebitMaterializationPath: (sessionFile: unknown, options?: any) => string
+  readonly rarebitMaterializationPath: (sessionFile: any, options?: any) => string
 }
 
 export const ours: StoreApi = { name: "ours", ...Ours }

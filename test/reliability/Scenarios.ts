@@ -7,6 +7,7 @@
 import { assert } from "@effect/vitest"
 import { Effect, Exit, FileSystem, type Path, type Scope } from "effect"
 import { TestClock } from "effect/testing"
+import type { ReceiptInput } from "../../src/protocol/Receipt.js"
 import type { Acquired } from "../../src/store/Reservation.js"
 import { makeFaultFileSystem } from "../../src/testing/FaultFileSystem.js"
 import type { MemoryFileSystemShape } from "../../src/testing/MemoryFileSystem.js"
@@ -40,7 +41,7 @@ export interface Scenario {
   readonly program: (store: Store, reservation: Acquired | undefined) => Effect.Effect<unknown, unknown>
   /** The job the program works on, and its receipt (the restart settles the same one). */
   readonly job: string
-  readonly receipt: unknown
+  readonly receipt: ReceiptInput
   /** The job whose receipt must be current once everything is finished. */
   readonly finalCurrent: string
   /** How many crash points the enumeration must find: mutating steps of the crash-free run, plus the end. */
@@ -64,7 +65,7 @@ const seeded = (world: MemoryFileSystemShape) =>
 const seededWithClaim = (world: MemoryFileSystemShape) =>
   Effect.flatMap(seeded(world), (store) => acquire(store, JOB1).pipe(asWorker(10, "setup-claim")))
 
-const settleWith = (receipt: unknown) => (store: Store, reservation: Acquired | undefined) =>
+const settleWith = (receipt: ReceiptInput) => (store: Store, reservation: Acquired | undefined) =>
   store.settle(reservation!, receipt)
 
 const deadOwnerLock = JSON.stringify({

@@ -14,6 +14,7 @@ import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { LockOwner, type LockOwnerProbe, makeLockOwnerProbe } from "../../src/store/LockOwner.js"
 import { make } from "../../src/store/RarebitStore.js"
+import type { ReceiptInput } from "../../src/protocol/Receipt.js"
 import type { Acquired } from "../../src/store/Reservation.js"
 import { inspectCommitLock, removeCommitLock } from "../../src/store/SidecarAudit.js"
 import { makeStoreConfig, type StoreConfig } from "../../src/store/StoreConfig.js"
@@ -97,14 +98,14 @@ export const acquire = (store: Store, job: string) =>
   })
 
 /** Reserves and settles `job`. */
-export const settleJob = (store: Store, job: string, receipt: unknown) =>
+export const settleJob = (store: Store, job: string, receipt: ReceiptInput) =>
   Effect.flatMap(acquire(store, job), (reservation) => store.settle(reservation, receipt))
 
 /** How one attempt to finish a job ended. */
 export type Completion = "settled" | "duplicate" | "inFlight" | { readonly failed: string }
 
 /** Reserves `job` and, if acquired, settles it; failures are reported, never raised. */
-export const completeJob = (store: Store, job: string, receipt: unknown) =>
+export const completeJob = (store: Store, job: string, receipt: ReceiptInput) =>
   Effect.gen(function*() {
     const reserved = yield* Effect.result(store.reserve({ jobId: job, sessionFile: SESSION_FILE }))
     if (Result.isFailure(reserved)) return { failed: reserved.failure._tag } as Completion

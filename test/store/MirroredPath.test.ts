@@ -10,7 +10,7 @@ import { sha256Hex } from "../../src/protocol/CanonicalJson.js"
 import { materializationPath } from "../../src/store/MirroredPath.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
-import { jobId, sessionText, summaryReceipt } from "../support/Receipts.js"
+import { fromPlainCaller, jobId, sessionText, summaryReceipt } from "../support/Receipts.js"
 import { Store as Ref } from "../support/Reference.js"
 import { filesUnder, modeOf, setup } from "./StoreKit.js"
 
@@ -53,7 +53,7 @@ fileSystemSuite("RarebitStore paths", (it) => {
         `${kit.sessionRoot}/project/../../escape.jsonl`
       ]
       for (const sessionFile of outside) {
-        const error = yield* Effect.flip(kit.store.materializationPath(sessionFile))
+        const error = yield* Effect.flip(kit.store.materializationPath(fromPlainCaller(sessionFile)))
         assert.strictEqual(error._tag, "SessionOutsideRoot", sessionFile)
         assert.include(error.message, "outside the configured Session root")
       }
@@ -106,7 +106,7 @@ fileSystemSuite("RarebitStore paths", (it) => {
     Effect.gen(function*() {
       const kit = yield* setup(root, { writeSession: false })
       for (const sessionFile of ["", "   ", "\n\t", undefined, null, 42, {}]) {
-        const error = yield* Effect.flip(kit.store.materializationPath(sessionFile))
+        const error = yield* Effect.flip(kit.store.materializationPath(fromPlainCaller(sessionFile)))
         assert.strictEqual(error._tag, "SessionFileRequired", String(sessionFile))
         assert.strictEqual(error.message, "A persisted Pi Session file is required")
       }
@@ -120,7 +120,7 @@ fileSystemSuite("RarebitStore paths", (it) => {
         yield* Effect.flip(kit.store.readCurrent({ sessionFile, native: { availability: "missing" } })),
         yield* Effect.flip(kit.store.readHistory({ sessionFile })),
         yield* Effect.flip(kit.store.reserve({ jobId: jobId(1), sessionFile })),
-        yield* Effect.flip(kit.store.withJob({ jobId: jobId(1), sessionFile }, () => Effect.succeed({})))
+        yield* Effect.flip(kit.store.withJob({ jobId: jobId(1), sessionFile }, () => Effect.succeed(fromPlainCaller({}))))
       ]
       assert.deepStrictEqual(errors.map((error) => error._tag), [
         "SessionOutsideRoot",

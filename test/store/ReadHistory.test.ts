@@ -5,9 +5,10 @@
  */
 import { assert } from "@effect/vitest"
 import { Effect, Stream } from "effect"
-import type { HistoryPage } from "../../src/store/SidecarReader.js"
+import type { Receipt } from "../../src/protocol/Receipt.js"
+import type { HistoryPage, HistoryRecord } from "../../src/store/SidecarReader.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
-import { type Json, jobId, summaryReceipt, titleReceipt } from "../support/Receipts.js"
+import { jobId, summaryReceipt, titleReceipt } from "../support/Receipts.js"
 import {
   appendRaw,
   appendReceiptWithHead,
@@ -54,8 +55,8 @@ const allPages = (kit: Kit, fromOffset: number, limit: number) =>
  */
 const mixedSidecar = (kit: Kit) =>
   Effect.gen(function*() {
-    const receipts: Array<{ offset: number; record: Json }> = []
-    const add = (record: Json) =>
+    const receipts: Array<HistoryRecord> = []
+    const add = (record: Receipt) =>
       Effect.map(appendReceiptWithHead(kit, record), ({ offset }) => receipts.push({ offset, record }))
     yield* add(summaryReceipt(kit.branch, "s", { jobId: jobId(1) }))
     yield* appendRaw(kit, "\nnot json\n")

@@ -10,7 +10,7 @@ import { sha256Hex } from "../../src/protocol/CanonicalJson.js"
 import type { Acquired } from "../../src/store/Reservation.js"
 import { FaultPlan, makeFaultFileSystem } from "../../src/testing/FaultFileSystem.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
-import { branchOf, type Json, jobId, summaryReceipt, titleReceipt } from "../support/Receipts.js"
+import { branchOf, fromPlainCaller, type Json, jobId, summaryReceipt, titleReceipt } from "../support/Receipts.js"
 import {
   appendRaw,
   assertNoLeftovers,
@@ -145,7 +145,7 @@ fileSystemSuite("RarebitStore.settle", (it) => {
       const claimBefore = yield* readIfExists(kit.fs, kit.claimPath(JOB))
 
       for (const receipt of [{ type: "rarebit_other" }, {}, { ...summaryReceipt(kit.branch, "s"), type: "rarebit_head" }]) {
-        const error = yield* Effect.flip(kit.store.settle(reservation, receipt))
+        const error = yield* Effect.flip(kit.store.settle(reservation, fromPlainCaller(receipt)))
         assert.strictEqual(error._tag, "ReceiptTypeUnsupported")
         assert.strictEqual(error.message, "Rarebit derivation receipt type is unsupported")
       }
@@ -156,11 +156,11 @@ fileSystemSuite("RarebitStore.settle", (it) => {
       assert.strictEqual(summaryError.message, invalidMessage("Summary", extra, JOB))
       const { status: _status, ...noStatus } = summaryReceipt(kit.branch, "s")
       assert.strictEqual(
-        (yield* Effect.flip(kit.store.settle(reservation, noStatus))).message,
+        (yield* Effect.flip(kit.store.settle(reservation, fromPlainCaller(noStatus)))).message,
         invalidMessage("Summary", noStatus, JOB)
       )
       const badTitle = { ...titleReceipt(kit.branch, "s"), title: 7 }
-      const titleError = yield* Effect.flip(kit.store.settle(reservation, badTitle))
+      const titleError = yield* Effect.flip(kit.store.settle(reservation, fromPlainCaller(badTitle)))
       assert.strictEqual(titleError._tag, "ReceiptInvalid")
       assert.strictEqual(titleError.message, invalidMessage("Title", badTitle, JOB))
 
@@ -430,7 +430,9 @@ fileSystemSuite("RarebitStore.withJob", (it) => {
       assert.isTrue(Exit.hasDies(died))
       assert.isFalse(yield* kit.fs.exists(kit.claimPath(JOB)))
 
-      const invalid = yield* Effect.flip(kit.store.withJob(options, () => Effect.succeed({ type: "rarebit_summary" })))
+      const invalid = yield* Effect.flip(
+        kit.store.withJob(options, () => Effect.succeed(fromPlainCaller({ type: "rarebit_summary" })))
+      )
       assert.strictEqual(invalid._tag, "ReceiptInvalid")
       assert.isFalse(yield* kit.fs.exists(kit.claimPath(JOB)))
       assert.isFalse(yield* kit.fs.exists(kit.sidecar))

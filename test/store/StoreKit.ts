@@ -11,6 +11,7 @@ import { Clock, Duration, Effect, Fiber, FileSystem, Option, Path, type Platform
 import type { Exit } from "effect"
 import { TestClock } from "effect/testing"
 import { sha256Hex } from "../../src/protocol/CanonicalJson.js"
+import type { Head } from "../../src/protocol/Head.js"
 import { make, type RarebitStore } from "../../src/store/RarebitStore.js"
 import type { Acquired, Reservation } from "../../src/store/Reservation.js"
 import { makeStoreConfig, type StoreConfig } from "../../src/store/StoreConfig.js"
@@ -136,7 +137,7 @@ export const sizeOf = (fs: FileSystem.FileSystem, file: string) => Effect.map(fs
 export const receiptLine = (receipt: Json): string => `${JSON.stringify(receipt)}\n`
 
 /** The head a settle writes for the receipt line at `offset`. */
-export const headFor = (sessionId: string, offset: number, line: string): Json => ({
+export const headFor = (sessionId: string, offset: number, line: string): Head => ({
   type: "rarebit_head",
   protocolVersion: 1,
   sessionId,

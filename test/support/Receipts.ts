@@ -5,9 +5,17 @@
  * Session. Selections come from the reference selector, so they are computed
  * independently of the code under test.
  */
+import type { ReceiptInput } from "../../src/protocol/Receipt.js"
 import { ArtifactState as RefArtifactState, Core } from "./Reference.js"
 
 export type Json = Record<string, unknown>
+
+/**
+ * A value passed where the store's types ask for something else, as a
+ * JavaScript caller may pass it: the types do not vouch for it, so the
+ * store's run-time checks decide. For tests of those checks.
+ */
+export const fromPlainCaller = <A = ReceiptInput>(value: unknown): A => value as A
 
 
 /** A 64-hex job id from a small number, so tests can name jobs `jobId(1)`, `jobId(2)`. */

@@ -11,12 +11,15 @@ import * as ArtifactModule from "@hypercarrier/rarebit/artifact-state"
 import * as CoreModule from "@hypercarrier/rarebit/core"
 import * as ServiceModule from "@hypercarrier/rarebit/service"
 import * as SessionModule from "@hypercarrier/rarebit/session"
+import type { RarebitNativeObservation } from "@hypercarrier/rarebit/types"
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import * as ModelModule from "../../node_modules/@hypercarrier/rarebit/src/rarebit-model.mjs"
 import * as StoreModule from "../../node_modules/@hypercarrier/rarebit/src/rarebit-store.mjs"
 import * as Receipts from "../../stress/receipts.mjs"
+import type { OkSummaryReceipt } from "../../src/protocol/SummaryReceipt.js"
+import type { TitledTitleReceipt } from "../../src/protocol/TitleReceipt.js"
 
 type Json = Record<string, unknown>
 
@@ -143,7 +146,7 @@ export const makeRoots = async (prefix = "rarebit-interop-"): Promise<Roots> => 
 }
 
 /** The seed's native observation of a Session, built on the reference reader. */
-export const referenceNative = async (sessionFile: string, sessionRoot: string): Promise<Json> => {
+export const referenceNative = async (sessionFile: string, sessionRoot: string): Promise<RarebitNativeObservation> => {
   try {
     const session = await Session.readRarebitSession(sessionFile, { sessionRoot })
     return {
@@ -169,17 +172,31 @@ export const jobId = (n: number): string => n.toString(16).padStart(64, "0")
 /**
  * A valid `ok` Summary receipt for `branch`, shaped like the reference test
  * suite's compact receipt. `jobId` is a placeholder: settle replaces it.
+ *
+ * Built by the stress kit's plain-JavaScript builders, which make exactly
+ * this kind of receipt (the interop and fixture tests validate them with the
+ * reference), so the type is asserted here rather than derived.
  */
-export const summaryReceipt = (branch: ReadonlyArray<Json>, sessionId: string, overrides: Json = {}): Json => ({
-  ...Receipts.summaryReceipt(branch, sessionId, { ...TEST_RECEIPT, text: "ok" }),
-  ...overrides
-})
+export const summaryReceipt = (
+  branch: ReadonlyArray<Json>,
+  sessionId: string,
+  overrides: Partial<OkSummaryReceipt> = {}
+): OkSummaryReceipt =>
+  ({
+    ...Receipts.summaryReceipt(branch, sessionId, { ...TEST_RECEIPT, text: "ok" }),
+    ...overrides
+  }) as OkSummaryReceipt
 
 /** A valid Title receipt (`proposal` unless overridden) for `branch`. */
-export const titleReceipt = (branch: ReadonlyArray<Json>, sessionId: string, overrides: Json = {}): Json => ({
-  ...Receipts.titleReceipt(branch, sessionId, { ...TEST_RECEIPT, text: "2026-07-26 Test title" }),
-  ...overrides
-})
+export const titleReceipt = (
+  branch: ReadonlyArray<Json>,
+  sessionId: string,
+  overrides: Partial<TitledTitleReceipt> = {}
+): TitledTitleReceipt =>
+  ({
+    ...Receipts.titleReceipt(branch, sessionId, { ...TEST_RECEIPT, text: "2026-07-26 Test title" }),
+    ...overrides
+  }) as TitledTitleReceipt
 
 // ---------------------------------------------------------------------------
 // The reference's service, writing through its own store
