@@ -485,7 +485,7 @@ interface CachedSidecar {
  * @category readers
  * @since 0.1.0
  */
-export const makeSidecarCurrentCache = Effect.fnUntraced(function*(fs: FileSystem, capacity = 64) {
+export const makeSidecarCurrentCache = Effect.fnUntraced(function*(fs: FileSystem, capacity: number = 64) {
   const entries = new Map<string, CachedSidecar>()
   const counters = { full: 0, confirmed: 0, opened: 0 }
   let ended = false
