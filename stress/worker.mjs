@@ -101,15 +101,16 @@ const oursAdapter = async () => {
   ).pipe(
     Layer.provide(DirectFileSystem.layer)
   )
-  const layer = Layer.mergeAll(
-    RarebitStore.layer({
-      rarebitRoot: config.rarebitRoot,
-      sessionRoot: config.sessionRoot,
-      leaseMs: config.leaseMs,
-      ...(config.lockRetry ? { lockRetry: config.lockRetry } : {})
-    }),
-    NodeStore.tokenAndOwnerLayer
-  ).pipe(Layer.provide(Layer.merge(files, Path.layer)))
+  const layer = RarebitStore.layer({
+    rarebitRoot: config.rarebitRoot,
+    sessionRoot: config.sessionRoot,
+    leaseMs: config.leaseMs,
+    ...(config.lockRetry ? { lockRetry: config.lockRetry } : {})
+  }).pipe(
+    // Tokens for the store, and the /proc owner probe its lock operations read.
+    Layer.provideMerge(NodeStore.tokenAndOwnerLayer),
+    Layer.provide(Layer.merge(files, Path.layer))
+  )
   const runtime = ManagedRuntime.make(layer)
   const run = (f) => runtime.runPromise(RarebitStore.use(f))
   const location = { rarebitRoot: config.rarebitRoot, sessionRoot: config.sessionRoot }

@@ -1,6 +1,13 @@
 /**
- * The store on the real disk: Node's file system and path, a crypto-backed
- * `Random` for tokens, and `/proc` owner evidence for commit locks.
+ * The store on the real disk, and the Node services it runs on: Node's file
+ * system and path, tokens from `node:crypto` through Effect's `SecureRandom`,
+ * and `/proc` owner evidence for commit locks.
+ *
+ * `layer(config)` is the one layer an Effect program provides: it gives the
+ * program `RarebitStore` and the `FileSystem` and `Path` the store uses, so
+ * the program's own file work (`Session.readSession`, writing a Session)
+ * type-checks under it without a second layer. Its `SecureRandom` stays
+ * inside the store, and the program's `Random` is left alone.
  *
  * The file system is {@link DirectFileSystem} (short calls on the calling
  * thread, `fsync` and large transfers on libuv's pool); the `threadpool`
@@ -9,11 +16,11 @@
  *
  * @since 0.1.0
  */
+import * as NodeCrypto from "@effect/platform-node/NodeCrypto"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
-import { Layer, Path } from "effect"
+import { type FileSystem, Layer, Path } from "effect"
 import { RarebitStore } from "../store/RarebitStore.js"
 import type { StoreConfig } from "../store/StoreConfig.js"
-import * as CryptoRandom from "./CryptoRandom.js"
 import * as DirectFileSystem from "./DirectFileSystem.js"
 import * as ProcessOwner from "./ProcessOwner.js"
 
@@ -34,15 +41,16 @@ export const fileLayer = Layer.mergeAll(DirectFileSystem.layer, Path.layer)
 export const threadpoolFileLayer = Layer.mergeAll(NodeFileSystem.layer, Path.layer)
 
 /**
- * The crypto-backed `Random` for tokens and the `/proc` lock owner probe.
+ * `SecureRandom` from `node:crypto` for lease and lock tokens, and the
+ * `/proc` lock owner probe.
  *
  * @category layers
  * @since 0.1.0
  */
-export const tokenAndOwnerLayer = Layer.mergeAll(CryptoRandom.layer, ProcessOwner.layer)
+export const tokenAndOwnerLayer = Layer.mergeAll(NodeCrypto.layerSecureRandom, ProcessOwner.layer)
 
 /**
- * Everything the store needs on Node, without the store itself.
+ * Everything `RarebitStore.layer` needs on Node, without the store itself.
  *
  * @category layers
  * @since 0.1.0
@@ -50,21 +58,33 @@ export const tokenAndOwnerLayer = Layer.mergeAll(CryptoRandom.layer, ProcessOwne
 export const platformLayer = Layer.mergeAll(fileLayer, tokenAndOwnerLayer)
 
 /**
- * The live store: provide it and call `RarebitStore` operations.
+ * The live store over `files`, which the layer also provides.
+ *
+ * **Details**
+ *
+ * `SecureRandom` is given to the store only; `LockOwner` is provided to the
+ * program because the store reads it when it takes a commit lock.
+ */
+const storeOver = <E>(config: Partial<StoreConfig>, files: Layer.Layer<FileSystem.FileSystem | Path.Path, E>) =>
+  Layer.merge(RarebitStore.layer(config).pipe(Layer.provide(NodeCrypto.layerSecureRandom)), ProcessOwner.layer).pipe(
+    Layer.provideMerge(files)
+  )
+
+/**
+ * The live store, with the `FileSystem` and `Path` it runs on: provide it
+ * and call `RarebitStore` operations, read Sessions, touch files.
  *
  * @category layers
  * @since 0.1.0
  */
-export const layer = (config: Partial<StoreConfig> = {}) =>
-  Layer.mergeAll(RarebitStore.layer(config), tokenAndOwnerLayer).pipe(Layer.provide(fileLayer))
+export const layer = (config: Partial<StoreConfig> = {}) => storeOver(config, fileLayer)
 
 /**
  * The live store with every file system call on libuv's thread pool: slower
  * on a local disk, but a stalled network file system never blocks the event
- * loop.
+ * loop. Provides the same services as {@link layer}.
  *
  * @category layers
  * @since 0.1.0
  */
-export const threadpoolLayer = (config: Partial<StoreConfig> = {}) =>
-  Layer.mergeAll(RarebitStore.layer(config), tokenAndOwnerLayer).pipe(Layer.provide(threadpoolFileLayer))
+export const threadpoolLayer = (config: Partial<StoreConfig> = {}) => storeOver(config, threadpoolFileLayer)

@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Cause, Effect, Exit, Layer, ManagedRuntime } from "effect"
+import { Cause, Effect, Exit, ManagedRuntime } from "effect"
 import type { FileSystem } from "effect/FileSystem"
 import type { Path } from "effect/Path"
 import * as NodeStore from "../platform/NodeStore.js"
@@ -17,9 +17,7 @@ type Services = RarebitStore | FileSystem | Path
 let runtime: ManagedRuntime.ManagedRuntime<Services, never> | undefined
 
 const services = () =>
-  (runtime ??= ManagedRuntime.make(
-    Layer.mergeAll(RarebitStore.layer(), NodeStore.tokenAndOwnerLayer).pipe(Layer.provideMerge(NodeStore.fileLayer))
-  ))
+  (runtime ??= ManagedRuntime.make(NodeStore.layer()))
 
 const failureOf = (cause: Cause.Cause<unknown>): unknown => {
   const failure = cause.reasons.find(Cause.isFailReason)

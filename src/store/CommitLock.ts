@@ -30,7 +30,8 @@
  *
  * @since 0.1.0
  */
-import { Clock, Effect, Random, Scope, Semaphore } from "effect"
+import { Clock, Effect, Scope, Semaphore } from "effect"
+import * as SecureRandom from "effect/crypto/SecureRandom"
 import type { FileSystem } from "effect/FileSystem"
 import type { PlatformError } from "effect/PlatformError"
 import { encodeLockLine, MAX_LOCK_LINE_BYTES } from "../protocol/CommitLockFile.js"
@@ -42,16 +43,28 @@ import { parseJsonOrNull } from "./SidecarReader.js"
 
 const encoder = new TextEncoder()
 
-/** A random hex token of `bytes` bytes drawn from the `Random` service. @category constructors @since 0.1.0 */
-export const randomToken = (bytes: number): Effect.Effect<string> =>
-  Effect.gen(function*() {
-    let token = ""
-    while (token.length < bytes * 2) {
-      const chunk = yield* Random.nextIntBetween(0, 0xffffff)
-      token += chunk.toString(16).padStart(6, "0")
-    }
-    return token.slice(0, bytes * 2)
-  })
+/**
+ * A random hex token of `bytes` bytes from the `SecureRandom` service.
+ *
+ * **Details**
+ *
+ * Lease and lock tokens are capabilities, and fencing is only as good as
+ * their uniqueness: a worker holding another's token could settle, release
+ * or unlock in its name. They never come from `Random`, which a caller may
+ * seed for its own reasons (two reserves under `Random.withSeed(1)` would
+ * otherwise get one token) and whose default is not a secure generator.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const randomToken = (bytes: number): Effect.Effect<string, never, SecureRandom.SecureRandom> =>
+  SecureRandom.SecureRandom.use((random) => Effect.map(random.randomBytes(bytes), toHex))
+
+const toHex = (bytes: Uint8Array): string => {
+  let hex = ""
+  for (const byte of bytes) hex += byte.toString(16).padStart(2, "0")
+  return hex
+}
 
 /**
  * Tokens of the lock files this process holds (or is creating), across all
@@ -357,7 +370,7 @@ export const acquireCommitLock = (
   lockPath: string,
   retry: LockRetry,
   breakDeadLocks: boolean
-): Effect.Effect<HeldLock, LockHeld | StoreIo, Scope.Scope> =>
+): Effect.Effect<HeldLock, LockHeld | StoreIo, Scope.Scope | SecureRandom.SecureRandom> =>
   Effect.gen(function*() {
     const entry = yield* queues.hold(lockPath)
     const release = (lock: HeldLock) => queues.handOffOrRelease(entry, lock)

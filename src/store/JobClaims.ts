@@ -18,6 +18,7 @@
  * @since 0.1.0
  */
 import { Effect } from "effect"
+import type { SecureRandom } from "effect/crypto/SecureRandom"
 import type { FileSystem } from "effect/FileSystem"
 import type { Path } from "effect/Path"
 import type { PlatformError } from "effect/PlatformError"
@@ -60,7 +61,7 @@ export const createClaimExclusive = (
   fs: FileSystem,
   claimPath: string,
   claim: JobClaim
-): Effect.Effect<boolean, PlatformError> =>
+): Effect.Effect<boolean, PlatformError, SecureRandom> =>
   Effect.gen(function*() {
     const tempPath = `${claimPath}.${yield* randomToken(12)}.tmp`
     yield* writeDurableTemp(fs, tempPath, encodeClaimLine(claim))
@@ -89,7 +90,7 @@ export const replaceClaim = (
   claimPath: string,
   claim: JobClaim,
   options: { readonly syncDirectory?: boolean } = {}
-): Effect.Effect<void, PlatformError> =>
+): Effect.Effect<void, PlatformError, SecureRandom> =>
   Effect.gen(function*() {
     const tempPath = `${claimPath}.${yield* randomToken(12)}.tmp`
     yield* writeDurableTemp(fs, tempPath, encodeClaimLine(claim))

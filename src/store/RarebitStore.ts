@@ -19,12 +19,15 @@
  * such a settlement when it takes the expired claim over, instead of running
  * the job twice.
  *
- * The store asks for `FileSystem` and `Path`; time comes from `Clock` and
- * tokens from `Random`, so tests swap all four.
+ * The store asks for `FileSystem`, `Path` and `SecureRandom`: lease and lock
+ * tokens come from the `SecureRandom` it was built with, never from the
+ * caller's `Random`, so a program that seeds `Random` cannot make two
+ * workers share a token. Time comes from `Clock`. Tests swap all four.
  *
  * @since 0.1.0
  */
 import { Clock, Context, Effect, Layer, Option, Result, Stream } from "effect"
+import { SecureRandom } from "effect/crypto/SecureRandom"
 import { FileSystem } from "effect/FileSystem"
 import { Path } from "effect/Path"
 import type { PlatformError } from "effect/PlatformError"
@@ -221,12 +224,15 @@ export class RarebitStore extends Context.Service<RarebitStore, {
   ) => Effect.Effect<JobOutcome, ReserveError | SettleError | E, R>
 }>()("rarebit-store/store/RarebitStore") {
   /**
-   * The store over whatever `FileSystem` and `Path` the environment has.
+   * The store over whatever `FileSystem`, `Path` and `SecureRandom` the
+   * environment has.
    *
    * @category layers
    * @since 0.1.0
    */
-  static readonly layer = (config: Partial<StoreConfig> = {}): Layer.Layer<RarebitStore, never, FileSystem | Path> =>
+  static readonly layer = (
+    config: Partial<StoreConfig> = {}
+  ): Layer.Layer<RarebitStore, never, FileSystem | Path | SecureRandom> =>
     Layer.effect(RarebitStore, make(makeStoreConfig(config)))
 }
 
@@ -268,6 +274,8 @@ const sidecarOffsetOf = (claim: unknown): number | undefined => {
 export const make = Effect.fnUntraced(function*(config: StoreConfig) {
   const fs = yield* FileSystem
   const path = yield* Path
+  // Held from the build on, so the writers below never read the caller's context for it.
+  const withTokens = Effect.provideService(SecureRandom, yield* SecureRandom)
   const lockQueues = makeLockQueues(fs)
 
   const sidecarPath = (sessionFile: unknown, location: StoreLocation) =>
@@ -505,7 +513,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
         return acquired
       })
     )
-  })
+  }, withTokens)
 
   /**
    * Completes a settlement whose worker crashed after appending its receipt
@@ -771,12 +779,12 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     // attempt or a takeover to finish.
     const cleanup = Effect.suspend(() =>
       ownedClaim(reservation).pipe(
-        Effect.flatMap((claim): Effect.Effect<void, PlatformError | StoreIo> => {
+        Effect.flatMap((claim): Effect.Effect<void, PlatformError | StoreIo, SecureRandom> => {
           if (claim === undefined) return Effect.void
           if (!appendAttempted) return removeClaim(fs, reservation.claimPath)
           return Effect.flatMap(
             receiptSinceClaim(reservation, claim),
-            (earlier): Effect.Effect<void, PlatformError | StoreIo> =>
+            (earlier): Effect.Effect<void, PlatformError | StoreIo, SecureRandom> =>
               earlier === undefined
                 ? removeClaim(fs, reservation.claimPath)
                 : completeSettlement(reservation, reservation.claimPath, reservation.leaseToken, earlier)
@@ -796,7 +804,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
       Effect.mapError(storeIo("sync claims directory", reservation.claimPath))
     )
     return result
-  })
+  }, withTokens)
 
   // ---- release ------------------------------------------------------------
 
@@ -821,7 +829,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
         )
       })
     )
-  })
+  }, withTokens)
 
   const withJob = <E, R>(
     options: ReserveOptions,

@@ -5,9 +5,11 @@
  *
  * The program runs on a fresh copy of an initial `MemoryFileSystem` each time,
  * behind a `FaultFileSystem`. It must be deterministic (same operations in the
- * same order for the same start), which holds under `it.effect`'s `TestClock`
- * and a seeded `Random`; a rerun that diverges from the first run is reported
- * as a defect rather than silently checking the wrong point.
+ * same order for the same start), which holds under `it.effect`'s `TestClock`,
+ * a seeded `Random`, and a store built inside the program on a
+ * `TestSecureRandom` (so every run draws the same tokens and temp names); a
+ * rerun that diverges from the first run is reported as a defect rather than
+ * silently checking the wrong point.
  *
  * @since 0.1.0
  */

@@ -4,13 +4,11 @@
  * the public builders, imported by package name as a user would.
  */
 import { assert, it } from "@effect/vitest"
-import { Effect, FileSystem, Layer, Path } from "effect"
+import { Effect, FileSystem } from "effect"
 import { RarebitStore } from "rarebit-store"
-import { MemoryFileSystem, Receipts } from "rarebit-store/testing"
+import { MemoryStore, Receipts } from "rarebit-store/testing"
 
-const testStore = RarebitStore.layer({ rarebitRoot: "/rarebit", sessionRoot: "/sessions" }).pipe(
-  Layer.provideMerge(Layer.mergeAll(MemoryFileSystem.layer, Path.layer))
-)
+const testStore = MemoryStore.layer({ rarebitRoot: "/rarebit", sessionRoot: "/sessions" })
 
 const branch = [
   { type: "message", id: "u1", parentId: null, message: { role: "user", content: "Summarize the plan." } },

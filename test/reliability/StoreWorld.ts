@@ -8,6 +8,7 @@
  */
 import { assert } from "@effect/vitest"
 import { Effect, FileSystem, Path, Random, Result } from "effect"
+import { SecureRandom } from "effect/crypto/SecureRandom"
 import { createHash } from "node:crypto"
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
@@ -22,6 +23,7 @@ import type { MemoryFileSystemShape } from "../../src/testing/MemoryFileSystem.j
 import { makeMemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { checkStore, type StoreCheck, type StoreFiles } from "../../stress/invariants.mjs"
 import { entry, jobId, sessionText, Store as Ref, summaryReceipt, titleReceipt } from "../support/Reference.js"
+import { tokensSeededFromRandom } from "../support/Tokens.js"
 
 export const ROOT = "/w"
 export const SESSION_ROOT = "/w/sessions"
@@ -80,8 +82,13 @@ export const workerProbe = (pid: number): LockOwnerProbe =>
 export const asWorker = (pid: number, seed: string) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   effect.pipe(Effect.provideService(LockOwner, workerProbe(pid)), Random.withSeed(seed))
 
-/** A fresh store instance over `fs` (the store keeps the file system it was built with). */
-export const storeOn = (fs: FileSystem.FileSystem) => Effect.provideService(make(config), FileSystem.FileSystem, fs)
+/**
+ * A fresh store instance over `fs` (the store keeps the file system it was
+ * built with), with its own token stream seeded from `Random`.
+ */
+export const storeOn = (fs: FileSystem.FileSystem) =>
+  Effect.flatMap(tokensSeededFromRandom, (tokens) =>
+    make(config).pipe(Effect.provideService(FileSystem.FileSystem, fs), Effect.provideService(SecureRandom, tokens)))
 
 export type Store = Effect.Success<ReturnType<typeof storeOn>>
 

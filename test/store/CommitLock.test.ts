@@ -6,11 +6,13 @@
  */
 import { assert } from "@effect/vitest"
 import { Clock, Deferred, Effect, Exit, Fiber, FileSystem, PlatformError, Random } from "effect"
+import { SecureRandom } from "effect/crypto/SecureRandom"
 import { MAX_LOCK_LINE_BYTES } from "../../src/protocol/CommitLockFile.js"
 import { acquireCommitLock, makeLockQueues } from "../../src/store/CommitLock.js"
 import { LockOwner, type LockOwnerProbe, makeLockOwnerProbe, type OwnerEvidence } from "../../src/store/LockOwner.js"
 import type { Acquired } from "../../src/store/Reservation.js"
 import { FaultPlan, makeFaultFileSystem } from "../../src/testing/FaultFileSystem.js"
+import * as TestSecureRandom from "../../src/testing/TestSecureRandom.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { type Json, jobId, summaryReceipt } from "../support/Receipts.js"
 import {
@@ -145,7 +147,7 @@ fileSystemSuite("Commit lock", (it) => {
       assert.deepStrictEqual(yield* Fiber.joinAll([first, second]), ["first:true", "second:true"])
       assert.isFalse(yield* kit.fs.exists(kit.lockPath))
       assert.strictEqual(queues.size(), 0, "queues are dropped when unused")
-    }))
+    }).pipe(Effect.provideService(SecureRandom, TestSecureRandom.make("queued-locks"))))
 
   it.effect("concurrent settles on one sidecar all succeed with a single lock attempt each", ({ root }) =>
     Effect.gen(function*() {

@@ -9,6 +9,7 @@
 import { assert } from "@effect/vitest"
 import { Clock, Duration, Effect, Fiber, FileSystem, Option, Path, type PlatformError, Queue, Scope } from "effect"
 import type { Exit } from "effect"
+import { SecureRandom } from "effect/crypto/SecureRandom"
 import { TestClock } from "effect/testing"
 import { sha256Hex } from "../../src/protocol/CanonicalJson.js"
 import type { Head } from "../../src/protocol/Head.js"
@@ -17,6 +18,7 @@ import type { Acquired, Reservation } from "../../src/store/Reservation.js"
 import { makeStoreConfig, type StoreConfig } from "../../src/store/StoreConfig.js"
 import type { MemoryFileSystemShape } from "../../src/testing/MemoryFileSystem.js"
 import { jobId, type Json, sessionText } from "../support/Receipts.js"
+import { tokensSeededFromRandom } from "../support/Tokens.js"
 
 export type Store = RarebitStore["Service"]
 
@@ -75,9 +77,12 @@ export const setup = (root: string, options: KitOptions = {}) =>
     const config = makeStoreConfig({ rarebitRoot, sessionRoot, leaseMs: LEASE_MS, ...options.config })
     // Every store of a kit, the second ones included, lives as long as the test's scope.
     const scope = yield* Effect.scope
+    // One token stream for the kit's stores, so a second store never draws the first one's tokens.
+    const tokens = yield* tokensSeededFromRandom
     const build = make(config).pipe(
       Effect.provideService(FileSystem.FileSystem, fs),
       Effect.provideService(Path.Path, path),
+      Effect.provideService(SecureRandom, tokens),
       Scope.provide(scope)
     )
     const store = yield* build
