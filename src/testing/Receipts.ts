@@ -16,7 +16,11 @@ import type { TitledTitleReceipt } from "../protocol/TitleReceipt.js"
 import { sha256 } from "../protocol/CanonicalJson.js"
 import { selectRarebits } from "../session/Selector.js"
 
-type Entry = Record<string, unknown>
+/** A branch as `Session.readSession` returns it: entries as Pi wrote them. */
+type Branch = ReadonlyArray<unknown>
+
+const idOf = (entry: unknown): unknown =>
+  entry === null || typeof entry !== "object" ? undefined : (entry as { readonly id?: unknown }).id
 
 /** The model the receipts name unless told otherwise. @category constants @since 0.1.0 */
 export const TEST_MODEL = { provider: "test", id: "test-model" } as const
@@ -80,13 +84,16 @@ export const unreportedSynthesis = (
  * @category constructors
  * @since 0.1.0
  */
-export const branchReference = (branch: ReadonlyArray<Entry>): BranchRef => ({
-  leafId: typeof branch.at(-1)?.id === "string" ? branch.at(-1)!.id as string : null,
-  entryCount: branch.length,
-  pathHash: sha256(branch.map((entry) => String(entry?.id ?? "")))
-})
+export const branchReference = (branch: Branch): BranchRef => {
+  const leafId = idOf(branch.at(-1))
+  return {
+    leafId: typeof leafId === "string" ? leafId : null,
+    entryCount: branch.length,
+    pathHash: sha256(branch.map((entry) => String(idOf(entry) ?? "")))
+  }
+}
 
-const latestUserEntryId = (branch: ReadonlyArray<Entry>): string | null => {
+const latestUserEntryId = (branch: Branch): string | null => {
   const users = selectRarebits(branch).occurrences.filter((occurrence) => occurrence.outcome === "user")
   return users.at(-1)?.sourceEntryId ?? null
 }
@@ -98,7 +105,7 @@ const latestUserEntryId = (branch: ReadonlyArray<Entry>): string | null => {
  * @since 0.1.0
  */
 export const summaryReceipt = (
-  branch: ReadonlyArray<Entry>,
+  branch: Branch,
   options: ReceiptOptions & { readonly summary: string }
 ): OkSummaryReceipt => {
   const selection = selectRarebits(branch)
@@ -139,7 +146,7 @@ export const summaryReceipt = (
  * @since 0.1.0
  */
 export const titleReceipt = (
-  branch: ReadonlyArray<Entry>,
+  branch: Branch,
   options: ReceiptOptions & { readonly title: string }
 ): TitledTitleReceipt => {
   const model = options.model ?? TEST_MODEL
