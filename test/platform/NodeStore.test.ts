@@ -8,23 +8,27 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FileSystem, Path, Random } from "effect"
 import { NodeStore, RarebitStore, type Reservation, Session } from "rarebit-store"
-import { jobId, sessionText } from "../support/Receipts.js"
+import { jobId, sessionText, summaryReceipt } from "../support/Receipts.js"
+
+/** Temporary roots holding one Session, removed with the test's scope. */
+const tempRoots = Effect.gen(function*() {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const root = yield* fs.makeTempDirectoryScoped({ prefix: "rarebit-node-store-" })
+  const sessionRoot = path.join(root, "sessions")
+  const sessionFile = path.join(sessionRoot, "project", "trace.jsonl")
+  const { branch, text } = sessionText("s")
+  yield* fs.makeDirectory(path.dirname(sessionFile), { recursive: true })
+  yield* fs.writeFileString(sessionFile, text)
+  return { rarebitRoot: path.join(root, "rarebit"), sessionRoot, sessionFile, branch }
+}).pipe(Effect.provide(NodeStore.fileLayer))
 
 /** A temporary store with one Session; `body` runs under the live layer and nothing else. */
 const inTempStore = <A, E>(
   body: (sessionFile: string) => Effect.Effect<A, E, RarebitStore | FileSystem.FileSystem | Path.Path>
 ) =>
   Effect.gen(function*() {
-    const { rarebitRoot, sessionFile, sessionRoot } = yield* Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
-      const path = yield* Path.Path
-      const root = yield* fs.makeTempDirectoryScoped({ prefix: "rarebit-node-store-" })
-      const sessionRoot = path.join(root, "sessions")
-      const sessionFile = path.join(sessionRoot, "project", "trace.jsonl")
-      yield* fs.makeDirectory(path.dirname(sessionFile), { recursive: true })
-      yield* fs.writeFileString(sessionFile, sessionText("s").text)
-      return { rarebitRoot: path.join(root, "rarebit"), sessionFile, sessionRoot }
-    }).pipe(Effect.provide(NodeStore.fileLayer))
+    const { rarebitRoot, sessionFile, sessionRoot } = yield* tempRoots
     return yield* body(sessionFile).pipe(Effect.provide(NodeStore.layer({ rarebitRoot, sessionRoot })))
   })
 
@@ -60,4 +64,24 @@ describe("NodeStore.layer", () => {
         assert.strictEqual(read.sessionFile, sessionFile)
       })
     ))
+
+  it.effect("threadpoolLayer is the same store with every call on the pool: it sees what layer settled", () =>
+    Effect.gen(function*() {
+      const { branch, rarebitRoot, sessionFile, sessionRoot } = yield* tempRoots
+      const roots = { rarebitRoot, sessionRoot }
+      const settle = (job: string) =>
+        RarebitStore.use((store) =>
+          Effect.map(store.withJob({ jobId: job, sessionFile }, () => Effect.succeed(summaryReceipt(branch, "s"))), (
+            outcome
+          ) => outcome._tag)
+        )
+      assert.strictEqual(yield* settle(jobId(1)).pipe(Effect.provide(NodeStore.layer(roots))), "Settled")
+      assert.strictEqual(yield* settle(jobId(1)).pipe(Effect.provide(NodeStore.threadpoolLayer(roots))), "Duplicate")
+      assert.strictEqual(yield* settle(jobId(2)).pipe(Effect.provide(NodeStore.threadpoolLayer(roots))), "Settled")
+      const current = yield* RarebitStore.use((store) => store.readCurrent({ sessionFile })).pipe(
+        Effect.provide(NodeStore.layer(roots))
+      )
+      assert.strictEqual(current.availability, "available")
+      assert.strictEqual(current.receipt?.jobId, jobId(2))
+    }))
 })
