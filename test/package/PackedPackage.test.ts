@@ -90,6 +90,43 @@ describe("the packed package in a fresh project", { concurrent: false }, () => {
     assert.hasAllKeys(manifest.peerDependencies, ["effect", "@effect/platform-node"])
   })
 
+  it("promises no Node version that a runtime dependency refuses", async () => {
+    const manifestOf = async (name: string) =>
+      JSON.parse(await readFile(join(project, "node_modules", name, "package.json"), "utf8"))
+    const ours = JSON.parse(await readFile(join(installed, "package.json"), "utf8"))
+    const minimum = (range: string, owner: string): [number, number, number] => {
+      const match = /^>=\s*(\d+)(?:\.(\d+))?(?:\.(\d+))?$/.exec(range.trim())
+      assert.isNotNull(match, `${owner} engines.node "${range}" is not a plain lower bound; compare it by hand`)
+      return [Number(match![1]), Number(match![2] ?? 0), Number(match![3] ?? 0)]
+    }
+    const atLeast = (a: ReadonlyArray<number>, b: ReadonlyArray<number>) =>
+      a[0]! !== b[0]! ? a[0]! > b[0]! : a[1]! !== b[1]! ? a[1]! > b[1]! : a[2]! >= b[2]!
+    const promised = minimum(ours.engines.node, "rarebit-store")
+    // Everything the package loads at run time: its peers and, transitively, their dependencies.
+    const seen = new Set<string>()
+    const pending = Object.keys(ours.peerDependencies)
+    while (pending.length > 0) {
+      const name = pending.pop()!
+      if (seen.has(name)) continue
+      seen.add(name)
+      const manifest = await manifestOf(name)
+      const required = manifest.engines?.node
+      if (required !== undefined) {
+        assert.isTrue(
+          atLeast(promised, minimum(required, name)),
+          `rarebit-store promises Node ${ours.engines.node}, but ${name} requires ${required}`
+        )
+      }
+      const optional = new Set(Object.keys(manifest.peerDependenciesMeta ?? {}).filter((peer) =>
+        manifest.peerDependenciesMeta[peer].optional
+      ))
+      for (const next of [...Object.keys(manifest.dependencies ?? {}), ...Object.keys(manifest.peerDependencies ?? {})]) {
+        if (!optional.has(next)) pending.push(next)
+      }
+    }
+    assert.include([...seen], "undici")
+  })
+
   it("type-checks the examples against the installed package", async () => {
     await runOk(join(project, "node_modules", ".bin", "tsc"), ["-p", "."], project)
     assert.isTrue(existsSync(join(project, "out", "main.js")))
