@@ -25,7 +25,8 @@ describe("a git install in a fresh project", { concurrent: false }, () => {
     const head = (await runOk("git", ["rev-parse", "HEAD"], REPO)).stdout.trim()
     temp = await mkdtemp(join(tmpdir(), "rarebit-git-"))
     project = join(temp, "project")
-    await installFreshProject(project, `git+file://${REPO}#${head}`)
+    const spec = `git+file://${REPO}#${head}`
+    await installFreshProject(project, spec, { resolved: spec })
     installed = join(project, "node_modules", "rarebit-store")
   }, 240_000)
 

@@ -1,9 +1,9 @@
 /**
  * The newcomer's path, tested: pack this package, install the tarball into a
- * fresh project (offline, from the npm cache) with its Effect peers, copy the
- * README's examples in, and there type-check them, run the Effect program,
- * the Promise script and the example's `@effect/vitest` test, and the
- * `rarebit-store` bin, all from the installed package.
+ * fresh project (`npm ci` offline, from the npm cache) with its Effect
+ * peers, copy the README's examples in, and there type-check them, run the
+ * Effect program, the Promise script and the example's `@effect/vitest`
+ * test, and the `rarebit-store` bin, all from the installed package.
  *
  * Packing skips the `prepare` build (`--ignore-scripts`): `npm test` has just
  * built `dist/`, and a rebuild here would rewrite files other test files are
@@ -15,7 +15,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { ensureBuilt } from "../cli/CliHarness.js"
-import { copyExamples, installedCopies, installFreshProject, REPO, runOk } from "./FreshProject.js"
+import { copyExamples, installedCopies, installFreshProject, integrityOf, REPO, runOk } from "./FreshProject.js"
 
 const SESSION = "sessions/demo/first-session.jsonl"
 const LINE_OF_JOB = /^summary job ([0-9a-f]{64}): (\w+)$/m
@@ -47,7 +47,11 @@ describe("the packed package in a fresh project", { concurrent: false }, () => {
     const pack = await runOk("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", temp], REPO)
     packed = JSON.parse(pack.stdout)[0]
     project = join(temp, "project")
-    await installFreshProject(project, `file:${join(temp, packed.filename)}`)
+    const tarball = join(temp, packed.filename)
+    await installFreshProject(project, `file:${tarball}`, {
+      resolved: `file:${tarball}`,
+      integrity: await integrityOf(tarball)
+    })
     installed = join(project, "node_modules", "rarebit-store")
     await copyExamples(project)
     // Measured figures, for BENCHMARKS-style reporting; the assertions are below.
