@@ -51,6 +51,7 @@ export const showCurrent = Effect.fn("showCurrent")(function*(sessionFile: strin
   return {
     availability: current.availability, // "available" once a summary has a head
     syncState: current.artifactState.syncState, // "assessment_current" while it covers the whole branch
-    summary: current.receipt?.summary
+    // Only an available read has a receipt, and only an `ok` Summary receipt carries a summary.
+    summary: current.availability === "available" && current.receipt.status === "ok" ? current.receipt.summary : null
   }
 })

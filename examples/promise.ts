@@ -50,4 +50,5 @@ if (reservation.acquired) {
 }
 
 const current = await readRarebitCurrent({ sessionFile: session.sessionFile, sessionRoot, rarebitRoot })
-console.log(`current: ${current.availability}, ${current.artifactState.syncState}: ${current.receipt?.summary}`)
+const summary = current.availability === "available" && current.receipt.status === "ok" ? current.receipt.summary : null
+console.log(`current: ${current.availability}, ${current.artifactState.syncState}: ${summary}`)
