@@ -11,7 +11,13 @@
 import { isPlatformError } from "effect/PlatformError"
 import { type SessionError, toReferenceError } from "../session/SessionErrors.js"
 
-const sessionTags: ReadonlySet<unknown> = new Set(["SessionInvalid", "SessionNotFound", "SessionAmbiguous", "SessionIo"])
+const sessionTags: ReadonlySet<unknown> = new Set([
+  "SessionInvalid",
+  "SessionNotFound",
+  "SessionAmbiguous",
+  "SessionIo",
+  "SessionTooLarge"
+])
 
 const isSessionError = (error: object): error is SessionError =>
   sessionTags.has((error as { readonly _tag?: unknown })._tag)

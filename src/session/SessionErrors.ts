@@ -5,7 +5,9 @@
  * `RarebitQueryError`, so the plain API can rethrow through `toQueryError`
  * and callers matching on messages keep working. `SessionIo` is different:
  * the reference lets the raw Node error escape, so `toReferenceError` hands
- * that original error back instead of inventing a query error.
+ * that original error back instead of inventing a query error, and
+ * `SessionTooLarge` becomes the `RangeError` Node's `readFile` throws for
+ * the same file.
  *
  * @since 0.1.0
  */
@@ -118,12 +120,40 @@ export class SessionIo extends Schema.TaggedError<SessionIo>()("SessionIo", {
 }
 
 /**
+ * The Session is larger than the reference can read: `readFile(path, "utf8")`
+ * would fail for it, so it is never read whole (see `SessionLimits`).
+ *
+ * **Details**
+ *
+ * `reason: "file"`: the file's size (`size`, bytes, as `fstat` reported it
+ * when the read began) is over `limit`, the largest file Node reads whole
+ * (2 GiB - 1). `reason: "text"`: its UTF-8 decoded text is longer than
+ * `limit` UTF-16 code units, the longest string V8 can make; the read gave up
+ * as soon as the count passed the limit.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class SessionTooLarge extends Schema.TaggedError<SessionTooLarge>()("SessionTooLarge", {
+  path: Schema.String,
+  reason: Schema.Literals(["file", "text"]),
+  size: Schema.Number,
+  limit: Schema.Number
+}) {
+  override get message() {
+    return this.reason === "file"
+      ? `Pi Session ${this.path} is too large to read: ${this.size} bytes, more than ${this.limit}`
+      : `Pi Session ${this.path} is too large to read: its text is longer than ${this.limit} UTF-16 code units`
+  }
+}
+
+/**
  * Any failure of the Session reader.
  *
  * @category errors
  * @since 0.1.0
  */
-export type SessionError = SessionInvalid | SessionNotFound | SessionAmbiguous | SessionIo
+export type SessionError = SessionInvalid | SessionNotFound | SessionAmbiguous | SessionIo | SessionTooLarge
 
 /**
  * Whether an I/O failure means the file is not there (ENOENT), as opposed to
@@ -148,6 +178,22 @@ export const toQueryError = (error: SessionInvalid | SessionNotFound | SessionAm
   return queryError
 }
 
+const tooLargeError = (error: SessionTooLarge): RangeError => {
+  if (error.reason === "text") return new RangeError("Invalid string length")
+  const code = "ERR_FS_FILE_TOO_LARGE"
+  const plain = new RangeError(`File size (${error.size}) is greater than 2 GiB`)
+  Object.defineProperty(plain, "code", { value: code, enumerable: true, writable: true, configurable: true })
+  Object.defineProperty(plain, "toString", {
+    value(this: Error) {
+      return `${this.name} [${code}]: ${this.message}`
+    },
+    enumerable: false,
+    writable: true,
+    configurable: true
+  })
+  return plain
+}
+
 /**
  * What the reference would throw for this failure.
  *
@@ -156,12 +202,23 @@ export const toQueryError = (error: SessionInvalid | SessionNotFound | SessionAm
  * Query failures become `toQueryError`. For `SessionIo` the reference lets the
  * Node error escape untouched, so this returns the original Node error kept
  * inside the `PlatformError` (with its `code`, `errno`, `syscall`), falling
- * back to the `PlatformError` itself when there is none.
+ * back to the `PlatformError` itself when there is none. `SessionTooLarge`
+ * becomes what Node's `readFile(path, "utf8")` throws for such a file (on
+ * Node 20 and 22 alike): `RangeError` with code `ERR_FS_FILE_TOO_LARGE` and
+ * "File size (N) is greater than 2 GiB", or `RangeError: Invalid string
+ * length` without a code.
+ *
+ * **Gotchas**
+ *
+ * Node gives each coded error a class of its own (a subclass of `RangeError`
+ * named `RangeError`); this one is a plain `RangeError` with the same `name`,
+ * `message`, `code` and `String()` rendering.
  *
  * @category conversions
  * @since 0.1.0
  */
 export const toReferenceError = (error: SessionError): unknown => {
+  if (error._tag === "SessionTooLarge") return tooLargeError(error)
   if (error._tag !== "SessionIo") return toQueryError(error)
   const cause = error.cause
   if (isPlatformError(cause) && cause.reason.cause !== undefined) {
