@@ -25,8 +25,15 @@
  *   (git's "racily clean" rule): any later write would have moved the mtime
  *   past it. Within those 2 s the fingerprints are read again.
  * - Memory is bounded: at most `capacity` Sessions (least recently used are
- *   dropped) and `maxBytes` of estimated retained state in total. Full parses
- *   stream the file in 64 KiB pieces, so a read never holds the whole file.
+ *   dropped) and `maxBytes` of estimated retained state in total. Reads
+ *   stream the file through `SessionStream`, so a read holds a constant
+ *   amount plus one line, never the whole file.
+ * - A Session the reference cannot read whole (`SessionLimits`: a file over
+ *   2 GiB - 1, or text longer than V8's longest string) is `SessionTooLarge`,
+ *   found without holding it. Appending cannot make it readable again, so a
+ *   text verdict is kept with fingerprints of the bytes it rests on: a
+ *   grown Session whose prints still match is answered without reading what
+ *   was appended; a replaced or truncated one is read afresh.
  * - Each cached Session stays open for reading between reads (at most
  *   `capacity` handles), so a poll of a grown Session is one `stat` and its
  *   reads, with no open or close. The handle is used only while a `stat` of
@@ -69,7 +76,7 @@ import {
   type RarebitSelection,
   RAREBIT_SELECTOR_VERSION
 } from "./Selector.js"
-import { isSessionMissing, type SessionError, SessionInvalid } from "./SessionErrors.js"
+import { isSessionMissing, type SessionError, SessionInvalid, SessionTooLarge } from "./SessionErrors.js"
 import type { SessionHeader } from "./SessionParse.js"
 import {
   type SessionObservation,
@@ -78,6 +85,17 @@ import {
   type SessionProjection,
   type SessionReaderOptions
 } from "./SessionReader.js"
+import {
+  DEFAULT_SESSION_LIMITS,
+  fileTooLarge,
+  openSessionFile,
+  READ_CHUNK_BYTES,
+  type ScanEnd,
+  scanBytes,
+  scanFile,
+  SessionLineScanner,
+  type SessionLimits
+} from "./SessionStream.js"
 
 // ---------------------------------------------------------------------------
 // the pure accumulator
@@ -176,8 +194,8 @@ const isValidHeader = (header: unknown): header is SessionHeader => {
   return field(header, "type") === "session" && typeof id === "string" && id.length > 0
 }
 
-/** The outcome of a Session read: its projection or the rule it breaks. */
-export type SessionOutcome = Result.Result<SessionProjection, SessionInvalid>
+/** The outcome of a Session read: its projection, the rule it breaks, or too large to read. */
+export type SessionOutcome = Result.Result<SessionProjection, SessionInvalid | SessionTooLarge>
 
 /**
  * The parse of a Session's complete lines so far, fed line by line.
@@ -214,6 +232,11 @@ export class SessionAccumulator {
   retainedBytes = 0
 
   constructor(readonly source: string) {}
+
+  /** Whether later lines can still change the outcome: false after a malformed line. */
+  get wantsLines(): boolean {
+    return this.malformedLine === undefined
+  }
 
   /** Feeds one complete line. */
   addLine(line: string): void {
@@ -278,7 +301,7 @@ export class SessionAccumulator {
    * The outcome for the lines fed so far followed by `trailing`, an
    * unterminated last line (empty when the text ends with a newline).
    */
-  finish(trailing: string): SessionOutcome {
+  finish(trailing: string): Result.Result<SessionProjection, SessionInvalid> {
     if (this.malformedLine !== undefined) return Result.fail(malformed(this.source, this.malformedLine))
     let extra: { readonly value: unknown } | undefined
     if (trailing.trim()) {
@@ -312,7 +335,7 @@ export class SessionAccumulator {
     return project(this.header!, true, picks, prose, null, this.selectionMemo)
   }
 
-  private finishTree(extra: { readonly value: unknown } | undefined): SessionOutcome {
+  private finishTree(extra: { readonly value: unknown } | undefined): Result.Result<SessionProjection, SessionInvalid> {
     if (this.treeError !== undefined) return Result.fail(this.treeError)
     let leaf = this.leaf
     let provisional: TreeNode | undefined
@@ -576,34 +599,6 @@ const extendSelection = (prior: SelectionBuild, picks: OrderedPicks, shared: num
   })
 }
 
-const NEWLINE = 10
-
-/**
- * Feeds the complete lines of `bytes` (which must end with a newline, or be
- * empty) to an accumulator.
- *
- * **Details**
- *
- * Splitting UTF-8 at a newline never splits a character (an invalid
- * sequence ends at the newline either way), and `decodeUtf8` keeps a BOM at
- * the start of a group as it would mid-file, so decoding line groups
- * separately gives the same text as decoding the whole file.
- *
- * @category parsing
- * @since 0.1.0
- */
-export const feedCompleteLines = (accumulator: SessionAccumulator, bytes: Uint8Array): void => {
-  if (bytes.length === 0) return
-  const text = decodeUtf8(bytes)
-  let start = 0
-  for (;;) {
-    const newline = text.indexOf("\n", start)
-    if (newline < 0) break
-    accumulator.addLine(text.slice(start, newline))
-    start = newline + 1
-  }
-}
-
 /**
  * The outcome of a whole Session text, computed through an accumulator (for
  * tests and one-shot callers).
@@ -611,7 +606,7 @@ export const feedCompleteLines = (accumulator: SessionAccumulator, bytes: Uint8A
  * @category parsing
  * @since 0.1.0
  */
-export const accumulateText = (text: string, source?: string): SessionOutcome => {
+export const accumulateText = (text: string, source?: string): Result.Result<SessionProjection, SessionInvalid> => {
   const accumulator = new SessionAccumulator(source ?? "Pi Session")
   const lines = String(text).split("\n")
   const trailing = lines.pop() ?? ""
@@ -623,11 +618,10 @@ export const accumulateText = (text: string, source?: string): SessionOutcome =>
 // the cache
 // ---------------------------------------------------------------------------
 
-/** Size of the read buffers: large enough for few reads, small enough to stay out of the large-object heap. */
-const READ_CHUNK_BYTES = 64 * 1024
+// The scan reports at least a run's first 64 KiB and last 8 KiB (see
+// `CommitListener`), which covers both prints exactly.
 const HEAD_PRINT_BYTES = 4 * 1024
 const TAIL_PRINT_BYTES = 8 * 1024
-const TRAILING_KEPT_BYTES = 64 * 1024
 
 /** The bytes the cached prefix was built from, kept to recognise the same prefix later. */
 interface Prints {
@@ -646,7 +640,11 @@ const concatBytes = (a: Uint8Array, b: Uint8Array): Uint8Array => {
   return out
 }
 
-/** Prints after `piece` was committed at the end of a prefix of `committedEnd` bytes. */
+/**
+ * Prints after `piece` was committed at offset `committedEnd`. Pieces come
+ * in order; a gap between two is allowed only past the head print and
+ * before a piece that holds at least the whole tail print.
+ */
 const extendPrints = (prints: Prints, committedEnd: number, piece: Uint8Array): Prints => {
   if (piece.length === 0) return prints
   const head = committedEnd >= HEAD_PRINT_BYTES
@@ -665,14 +663,24 @@ interface CachedSession {
   readonly mtimeMs: number
   /** Clock time just before the bytes behind this state were last read or checked. */
   readonly readAt: number
-  /** Offset just past the last newline parsed. */
+  /** Offset just past the last newline parsed (for a too-large verdict: the last byte the scan read). */
   readonly committedEnd: number
+  /** UTF-16 code units of the text before `committedEnd`, for the text limit. */
+  readonly committedUnits: number
+  /** Never fed again once the outcome is `SessionTooLarge`. */
   readonly accumulator: SessionAccumulator
   readonly prints: Prints
   /** Bytes after `committedEnd` at read time, when few enough to keep. */
   readonly trailing: Uint8Array | undefined
   readonly outcome: SessionOutcome
   readonly bytes: number
+}
+
+/** What a scan of a Session found: where it ended and the prints of the committed prefix, or the too-large verdict. */
+interface Scanned {
+  readonly end: ScanEnd
+  readonly prints: Prints
+  readonly tooLarge: SessionTooLarge | undefined
 }
 
 /** The Session held open between reads, and the identity (device and inode) it was opened as. */
@@ -725,6 +733,8 @@ export interface SessionCacheOptions {
   readonly capacity?: number | undefined
   /** Estimated bytes of retained state over all Sessions. Default 64 MiB. */
   readonly maxBytes?: number | undefined
+  /** When a Session is too large to read; the reference's limits (`DEFAULT_SESSION_LIMITS`) by default. */
+  readonly limits?: SessionLimits | undefined
 }
 
 /**
@@ -793,6 +803,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const maxBytes = options.maxBytes ?? 64 * 1024 * 1024
+  const limits = options.limits ?? DEFAULT_SESSION_LIMITS
   const cache = yield* ScopedCache.make<string, Slot>({
     capacity: options.capacity ?? 32,
     lookup: () =>
@@ -847,50 +858,65 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       return into.subarray(0, length)
     })
 
+  /** A scanner resuming at `from` whose committed bytes extend `prints`. */
+  const scannerFor = (accumulator: SessionAccumulator, from: number, units: number, startPrints: Prints) => {
+    const track = { prints: startPrints }
+    const scanner = new SessionLineScanner(accumulator, {
+      maxTextUnits: limits.maxTextUnits,
+      from,
+      units,
+      onCommit: (bytes, at) => {
+        track.prints = extendPrints(track.prints, at, bytes)
+      }
+    })
+    return { scanner, track }
+  }
+
+  /** After the text limit was passed: the verdict, resting on every byte the scan read. */
+  const tooLargeScan = (
+    scanner: SessionLineScanner,
+    track: { readonly prints: Prints },
+    verdict: SessionTooLarge
+  ): Scanned => {
+    scanner.commitRest()
+    return {
+      end: {
+        committedEnd: scanner.committedEnd,
+        committedUnits: scanner.committedUnits,
+        size: scanner.position,
+        trailing: "",
+        trailingBytes: undefined
+      },
+      prints: track.prints,
+      tooLarge: verdict
+    }
+  }
+
   /**
    * Streams `[from, end)` into the accumulator, committing complete lines.
-   * Returns the new committed end, the prints and the unterminated rest.
+   * Returns where it ended with the prints, or the too-large verdict.
    */
   const scan = (
     file: OpenFile,
+    sessionFile: string,
     accumulator: SessionAccumulator,
     from: number,
+    units: number,
     end: number,
+    size: number,
     startPrints: Prints
-  ) =>
-    Effect.gen(function*() {
-      let buffer = takeBuffer()
-      let filled = 0
-      let position = from
-      let committedEnd = from
-      let prints = startPrints
-      try {
-        while (position < end) {
-          if (filled === buffer.length) {
-            // One line longer than the buffer: grow it for this line.
-            const grown = new Uint8Array(buffer.length * 2)
-            grown.set(buffer.subarray(0, filled))
-            buffer = grown
-          }
-          const wanted = Math.min(buffer.length - filled, end - position)
-          const count = yield* file.read(buffer.subarray(filled, filled + wanted), { position: BigInt(position) })
-          if (count === 0) break
-          position += count
-          filled += count
-          const last = buffer.lastIndexOf(NEWLINE, filled - 1)
-          if (last < 0) continue
-          const complete = buffer.subarray(0, last + 1)
-          feedCompleteLines(accumulator, complete)
-          prints = extendPrints(prints, committedEnd, complete)
-          committedEnd += complete.length
-          buffer.copyWithin(0, last + 1, filled)
-          filled -= last + 1
-        }
-        return { committedEnd, prints, trailing: buffer.slice(0, filled), size: position }
-      } finally {
-        giveBuffer(buffer)
-      }
-    })
+  ): Effect.Effect<Scanned, PlatformError> => {
+    const { scanner, track } = scannerFor(accumulator, from, units, startPrints)
+    return Effect.acquireUseRelease(
+      Effect.sync(takeBuffer),
+      (buffer) =>
+        scanFile(file, scanner, { path: sessionFile, size, end, buffer }).pipe(
+          Effect.map((scanned): Scanned => ({ end: scanned, prints: track.prints, tooLarge: undefined })),
+          Effect.catchTag("SessionTooLarge", (verdict) => Effect.sync(() => tooLargeScan(scanner, track, verdict)))
+        ),
+      (buffer) => Effect.sync(() => giveBuffer(buffer))
+    )
+  }
 
   const remember = (
     slot: Slot,
@@ -898,21 +924,26 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
     mtimeMs: number,
     readAt: number,
     accumulator: SessionAccumulator,
-    scanned: { readonly committedEnd: number; readonly prints: Prints; readonly trailing: Uint8Array; readonly size: number }
+    scanned: Scanned,
+    size: number
   ): SessionOutcome => {
-    const outcome = accumulator.finish(decodeUtf8(scanned.trailing))
-    const trailing = scanned.trailing.length <= TRAILING_KEPT_BYTES ? scanned.trailing : undefined
-    const bytes = accumulator.retainedBytes + scanned.prints.head.length + scanned.prints.tail.length +
-      (trailing?.length ?? 0)
+    const { end, prints, tooLarge } = scanned
+    const outcome: SessionOutcome = tooLarge !== undefined ? Result.fail(tooLarge) : accumulator.finish(end.trailing)
+    // A verdict never feeds its accumulator again: keep an empty one instead of the parsed state.
+    const kept = tooLarge !== undefined ? new SessionAccumulator(accumulator.source) : accumulator
+    const trailing = end.trailingBytes
+    const bytes = kept.retainedBytes + prints.head.length + prints.tail.length + (trailing?.length ?? 0)
     if (identity !== undefined && bytes <= maxBytes) {
       setState(slot, {
         identity,
-        size: scanned.size,
+        // A verdict stands for the whole file, however far the scan got.
+        size: tooLarge !== undefined ? size : end.size,
         mtimeMs,
         readAt,
-        committedEnd: scanned.committedEnd,
-        accumulator,
-        prints: scanned.prints,
+        committedEnd: end.committedEnd,
+        committedUnits: end.committedUnits,
+        accumulator: kept,
+        prints,
         trailing,
         outcome,
         bytes
@@ -926,6 +957,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
     slot: Slot,
     prior: CachedSession,
     file: OpenFile,
+    sessionFile: string,
     size: number,
     mtimeMs: number,
     readAt: number,
@@ -942,6 +974,19 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
         const head = yield* readExact(file, 0, prior.prints.head.length, scratch.head)
         if (head === undefined || !sameBytes(head, prior.prints.head)) return undefined
       }
+      const verdict = Result.isFailure(prior.outcome) && prior.outcome.failure._tag === "SessionTooLarge"
+        ? prior.outcome.failure
+        : undefined
+      if (verdict !== undefined) {
+        // Appended text only adds code units: still too large, without reading what was appended.
+        if (size === prior.size && mtimeMs === prior.mtimeMs) counters.unchanged++
+        else counters.incremental++
+        const outcome: SessionOutcome = size === prior.size ? prior.outcome : Result.fail(
+          new SessionTooLarge({ path: verdict.path, reason: verdict.reason, size, limit: verdict.limit })
+        )
+        setState(slot, { ...prior, size, mtimeMs, readAt, outcome })
+        return outcome
+      }
       const rest = verified.subarray(prior.prints.tail.length)
       if (
         size === prior.size && mtimeMs === prior.mtimeMs && verifyEnd === size && prior.trailing !== undefined &&
@@ -955,18 +1000,20 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       const accumulator = prior.accumulator
       if (verifyEnd === size) {
         // Everything new is already in memory.
-        const last = rest.lastIndexOf(NEWLINE)
-        const complete = rest.subarray(0, last + 1)
-        feedCompleteLines(accumulator, complete)
-        return remember(slot, prior.identity, mtimeMs, readAt, accumulator, {
-          committedEnd: prior.committedEnd + complete.length,
-          prints: extendPrints(prior.prints, prior.committedEnd, complete),
-          trailing: rest.slice(last + 1),
-          size
-        })
+        const { scanner, track } = scannerFor(accumulator, prior.committedEnd, prior.committedUnits, prior.prints)
+        const end = scanBytes(scanner, rest)
+        const scanned = end !== undefined
+          ? { end, prints: track.prints, tooLarge: undefined }
+          : tooLargeScan(
+            scanner,
+            track,
+            new SessionTooLarge({ path: sessionFile, reason: "text", size, limit: limits.maxTextUnits })
+          )
+        return remember(slot, prior.identity, mtimeMs, readAt, accumulator, scanned, size)
       }
-      const scanned = yield* scan(file, accumulator, prior.committedEnd, size, prior.prints)
-      return remember(slot, prior.identity, mtimeMs, readAt, accumulator, scanned)
+      const { committedEnd, committedUnits, prints } = prior
+      const scanned = yield* scan(file, sessionFile, accumulator, committedEnd, committedUnits, size, size, prints)
+      return remember(slot, prior.identity, mtimeMs, readAt, accumulator, scanned, size)
     })
 
   /** Closes the Session file a slot holds, if any. Under the slot's lock. */
@@ -991,7 +1038,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       yield* letGo(slot)
       const scope = yield* Scope.make()
       const file = yield* Effect.uninterruptible(
-        Scope.provide(fs.open(sessionFile, { flag: "r" }), scope).pipe(
+        Scope.provide(openSessionFile(fs, sessionFile), scope).pipe(
           Effect.tap((file) => Effect.sync(() => slot.held = { file, identity: undefined, scope })),
           Effect.onError(() => Scope.close(scope, Exit.void))
         )
@@ -1012,13 +1059,16 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       const size = Number(info.size)
       const identity = fileIdentity(info)
       const mtimeMs = mtimeOf(info)
+      // Decided by the size alone, before any read, as Node's `readFile` does; not kept, a stat decides it again.
+      const tooLarge = fileTooLarge(sessionFile, size, limits)
+      if (tooLarge !== undefined) return Result.fail(tooLarge) as SessionOutcome
       if (
         prior !== undefined && identity !== undefined && prior.identity === identity && size >= prior.size &&
         !(size === prior.size && mtimeMs !== prior.mtimeMs)
       ) {
         const outcome = yield* Effect.acquireUseRelease(
           Effect.sync(takeScratch),
-          (scratch) => tryIncremental(slot, prior, file, size, mtimeMs, readAt, scratch),
+          (scratch) => tryIncremental(slot, prior, file, sessionFile, size, mtimeMs, readAt, scratch),
           (scratch) => Effect.sync(() => giveScratch(scratch))
         )
         if (outcome !== undefined) return outcome
@@ -1026,8 +1076,9 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       counters.full++
       const accumulator = new SessionAccumulator(sessionFile)
       // Like `readFile`: the size `fstat` reported, or to the end when it reported none.
-      const scanned = yield* scan(file, accumulator, 0, size === 0 ? Number.MAX_SAFE_INTEGER : size, emptyPrints)
-      return remember(slot, identity, mtimeMs, readAt, accumulator, scanned)
+      const end = size === 0 ? Number.MAX_SAFE_INTEGER : size
+      const scanned = yield* scan(file, sessionFile, accumulator, 0, 0, end, size, emptyPrints)
+      return remember(slot, identity, mtimeMs, readAt, accumulator, scanned, size)
     })
 
   /** Drops the least recently used Sessions' state until the total fits. */
@@ -1041,7 +1092,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
 
   const uncached = (reference: unknown, options: SessionReaderOptions) => {
     counters.uncached++
-    return readSession(reference as string, options).pipe(
+    return readSession(reference as string, { ...options, limits }).pipe(
       Effect.map(({ branch: _branch, parsed: _parsed, ...projection }): CachedSessionRead => projection),
       Effect.provideService(FileSystem.FileSystem, fs),
       Effect.provideService(Path.Path, path)

@@ -84,35 +84,59 @@ const field = (value: unknown, key: string): unknown =>
   value === null || value === undefined ? undefined : (value as Record<string, unknown>)[key]
 
 /**
- * Parses Session text into a `ParsedSession`, or the first rule it breaks.
+ * The parse of a Session fed line by line, in file order: what
+ * `parseSessionResult` computes for the whole text, for readers that stream
+ * the file.
+ *
+ * **Details**
+ *
+ * `addLine` takes each complete line without its newline; `finish` takes the
+ * unterminated rest ("" when the text ends with a newline) and is called
+ * once. After the first malformed line nothing later can change the outcome
+ * (`wantsLines` turns false) and later lines are only counted.
  *
  * @category parsing
  * @since 0.1.0
  */
-export const parseSessionResult = (
-  content: string,
-  source: string = DEFAULT_SOURCE
-): Result.Result<ParsedSession, SessionInvalid> => {
-  const records: Array<unknown> = []
-  const lines = String(content).split("\n")
-  for (let index = 0; index < lines.length; index++) {
-    const line = lines[index]
-    if (!line.trim()) continue
-    let record: unknown
+export class SessionRecords {
+  private readonly records: Array<unknown> = []
+  private lines = 0
+  private malformedLine: number | undefined = undefined
+
+  constructor(readonly source: string = DEFAULT_SOURCE) {}
+
+  get wantsLines(): boolean {
+    return this.malformedLine === undefined
+  }
+
+  addLine(line: string): void {
+    this.lines++
+    if (this.malformedLine !== undefined || !line.trim()) return
     try {
-      record = JSON.parse(line)
+      this.records.push(JSON.parse(line))
     } catch {
+      this.malformedLine = this.lines
+    }
+  }
+
+  finish(trailing: string): Result.Result<ParsedSession, SessionInvalid> {
+    this.addLine(trailing)
+    const source = this.source
+    if (this.malformedLine !== undefined) {
       return Result.fail(
         new SessionInvalid({
           kind: "malformed_json",
-          message: `${source} contains malformed JSON at line ${index + 1}`,
+          message: `${source} contains malformed JSON at line ${this.malformedLine}`,
           source,
-          line: index + 1
+          line: this.malformedLine
         })
       )
     }
-    records.push(record)
+    return fromRecords(this.records, source)
   }
+}
+
+const fromRecords = (records: Array<unknown>, source: string): Result.Result<ParsedSession, SessionInvalid> => {
   const header = records[0]
   const id = field(header, "id")
   if (field(header, "type") !== "session" || typeof id !== "string" || !id) {
@@ -156,6 +180,26 @@ export const parseSessionResult = (
     byId.set(entryId, entry as SessionEntry)
   }
   return Result.succeed({ header: sessionHeader, entries, byId, linear: false })
+}
+
+/**
+ * Parses Session text into a `ParsedSession`, or the first rule it breaks.
+ *
+ * @category parsing
+ * @since 0.1.0
+ */
+export const parseSessionResult = (
+  content: string,
+  source: string = DEFAULT_SOURCE
+): Result.Result<ParsedSession, SessionInvalid> => {
+  const records = new SessionRecords(source)
+  const lines = String(content).split("\n")
+  const trailing = lines.pop()!
+  for (const line of lines) {
+    records.addLine(line)
+    if (!records.wantsLines) break
+  }
+  return records.finish(trailing)
 }
 
 /**

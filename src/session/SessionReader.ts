@@ -10,10 +10,14 @@
  * with that id. The scan reads at most 16 KiB of each candidate, never follows
  * symlinked directories or files, and treats a missing root as empty.
  *
- * Reading decodes the whole file once as UTF-8 exactly as Node's
- * `readFile(path, "utf8")` does (`decodeUtf8`): invalid bytes become U+FFFD
- * and a leading BOM is kept (so a BOM before the header makes line 1
- * malformed JSON).
+ * Reading streams the file line by line (`SessionStream`) and decodes it as
+ * UTF-8 the way Node's `readFile(path, "utf8")` does: invalid bytes become
+ * U+FFFD and a leading BOM is kept (so a BOM before the header makes line 1
+ * malformed JSON). A Session that `readFile` could not read whole (over
+ * 2 GiB - 1, or longer than V8's longest string once decoded) fails with
+ * `SessionTooLarge` instead, without being held: a read keeps the parsed
+ * entries and, besides, at most a constant amount plus one line (see
+ * `SessionStream`), never the file's bytes or text.
  *
  * Nothing here writes; a file that changes between resolve and read is read as
  * it is at read time, and a file that vanished in between is `SessionIo` with a
@@ -34,7 +38,16 @@ import {
   SessionIo,
   SessionNotFound
 } from "./SessionErrors.js"
-import { type ParsedSession, parseSessionResult, resolveActiveBranchResult } from "./SessionParse.js"
+import { type ParsedSession, resolveActiveBranchResult, SessionRecords } from "./SessionParse.js"
+import {
+  DEFAULT_SESSION_LIMITS,
+  fileTooLarge,
+  openSessionFile,
+  READ_CHUNK_BYTES,
+  scanFile,
+  SessionLineScanner,
+  type SessionLimits
+} from "./SessionStream.js"
 
 /**
  * The schema version of a Session read result.
@@ -52,6 +65,8 @@ export const RAREBIT_QUERY_SCHEMA_VERSION = 1 as const
  */
 export interface SessionReaderOptions {
   readonly sessionRoot: string
+  /** When a Session is too large to read; the reference's limits (`DEFAULT_SESSION_LIMITS`) by default. */
+  readonly limits?: SessionLimits | undefined
 }
 
 /**
@@ -130,7 +145,7 @@ const isRegularFile = Effect.fnUntraced(function*(fs: FileSystem.FileSystem, pat
 // The header of a candidate file, or null when its first line is not one.
 const probeHeader = Effect.fnUntraced(function*(fs: FileSystem.FileSystem, file: string) {
   const bytes = yield* Effect.scoped(
-    Effect.flatMap(fs.open(file, { flag: "r" }), (handle) => handle.readAlloc(HEADER_PROBE_BYTES, { position: 0n }))
+    Effect.flatMap(openSessionFile(fs, file), (handle) => handle.readAlloc(HEADER_PROBE_BYTES, { position: 0n }))
   ).pipe(Effect.mapError(ioAt(file)))
   const firstLine = Option.match(bytes, { onNone: () => "", onSome: (chunk) => decodeUtf8(chunk) })
     .split("\n", 1)[0]
@@ -239,7 +254,10 @@ export const projectSession = (parsed: ParsedSession, branch: ReadonlyArray<unkn
  *
  * **Details**
  *
- * Parse and branch failures name the resolved file as their `source`.
+ * Parse and branch failures name the resolved file as their `source`. Like
+ * the reference's `readFile`, the read takes the size the opened file has
+ * (`fstat`) and reads that many bytes (to the end of file when it reports
+ * 0).
  *
  * @category reading
  * @since 0.1.0
@@ -250,8 +268,24 @@ export const readSession = Effect.fn("SessionReader.readSession")(function*(
 ) {
   const sessionFile = yield* resolveSessionFile(reference, options)
   const fs = yield* FileSystem.FileSystem
-  const bytes = yield* fs.readFile(sessionFile).pipe(Effect.mapError(ioAt(sessionFile)))
-  const parsed = yield* Effect.fromResult(parseSessionResult(decodeUtf8(bytes), sessionFile))
+  const limits = options.limits ?? DEFAULT_SESSION_LIMITS
+  const records = new SessionRecords(sessionFile)
+  const scanned = yield* Effect.scoped(Effect.gen(function*() {
+    const file = yield* openSessionFile(fs, sessionFile)
+    const size = Number((yield* file.stat).size)
+    const tooLarge = fileTooLarge(sessionFile, size, limits)
+    if (tooLarge !== undefined) return yield* tooLarge
+    return yield* scanFile(file, new SessionLineScanner(records, { maxTextUnits: limits.maxTextUnits }), {
+      path: sessionFile,
+      size,
+      end: size === 0 ? Number.MAX_SAFE_INTEGER : size,
+      buffer: new Uint8Array(READ_CHUNK_BYTES),
+      // Once a line is malformed the verdict can change only by the text
+      // limit, which a file no longer than the limit cannot pass.
+      stopWhenSettled: size > 0 && size <= limits.maxTextUnits
+    })
+  })).pipe(Effect.catchTag("PlatformError", (error) => Effect.fail(ioAt(sessionFile)(error))))
+  const parsed = yield* Effect.fromResult(records.finish(scanned.trailing))
   const branch = yield* Effect.fromResult(resolveActiveBranchResult(parsed, sessionFile))
   const read: SessionRead = { sessionFile, parsed, branch, ...projectSession(parsed, branch) }
   return read

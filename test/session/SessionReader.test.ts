@@ -71,16 +71,19 @@ const failureOf = <A>(outcome: Outcome<A>): Error & { code?: string } => {
   return (outcome as { error: Error & { code?: string } }).error
 }
 
-/** A file system that fails every `readFile` with the given reason, as if the file changed under us. */
+/**
+ * A file system that fails every `readFile` and `open` (how a Session is
+ * read) with the given reason, as if the file changed under us.
+ */
 const withReadFileFailure = (tag: PlatformError.SystemErrorTag) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
+    const failure = (method: string, path: string) =>
+      Effect.fail(PlatformError.systemError({ _tag: tag, module: "FileSystem", method, pathOrDescriptor: path }))
     const failing: FileSystem.FileSystem = {
       ...fs,
-      readFile: (path) =>
-        Effect.fail(
-          PlatformError.systemError({ _tag: tag, module: "FileSystem", method: "readFile", pathOrDescriptor: path })
-        )
+      readFile: (path) => failure("readFile", path),
+      open: (path) => failure("open", path)
     }
     return yield* Effect.provideService(effect, FileSystem.FileSystem, failing)
   })
