@@ -47,6 +47,14 @@ export function resolveRarebitSessionFile(
  * Reads a Session: its file, parse, active branch, selection and
  * measurement.
  *
+ * **Details**
+ *
+ * The file is streamed, never held whole: besides the parsed entries it
+ * returns, a read holds a constant amount plus one line (see
+ * `SessionStream`). A Session the reference's `readFile(path, "utf8")`
+ * cannot read rejects with the same `RangeError` ("File size (N) is greater
+ * than 2 GiB", code `ERR_FS_FILE_TOO_LARGE`, or "Invalid string length").
+ *
  * @category session
  * @since 0.1.0
  */

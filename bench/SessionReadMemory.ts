@@ -1,0 +1,91 @@
+/**
+ * Peak memory of `readRarebitSession`, ours against the reference: each read
+ * runs in a fresh process, which notes its peak resident set size once the
+ * implementation is loaded (and has read a tiny Session, so lazy
+ * initialisation is not counted) and prints how much one read of the target
+ * grows it. Sessions are the benchmark's synthetic Pi Sessions (tool
+ * outputs, thinking, usage records), generated once under `.bench-data/`.
+ *
+ * Usage (after `tsc -p tsconfig.bench.json`):
+ *   node dist-bench/bench/SessionReadMemory.js [--sizes=100,500] [--runs=3]
+ * prints, per size in MiB, the median peak growth of each side and the
+ * ratio; `probe <side> <sessionFile> <warmupFile>` is the child.
+ *
+ * @since 0.1.0
+ */
+import { writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { pathToFileURL } from "node:url"
+import { median, runChild } from "./Harness.js"
+import { projectRoot, type Side } from "./Implementations.js"
+import { writeSession } from "./Fixtures.js"
+
+const MiB = 1024 * 1024
+
+const loadReadSession = async (side: Side) => {
+  const module = side === "ours"
+    ? await import("../src/promise/index.js")
+    : await import(
+      pathToFileURL(join(projectRoot(), "node_modules/@hypercarrier/rarebit/src/rarebit-session.mjs")).href
+    )
+  return module.readRarebitSession as (reference: string, options: { sessionRoot: string }) => Promise<any>
+}
+
+const probe = async (side: Side, sessionFile: string, warmupFile: string) => {
+  const readSession = await loadReadSession(side)
+  await readSession(warmupFile, { sessionRoot: "/" })
+  const before = process.resourceUsage().maxRSS
+  const started = performance.now()
+  const read = await readSession(sessionFile, { sessionRoot: "/" })
+  const ms = performance.now() - started
+  if (read.parsed.entries.length === 0) throw new Error("no entries")
+  const peakGrowthMiB = (process.resourceUsage().maxRSS - before) / 1024
+  process.stdout.write(`${JSON.stringify({ peakGrowthMiB, ms, entries: read.parsed.entries.length })}\n`)
+}
+
+const main = async (args: ReadonlyArray<string>) => {
+  const option = (name: string, fallback: string) =>
+    args.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback
+  const sizes = option("sizes", "100,500").split(",").map(Number)
+  const runs = Number(option("runs", "3"))
+  const fixtures = join(projectRoot(), ".bench-data", "fixtures", "session-memory")
+  const warmup = join(fixtures, "warmup.jsonl")
+  writeSession(warmup, 4 * 1024)
+  const rows: Array<string> = []
+  for (const size of sizes) {
+    const file = join(fixtures, `session-${size}MiB.jsonl`)
+    writeSession(file, size * MiB)
+    const peaks: Record<Side, Array<number>> = { ours: [], reference: [] }
+    const times: Record<Side, Array<number>> = { ours: [], reference: [] }
+    for (let run = 0; run < runs; run++) {
+      for (const side of ["reference", "ours"] as const) {
+        const result = (await runChild("SessionReadMemory.js", ["probe", side, file, warmup])) as {
+          readonly peakGrowthMiB: number
+          readonly ms: number
+        }
+        peaks[side].push(result.peakGrowthMiB)
+        times[side].push(result.ms)
+      }
+    }
+    const ours = median(peaks.ours)
+    const reference = median(peaks.reference)
+    rows.push(
+      `| ${size} MiB | ${ours.toFixed(0)} | ${reference.toFixed(0)} | ${(ours / reference).toFixed(2)} | ${
+        median(times.ours).toFixed(0)
+      } | ${median(times.reference).toFixed(0)} |`
+    )
+  }
+  const table = [
+    `readRarebitSession, peak RSS growth of one read in a fresh process (MiB), median of ${runs}; Node ${process.version}`,
+    "",
+    "| Session | ours MiB | reference MiB | ratio | ours ms | reference ms |",
+    "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ...rows
+  ].join("\n")
+  process.stdout.write(`${table}\n`)
+  writeFileSync(join(fixtures, "last-run.md"), `${table}\n`)
+}
+
+const [mode, ...rest] = process.argv.slice(2)
+if (mode === "probe") await probe(rest[0] as Side, rest[1], rest[2])
+else await main(process.argv.slice(2))
