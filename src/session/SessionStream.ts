@@ -43,7 +43,7 @@
  *
  * @since 0.1.0
  */
-import { constants as bufferConstants } from "node:buffer"
+import { Buffer, constants as bufferConstants } from "node:buffer"
 import { Effect, type FileSystem, type Scope } from "effect"
 import type { PlatformError } from "effect/PlatformError"
 import { SessionTooLarge } from "./SessionErrors.js"
@@ -123,6 +123,14 @@ export interface SessionScanOptions {
 }
 
 const NEWLINE = 10
+
+// Node's byte search (memchr) on any Uint8Array: `Uint8Array`'s own
+// `indexOf`/`lastIndexOf` are 4–15 times slower, which is most of the time
+// of finding a huge one-line Session too large.
+const searchForward = Buffer.prototype.indexOf as (this: Uint8Array, value: number) => number
+const searchBackward = Buffer.prototype.lastIndexOf as (this: Uint8Array, value: number) => number
+const firstNewline = (bytes: Uint8Array): number => searchForward.call(bytes, NEWLINE)
+const lastNewline = (bytes: Uint8Array): number => searchBackward.call(bytes, NEWLINE)
 const utf8 = new TextDecoder("utf-8", { ignoreBOM: true })
 
 const EMPTY = new Uint8Array(0)
@@ -355,7 +363,7 @@ export class SessionLineScanner {
    */
   push(bytes: Uint8Array): ScanStep {
     if (this.pendingText === undefined && this.supplied === undefined && this.sink.wantsLines) {
-      const newline = bytes.indexOf(NEWLINE)
+      const newline = firstNewline(bytes)
       if (newline >= 0) {
         if (newline > 0 && !this.absorb(bytes.subarray(0, newline))) return TOO_LARGE
         return { _tag: "LineNeeded", consumed: newline, start: this.committedEnd, end: this.position }
@@ -425,7 +433,7 @@ export class SessionLineScanner {
       this.extendPending(bytes, "")
       return false
     }
-    const lastByte = bytes.lastIndexOf(NEWLINE)
+    const lastByte = lastNewline(bytes)
     if (lastByte < 0) {
       this.extendPending(bytes, text)
       return true
