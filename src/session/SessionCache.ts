@@ -63,7 +63,6 @@ import { sha256Hex, stableJson } from "../protocol/CanonicalJson.js"
 import { sameBytes } from "../protocol/internal/Bytes.js"
 import { fileIdentity, modifiedMs } from "../protocol/internal/FileInfo.js"
 import { registerOwnEvidence } from "../protocol/internal/OwnEvidence.js"
-import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { measureRarebits, type RarebitMeasurement } from "./Measurement.js"
 import {
   messageTextBlocks,
