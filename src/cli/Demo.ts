@@ -16,14 +16,13 @@ import { Clock, Console, Deferred, Effect } from "effect"
 import { Command, Flag } from "effect/cli"
 import { FileSystem } from "effect/FileSystem"
 import { Path } from "effect/Path"
-import * as NodeStore from "../platform/NodeStore.js"
 import * as ProcessOwner from "../platform/ProcessOwner.js"
 import { RarebitStore } from "../store/RarebitStore.js"
 import { auditStore } from "../store/SidecarAudit.js"
 import { toCliFailure } from "./CliFailure.js"
 import { formatCurrent } from "./Current.js"
 import { sampleJobIds, sampleSession, summaryReceipt, titleReceipt } from "./DemoSession.js"
-import { globals } from "./GlobalOptions.js"
+import { globals, storeLayer } from "./GlobalOptions.js"
 import { formatHistoryRecord } from "./History.js"
 import { printJson, short, style } from "./Output.js"
 import { formatAudit } from "./Verify.js"
@@ -176,7 +175,7 @@ export const demoCommand = Command.make(
         yield* say("")
         yield* say(s.bold("verify"))
         for (const line of formatAudit(s, audit)) yield* say(`  ${line}`)
-      }).pipe(Effect.provide(NodeStore.layer({ rarebitRoot, sessionRoot })))
+      }).pipe(Effect.provide(storeLayer({ rarebitRoot, sessionRoot, allowExternalSession: false })))
     })
 
     yield* tour.pipe(Effect.ensuring(cleanup), Effect.mapError(toCliFailure))

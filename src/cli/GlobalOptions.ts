@@ -16,7 +16,7 @@ import { Effect, Layer, Option, Result } from "effect"
 import { Command, Flag } from "effect/cli"
 import { Path } from "effect/Path"
 import * as NodeStore from "../platform/NodeStore.js"
-import * as ProcessOwner from "../platform/ProcessOwner.js"
+import { RarebitStore } from "../store/RarebitStore.js"
 import { resolveSessionFile } from "../session/SessionReader.js"
 import { commitLockPath, materializationPath } from "../store/MirroredPath.js"
 import { DEFAULT_RAREBIT_ROOT, DEFAULT_RAREBIT_SESSION_ROOT } from "../store/StoreConfig.js"
@@ -86,19 +86,26 @@ export const globals = Effect.gen(function*() {
 })
 
 /**
- * The live store for these options, plus the `/proc` lock-owner probe.
+ * The store for these options over the CLI's own `FileSystem` and `Path`,
+ * with crypto-backed tokens and the `/proc` lock-owner probe.
+ *
+ * **Details**
+ *
+ * The file system is whatever the CLI runs on: Node's (every call on libuv's
+ * pool, so a stalled file never stops Ctrl-C from being handled) in the
+ * executable, an in-memory one in tests.
  *
  * @category layers
  * @since 0.1.0
  */
-export const storeLayer = (options: Globals) =>
+export const storeLayer = (options: Pick<Globals, "rarebitRoot" | "sessionRoot" | "allowExternalSession">) =>
   Layer.merge(
-    NodeStore.layer({
+    RarebitStore.layer({
       rarebitRoot: options.rarebitRoot,
       sessionRoot: options.sessionRoot,
       allowExternalSession: options.allowExternalSession
     }),
-    ProcessOwner.layer
+    NodeStore.tokenAndOwnerLayer
   )
 
 /**

@@ -17,7 +17,8 @@ import { lstat, mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/pr
 import { hostname } from "node:os"
 import { dirname, join, relative } from "node:path"
 import * as NodeServices from "@effect/platform-node/NodeServices"
-import { Console, Effect } from "effect"
+import { Console, Effect, FileSystem, Layer, Path, Stdio, Terminal } from "effect"
+import { ChildProcessSpawner } from "effect/process"
 import { runCli as runCliEffect } from "../../src/cli/Cli.js"
 import * as Ours from "../../src/promise/index.js"
 import type { Receipt } from "../../src/protocol/Receipt.js"
@@ -89,9 +90,55 @@ export const runCli = (args: ReadonlyArray<string>, env: Record<string, string> 
     child.on("close", (code) => resolve({ code, stdout, stderr }))
   })
 
+/** The CLI's other services, for runs on a test world: no terminal, no stdin, no child processes. */
+export const cliTestServices = Layer.mergeAll(
+  Stdio.layerTest({}),
+  Layer.succeed(
+    Terminal.Terminal,
+    Terminal.make({
+      columns: Effect.succeed(80),
+      rows: Effect.succeed(24),
+      size: Effect.die("no terminal in CLI tests"),
+      readInput: Effect.die("no terminal in CLI tests"),
+      readLine: Effect.die("no terminal in CLI tests"),
+      display: () => Effect.void
+    })
+  ),
+  Layer.succeed(
+    ChildProcessSpawner.ChildProcessSpawner,
+    ChildProcessSpawner.make(() => Effect.die("no child processes in CLI tests"))
+  )
+)
+
 /**
- * Runs the CLI in-process on `args`, capturing what it prints; the result
- * has the shape of a spawned run.
+ * Runs the CLI in-process on `args` over the `FileSystem` and `Path` of the
+ * environment (a test world), capturing what it prints; the result has the
+ * shape of a spawned run.
+ */
+export const cliIn = (
+  args: ReadonlyArray<string>
+): Effect.Effect<CliRun, never, FileSystem.FileSystem | Path.Path> => {
+  const out: Array<string> = []
+  const err: Array<string> = []
+  const capture = (lines: Array<string>) => (...values: ReadonlyArray<unknown>) => {
+    lines.push(`${values.map(String).join(" ")}\n`)
+  }
+  const testConsole: Console.Console = Object.assign(Object.create(console), {
+    log: capture(out),
+    info: capture(out),
+    error: capture(err),
+    warn: capture(err)
+  })
+  return runCliEffect(args).pipe(
+    Effect.map((code): CliRun => ({ code, stdout: out.join(""), stderr: err.join("") })),
+    Effect.provideService(Console.Console, testConsole),
+    Effect.provide(cliTestServices)
+  )
+}
+
+/**
+ * Runs the CLI in-process on `args` over Node's services, capturing what it
+ * prints; the result has the shape of a spawned run.
  */
 export const cli = (args: ReadonlyArray<string>): Effect.Effect<CliRun> => {
   const out: Array<string> = []
