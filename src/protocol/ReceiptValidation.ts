@@ -7,6 +7,32 @@
  * @since 0.1.0
  */
 import { Result, Schema } from "effect"
+import { clipText } from "./internal/Text.js"
+
+/**
+ * The most characters an explanation holds: it quotes keys, which a record
+ * may make as long as it likes.
+ *
+ * @category constants
+ * @since 0.1.0
+ */
+export const MAX_EXPLANATION_CHARS = 1000
+
+/**
+ * The Schema formatter's multi-line issue list as one line: each issue with
+ * its path (`Missing key at ["sessionId"]`), repeats dropped (a union
+ * reports the same issue once per member), joined by `; `.
+ */
+const oneLineIssues = (message: string): string => {
+  const issues: Array<string> = []
+  for (const line of message.split("\n")) {
+    const text = line.trim()
+    if (text === "") continue
+    if (text.startsWith("at ") && issues.length > 0) issues[issues.length - 1] += ` ${text}`
+    else issues.push(text)
+  }
+  return clipText([...new Set(issues)].join("; "), MAX_EXPLANATION_CHARS)
+}
 
 /**
  * `{ valid: true, record }` with the input object itself, or
@@ -39,9 +65,10 @@ export const malformedReceipt = <A>(): ReceiptValidation<A> => ({ valid: false, 
 /**
  * Builds a receipt's `explain` function: `undefined` when the hand-written
  * guard accepts the record, otherwise the Schema decoder's wording of the
- * first problem, or `notPlainData` when only the guard objects (it follows
- * the reference on inherited keys and custom `toString`s, which the Schema
- * does not see).
+ * problems on one line (each with its path, at most
+ * `MAX_EXPLANATION_CHARS`), or `notPlainData` when only the guard objects (it
+ * follows the reference on inherited keys and custom `toString`s, which the
+ * Schema does not see).
  *
  * @category constructors
  * @since 0.1.0
@@ -55,6 +82,6 @@ export const makeExplainer = (
   return (record) => {
     if (guard(record)) return undefined
     const decoded = decode(record)
-    return Result.isFailure(decoded) ? decoded.failure.message : notPlainData
+    return Result.isFailure(decoded) ? oneLineIssues(decoded.failure.message) : notPlainData
   }
 }

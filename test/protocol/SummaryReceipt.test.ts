@@ -8,6 +8,7 @@ import {
   SummaryReceipt,
   validateSummaryReceipt
 } from "../../src/protocol/SummaryReceipt.js"
+import { MAX_EXPLANATION_CHARS } from "../../src/protocol/ReceiptValidation.js"
 import { summaryStatuses, validSummaryReceipt } from "./ReceiptArbitraries.js"
 import { describeReceiptDifferential } from "./ReceiptDifferential.js"
 
@@ -167,6 +168,19 @@ describe("SummaryReceipt", () => {
     it("names a broken cross-field rule", () => {
       const message = explainSummaryReceipt({ ...okV4(), implementationVersion: "hc-rarebit-summary-v6" })
       assert.include(message, "inputCoverage")
+    })
+
+    it("says each problem once, on one line, with its path", () => {
+      // The Schema reports an excess key once per union member, over two lines each.
+      assert.strictEqual(explainSummaryReceipt({ ...okV4(), extra: 1 }), "Expected no excess property at [\"extra\"]")
+      const { sessionId: _, ...record } = okV4()
+      assert.strictEqual(explainSummaryReceipt(record), "Missing key at [\"sessionId\"]")
+    })
+
+    it("stays within MAX_EXPLANATION_CHARS whatever keys the record has", () => {
+      const message = explainSummaryReceipt({ ...okV4(), ["k".repeat(100_000)]: 1 })!
+      assert.isAtMost(message.length, MAX_EXPLANATION_CHARS)
+      assert.match(message, /^Expected no excess property at \["k+…$/)
     })
 
     it("still explains records the Schema cannot see are invalid", () => {
