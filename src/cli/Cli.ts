@@ -12,6 +12,7 @@
  */
 import { Cause, Console, Effect } from "effect"
 import { CliError, CliOutput, Command } from "effect/cli"
+import { clipText } from "../protocol/internal/Text.js"
 import { type CliFailure, ExitCode, toCliFailure } from "./CliFailure.js"
 import { currentCommand } from "./Current.js"
 import { demoCommand } from "./Demo.js"
@@ -39,12 +40,23 @@ export const cli = rootCommand.pipe(
   Command.withSubcommands([currentCommand, historyCommand, jobsCommand, verifyCommand, unlockCommand, demoCommand])
 )
 
+/**
+ * The most characters of an error message the CLI prints: messages may quote
+ * paths and keys from the store, which a damaged file can make huge.
+ *
+ * @category constants
+ * @since 0.1.0
+ */
+export const MAX_MESSAGE_CHARS = 500
+
 const oneLine = (text: string) =>
-  text
+  clipText(text, 4 * MAX_MESSAGE_CHARS)
     .replace(/\s*Did you mean this\?\s*([\s\S]*)$/, (_, suggestions: string) =>
       ` (did you mean ${suggestions.trim().split(/\s+/).join(", ")}?)`)
     .replace(/\s*\n\s*/g, " ")
     .trim()
+
+const oneBoundedLine = (text: string) => clipText(oneLine(text), MAX_MESSAGE_CHARS)
 
 // The parser's own presentation prints the whole help page before the
 // error; a user who mistyped a flag needs the error and where help is.
@@ -66,7 +78,10 @@ const report = (error: unknown): Effect.Effect<number> => {
   const failure: CliFailure = toCliFailure(error)
   const lines = failure.reported
     ? []
-    : [`rarebit-store: ${oneLine(failure.message)}`, ...(failure.hint === null ? [] : [`hint: ${failure.hint}`])]
+    : [
+      `rarebit-store: ${oneBoundedLine(failure.message)}`,
+      ...(failure.hint === null ? [] : [`hint: ${oneBoundedLine(failure.hint)}`])
+    ]
   return Effect.as(lines.length > 0 ? Console.error(lines.join("\n")) : Effect.void, failure.exitCode)
 }
 

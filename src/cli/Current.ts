@@ -14,7 +14,7 @@ import { RarebitStore } from "../store/RarebitStore.js"
 import type { CurrentRead } from "../store/RarebitStore.js"
 import { toCliFailure } from "./CliFailure.js"
 import { globals, resolveSession, sessionFlag, storeLayer } from "./GlobalOptions.js"
-import { printJson, printLines, short, snippet, type Style, style } from "./Output.js"
+import { displayText, printJson, printLines, short, snippet, type Style, style } from "./Output.js"
 
 const field = (s: Style, label: string, value: string) => `${s.dim(label.padEnd(11))} ${value}`
 
@@ -62,7 +62,7 @@ export const formatCurrent = (s: Style, sessionFile: string, current: CurrentRea
       lines.push(field(s, "Summary", `"${snippet(receipt.summary, 100)}"`))
       // An array status (a quirk the validator accepts) is not shown.
       if (typeof receipt.sessionStatus === "string") {
-        lines.push(field(s, "Assessment", `${receipt.sessionStatus} (${receipt.statusReason})`))
+        lines.push(field(s, "Assessment", `${displayText(receipt.sessionStatus)} (${displayText(receipt.statusReason)})`))
       }
     }
   }

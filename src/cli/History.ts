@@ -17,7 +17,17 @@ import { RarebitStore } from "../store/RarebitStore.js"
 import type { HistoryRecord } from "../store/SidecarReader.js"
 import { toCliFailure } from "./CliFailure.js"
 import { globals, resolveSession, sessionFlag, storeLayer } from "./GlobalOptions.js"
-import { formatBytes, makeProgress, printJson, printLines, short, snippet, type Style, style } from "./Output.js"
+import {
+  formatBytes,
+  makeProgress,
+  printJson,
+  printJsonLine,
+  printLines,
+  short,
+  snippet,
+  type Style,
+  style
+} from "./Output.js"
 
 /**
  * One receipt as a table row.
@@ -104,7 +114,7 @@ export const historyCommand = Command.make(
           Effect.gen(function*() {
             count++
             yield* progress.clear
-            yield* Console.log(options.json ? JSON.stringify(entry) : formatHistoryRecord(s, entry))
+            yield* (options.json ? printJsonLine(entry) : Console.log(formatHistoryRecord(s, entry)))
             if (size !== undefined) yield* progress.update(entry.offset, size, `${formatBytes(entry.offset)} read`)
           })
         )

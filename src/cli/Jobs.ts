@@ -63,8 +63,8 @@ export const formatClaim = (s: Style, root: string, claim: ClaimReport, now: num
         return `lease ran out ${Number.isFinite(ago) ? `${formatDuration(ago)} ago` : ""} (claimed ${claim.claimedAt})`
       }
       case "settled": {
-        const ref = claim.receiptRef as { receiptOffset?: unknown; receiptLength?: unknown } | null
-        const where = `@ ${ref?.receiptOffset}+${ref?.receiptLength}`
+        const ref = claim.receiptRef
+        const where = ref === null ? "malformed receiptRef" : `@ ${ref.receiptOffset}+${ref.receiptLength}`
         return claim.pointer === "verified"
           ? `receipt verified in ${relativeTo(root, claim.sidecar ?? "")} ${where}`
           : claim.pointer === "orphan"

@@ -10,6 +10,7 @@
  */
 import { Console, Effect } from "effect"
 import { TerminalCapabilities } from "effect/cli"
+import { jsonText } from "./JsonText.js"
 
 /**
  * Text styles; the identity when colors are off.
@@ -57,10 +58,23 @@ export const style: Effect.Effect<Style> = Effect.gen(function*() {
 /**
  * Prints a value as indented JSON on stdout.
  *
+ * **Details**
+ *
+ * Written by `jsonText`, so a record nested deeper than `JSON.stringify`
+ * can go still prints as valid JSON.
+ *
  * @category output
  * @since 0.1.0
  */
-export const printJson = (value: unknown): Effect.Effect<void> => Console.log(JSON.stringify(value, null, 2))
+export const printJson = (value: unknown): Effect.Effect<void> => Console.log(jsonText(value, 2) ?? "null")
+
+/**
+ * Prints a value as one line of compact JSON on stdout (NDJSON).
+ *
+ * @category output
+ * @since 0.1.0
+ */
+export const printJsonLine = (value: unknown): Effect.Effect<void> => Console.log(jsonText(value) ?? "null")
 
 /**
  * Prints lines on stdout.
@@ -156,6 +170,24 @@ export const formatBytes = (bytes: number): string =>
  */
 export const short = (id: unknown, length: number = 12): string =>
   typeof id === "string" ? (id.length > length ? `${id.slice(0, length)}…` : id) : String(id)
+
+/**
+ * Any value from a record as short display text: strings as they are,
+ * other values by their string form, or `fallback` where that conversion
+ * throws (an array nested too deep to convert); cut to `max` characters.
+ *
+ * @category formatting
+ * @since 0.1.0
+ */
+export const displayText = (value: unknown, max: number = 80, fallback: string = "(unprintable)"): string => {
+  let text: string
+  try {
+    text = typeof value === "string" ? value : String(value)
+  } catch {
+    text = fallback
+  }
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text
+}
 
 /**
  * One line of prose, cut to `max` characters.

@@ -30,7 +30,7 @@ import {
 } from "../store/SidecarAudit.js"
 import { cliFailure, ExitCode, toCliFailure } from "./CliFailure.js"
 import { globals, resolveSession, sessionFlag } from "./GlobalOptions.js"
-import { formatDuration, printJson, printLines, type Style, style } from "./Output.js"
+import { displayText, formatDuration, printJson, printLines, type Style, style } from "./Output.js"
 
 /**
  * What `unlock` did.
@@ -96,18 +96,22 @@ const evidenceLines = (s: Style, lock: LockReport, reader: OwnerEvidence | undef
     field("Token", lock.tokenPrefix === null ? s.red("none (torn lock file)") : `${lock.tokenPrefix}…`),
     field(
       "Claimed at",
-      `${lock.claimedAt ?? "unknown"}${lock.ageMs === null ? "" : ` (${formatDuration(lock.ageMs)} ago)`}`
+      `${displayText(lock.claimedAt ?? "unknown", 40)}${
+        lock.ageMs === null ? "" : ` (${formatDuration(lock.ageMs)} ago)`
+      }`
     ),
     field(
       "Owner",
       owner === null
         ? "no owner evidence (a lock written by the reference implementation, or torn)"
         : [
-          `pid ${owner.pid} on ${owner.hostname}`,
+          `pid ${owner.pid} on ${displayText(owner.hostname, 64)}`,
           owner.bootId === undefined ? null : `boot ${owner.bootId.slice(0, 8)}…`,
-          owner.startTicks === undefined ? null : `start ticks ${owner.startTicks}`,
-          owner.pidNamespace === undefined ? "PID namespace not recorded" : `PID namespace ${owner.pidNamespace}`,
-          owner.timeNamespace === undefined ? null : `time namespace ${owner.timeNamespace}`
+          owner.startTicks === undefined ? null : `start ticks ${displayText(owner.startTicks, 24)}`,
+          owner.pidNamespace === undefined
+            ? "PID namespace not recorded"
+            : `PID namespace ${displayText(owner.pidNamespace, 40)}`,
+          owner.timeNamespace === undefined ? null : `time namespace ${displayText(owner.timeNamespace, 40)}`
         ].filter((part) => part !== null).join(", ")
     ),
     field(
@@ -200,7 +204,7 @@ export const unlockCommand = Command.make(
       )
     }
     if (lock.liveness !== "dead" && !force) {
-      const who = lock.owner === null ? "" : ` (pid ${lock.owner.pid} on ${lock.owner.hostname})`
+      const who = lock.owner === null ? "" : ` (pid ${lock.owner.pid} on ${displayText(lock.owner.hostname, 64)})`
       return yield* refuse(
         "refused",
         `refusing to remove the lock: its owner may be alive${who}: ${whyMayBeAlive(probe.current, lock)}`,

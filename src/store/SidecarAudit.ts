@@ -74,7 +74,9 @@ import { isPlatformError, type PlatformError } from "effect/PlatformError"
 import { sha256Hex } from "../protocol/CanonicalJson.js"
 import { modifiedMs } from "../protocol/internal/FileInfo.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
-import { type Head, isValidHead } from "../protocol/Head.js"
+import { type Head, isValidHead, isValidReceiptReference } from "../protocol/Head.js"
+import { memberOf, stringCoercionOf } from "../protocol/internal/JsonShape.js"
+import { clipText } from "../protocol/internal/Text.js"
 import { claimExpired, settledReceiptRef } from "../protocol/JobClaim.js"
 import { MAX_HISTORY_BYTES, MAX_RECEIPT_BYTES } from "../protocol/Limits.js"
 import { explainSummaryReceipt, validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
@@ -94,6 +96,7 @@ import {
 import type { Availability, SidecarReason } from "./SidecarReader.js"
 
 const NEWLINE = 10
+const utf8Encoder = new TextEncoder()
 
 /**
  * How old a commit lock, temp file or break file must be before the audit
@@ -155,6 +158,13 @@ export interface SidecarSummary {
   readonly current: { readonly availability: Availability; readonly reason: SidecarReason | null }
 }
 
+/** A well-formed receipt pointer, as reported. @category models @since 0.1.0 */
+export interface ReportedReceiptRef {
+  readonly receiptOffset: number
+  readonly receiptLength: number
+  readonly receiptHash: string
+}
+
 /** How a settled claim's receipt pointer checked out. @category models @since 0.1.0 */
 export type PointerStatus = "verified" | "invalid" | "orphan"
 
@@ -165,7 +175,9 @@ export type PointerStatus = "verified" | "invalid" | "orphan"
  *
  * `jobId` comes from the file name. `expired` and `expiresAt` are set for
  * active claims, `receiptRef`, `pointer` and `sidecar` (where its receipt
- * was found) for settled ones. Lease tokens are never reported.
+ * was found) for settled ones. `receiptRef` is the claim's pointer when it is
+ * well formed (offset, length, hash), else `null`; strings copied from the
+ * file are cut to `MAX_FIELD_CHARS`. Lease tokens are never reported.
  *
  * @category models
  * @since 0.1.0
@@ -178,7 +190,7 @@ export interface ClaimReport {
   readonly leaseMs: number | null
   readonly expiresAt: string | null
   readonly expired: boolean | null
-  readonly receiptRef: unknown
+  readonly receiptRef: ReportedReceiptRef | null
   readonly pointer: PointerStatus | null
   readonly sidecar: string | null
   readonly detail: string | null
@@ -205,7 +217,8 @@ export type OwnerLiveness = "dead" | "unknown" | "no_evidence"
  * locks apart. `torn` means the file is empty or unparsable (a writer that
  * crashed between creating and filling it, which only the reference can
  * leave). `ageMs` is measured from `claimedAt`, or from the file's
- * modification time when `claimedAt` is unusable.
+ * modification time when `claimedAt` is unusable. Strings copied from the
+ * file (`claimedAt`, the owner's) are cut to `MAX_FIELD_CHARS`.
  *
  * @category models
  * @since 0.1.0
@@ -312,7 +325,7 @@ const finding = (
   path,
   offset: extra.offset ?? null,
   jobId: extra.jobId ?? null,
-  detail
+  detail: clip(detail, MAX_DETAIL_CHARS)
 })
 
 const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? "" : "s"}`
@@ -324,6 +337,42 @@ const ageText = (ms: number | null): string => {
   if (seconds < 7200) return `${Math.round(seconds / 60)} min old`
   if (seconds < 172_800) return `${Math.round(seconds / 3600)} h old`
   return `${Math.round(seconds / 86_400)} days old`
+}
+
+/**
+ * The most characters a finding's `detail` holds. Details quote what a bad
+ * file contains (keys, types, states), so a file of megabytes could otherwise
+ * be echoed whole; longer text is cut and ends in `…`.
+ *
+ * @category constants
+ * @since 0.1.0
+ */
+export const MAX_DETAIL_CHARS = 300
+
+/**
+ * The most characters of a string field copied from a file into a report
+ * (`claimedAt`, owner evidence); longer values are cut and end in `…`.
+ *
+ * @category constants
+ * @since 0.1.0
+ */
+export const MAX_FIELD_CHARS = 256
+
+const clip = clipText
+
+const clipNullable = (text: string | null): string | null => (text === null ? null : clip(text, MAX_FIELD_CHARS))
+
+/**
+ * A short description of any parsed JSON value, for details: a string quoted
+ * and cut, a number or literal as written, containers by their size. Never
+ * recursive, so a value nested 100,000 levels deep is "an array of 1 item".
+ */
+const describeJson = (value: unknown): string => {
+  if (value === undefined) return "missing"
+  if (typeof value === "string") return JSON.stringify(clip(value, 40))
+  if (Array.isArray(value)) return `an array of ${plural(value.length, "item")}`
+  if (isRecord(value)) return `an object with ${plural(Object.keys(value).length, "key")}`
+  return String(value)
 }
 
 // ---------------------------------------------------------------------------
@@ -342,7 +391,7 @@ const receiptProblem = (record: unknown, text: string): string => {
   const type = typeOf(record)
   if (type === "rarebit_summary") return `summary receipt fails v4 validation: ${explainSummaryReceipt(record)}`
   if (type === "rarebit_title") return `title receipt fails v4 validation: ${explainTitleReceipt(record)}`
-  return `not a receipt or head (type ${JSON.stringify(type) ?? "missing"})`
+  return `not a receipt or head (its type is ${describeJson(type)})`
 }
 
 /** Says why a valid head's range does not verify; the caller already knows it does not. */
@@ -537,6 +586,18 @@ const scanSidecar = (
 interface ClaimRead {
   readonly report: ClaimReport
   readonly findings: ReadonlyArray<AuditFinding>
+  /** A settled claim's `receiptRef` as found, for the pointer check. */
+  readonly receiptRef?: unknown
+}
+
+/** The pointer to report: only a well-formed one, and only its three fields. */
+const reportedReceiptRef = (ref: unknown): ReportedReceiptRef | null => {
+  if (!isValidReceiptReference(ref)) return null
+  // The hash passed validation after string conversion, as the seed tests it.
+  const receiptHash = stringCoercionOf(memberOf(ref, "receiptHash"))
+  return receiptHash === undefined
+    ? null
+    : { receiptOffset: ref.receiptOffset, receiptLength: ref.receiptLength, receiptHash }
 }
 
 const emptyClaim = (path: string, jobId: string): ClaimReport => ({
@@ -588,7 +649,7 @@ const inspectClaim = (
         const report: ClaimReport = {
           ...emptyClaim(path, jobId),
           state: "active",
-          claimedAt,
+          claimedAt: clipNullable(claimedAt),
           leaseMs,
           expiresAt,
           expired
@@ -611,9 +672,13 @@ const inspectClaim = (
         if (receiptRef === undefined) {
           return invalidClaim(path, jobId, "a settled claim without a receiptRef keeps its job in flight forever")
         }
-        return { report: { ...emptyClaim(path, jobId), state: "settled", receiptRef }, findings: [] }
+        return {
+          report: { ...emptyClaim(path, jobId), state: "settled", receiptRef: reportedReceiptRef(receiptRef) },
+          findings: [],
+          receiptRef
+        }
       }
-      return invalidClaim(path, jobId, `unknown state ${JSON.stringify(claim.state) ?? "(missing)"}`)
+      return invalidClaim(path, jobId, `its state is ${describeJson(claim.state)}, not "active" or "settled"`)
     }),
     Effect.catch((error) =>
       Effect.succeed<ClaimRead>({
@@ -633,14 +698,31 @@ const modifiedAt = (fs: FileSystem, path: string) =>
     Effect.catch(() => Effect.succeed(undefined))
   )
 
+// The longest file name most file systems accept, in bytes.
+const NAME_MAX = 255
+
 /**
  * The break-file name a lock is broken under: the token, or for a torn lock
- * (no token) a digest of its exact content.
+ * (no hex token) a digest of its exact content.
+ *
+ * A token too long to fit in a break file's name also gets a digest: the
+ * store's own breaker, which names the file after the raw token, cannot
+ * create that file, so no other party can be using the raw name.
  */
-const breakKey = (content: unknown, raw: string): string =>
-  isRecord(content) && typeof content.token === "string" && /^[0-9a-f]+$/.test(content.token)
-    ? content.token
-    : `torn-${sha256Hex(raw).slice(0, 32)}`
+const breakKey = (lockPath: string, content: unknown, raw: string): string => {
+  const token = isRecord(content) ? content.token : undefined
+  if (typeof token !== "string" || !/^[0-9a-f]+$/.test(token)) return `torn-${sha256Hex(raw).slice(0, 32)}`
+  const name = breakFilePath(lockPath.slice(lockPath.lastIndexOf("/") + 1), token)
+  return utf8Encoder.encode(name).length <= NAME_MAX ? token : `long-${sha256Hex(token).slice(0, 32)}`
+}
+
+/** Owner evidence with its strings cut to `MAX_FIELD_CHARS`, for reports. */
+const reportedOwner = (owner: OwnerEvidence): OwnerEvidence => ({
+  pid: owner.pid,
+  hostname: clip(owner.hostname, MAX_FIELD_CHARS),
+  ...(owner.bootId === undefined ? {} : { bootId: clip(owner.bootId, MAX_FIELD_CHARS) }),
+  ...(owner.startTicks === undefined ? {} : { startTicks: clip(owner.startTicks, MAX_FIELD_CHARS) })
+})
 
 const readLockRaw = (fs: FileSystem, lockPath: string) =>
   fs.readFile(lockPath).pipe(
@@ -704,14 +786,14 @@ export const inspectCommitLock = Effect.fn("SidecarAudit.inspectCommitLock")(fun
   const lock: LockReport = {
     path: lockPath,
     tokenPrefix: token === null ? null : token.slice(0, 12),
-    claimedAt,
+    claimedAt: clipNullable(claimedAt),
     ageMs,
-    owner,
+    owner: owner === null ? null : reportedOwner(owner),
     liveness,
     torn,
     breakFiles
   }
-  return { lock, key: breakKey(content, read.value.raw) } satisfies InspectedLock
+  return { lock, key: breakKey(lockPath, content, read.value.raw) } satisfies InspectedLock
 })
 
 /**
@@ -799,7 +881,7 @@ export const removeCommitLock = Effect.fn("SidecarAudit.removeCommitLock")(funct
   const first = yield* readLockRaw(fs, lockPath).pipe(Effect.mapError(io))
   if (Option.isNone(first)) return { _tag: "Absent" } as LockRemoval
   const matches = (read: { readonly raw: string; readonly content: unknown }) =>
-    keyMatches(breakKey(read.content, read.raw), expectedKey)
+    keyMatches(breakKey(lockPath, read.content, read.raw), expectedKey)
   const tokenPrefixOf = (read: { readonly raw: string; readonly content: unknown }) =>
     isRecord(read.content) && typeof read.content.token === "string" ? read.content.token.slice(0, 12) : null
   if (!matches(first.value)) return { _tag: "Changed", tokenPrefix: tokenPrefixOf(first.value) } as LockRemoval
@@ -811,7 +893,7 @@ export const removeCommitLock = Effect.fn("SidecarAudit.removeCommitLock")(funct
     const probe = yield* LockOwner
     if (!(yield* probe.isProvablyDead(owner))) return { _tag: "OwnerMayBeAlive", liveness: "unknown" } as LockRemoval
   }
-  const key = breakKey(first.value.content, first.value.raw)
+  const key = breakKey(lockPath, first.value.content, first.value.raw)
   const breakPath = breakFilePath(lockPath, key)
   const claimBreak = createBreakFile(fs, lockPath, key).pipe(Effect.mapError(io))
   let created = yield* claimBreak
@@ -832,7 +914,7 @@ export const removeCommitLock = Effect.fn("SidecarAudit.removeCommitLock")(funct
   return yield* Effect.gen(function*() {
     const again = yield* readLockRaw(fs, lockPath).pipe(Effect.mapError(io))
     if (Option.isNone(again)) return { _tag: "Absent" } as LockRemoval
-    if (breakKey(again.value.content, again.value.raw) !== key) {
+    if (breakKey(lockPath, again.value.content, again.value.raw) !== key) {
       return { _tag: "Changed", tokenPrefix: tokenPrefixOf(again.value) } as LockRemoval
     }
     yield* fs.remove(lockPath).pipe(Effect.catchIf(isNotFound, () => Effect.void), Effect.mapError(io))
@@ -1054,7 +1136,7 @@ export const auditStore = Effect.fn("SidecarAudit.auditStore")(function*(options
     }
     let verifiedIn: string | undefined
     for (const sidecar of candidates) {
-      const record = yield* readReceiptReference(fs, sidecar, report.receiptRef, false).pipe(
+      const record = yield* readReceiptReference(fs, sidecar, read.receiptRef, false).pipe(
         Effect.catch(() => Effect.succeed(undefined))
       )
       if (record !== undefined && record.jobId === report.jobId) {

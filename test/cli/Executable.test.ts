@@ -5,8 +5,8 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { spawn } from "node:child_process"
-import { appendFile, rm, stat } from "node:fs/promises"
-import { join } from "node:path"
+import { appendFile, mkdir, rm, stat, writeFile } from "node:fs/promises"
+import { dirname, join } from "node:path"
 import { entry, makeRoots, type Roots, Store, summaryReceipt, titleReceipt, writeSession } from "../support/Reference.js"
 import {
   CLI,
@@ -74,6 +74,25 @@ describe("node dist/cli/main.js", () => {
     assert.strictEqual(damaged.code, 1)
     const report = JSON.parse(damaged.stdout)
     assert.deepStrictEqual(report.findings.map((item: any) => [item.kind, item.path]), [["torn_tail", sidecar]])
+  })
+
+  it("reports a claim nested 100,000 levels deep as damage in valid JSON, not a stack overflow (exit 1, not 4)", async () => {
+    const deep = await makeRoots("rarebit-cli-exe-deep-")
+    try {
+      const claimPath = join(deep.rarebitRoot, "jobs-v4", `${"d".repeat(64)}.json`)
+      await mkdir(dirname(claimPath), { recursive: true })
+      await writeFile(claimPath, `{"jobId":"${"d".repeat(64)}","state":${"[".repeat(100_000)}${"]".repeat(100_000)}}\n`)
+      const verify = await runCli(["verify", "--json", ...rootFlags(deep)])
+      assert.strictEqual(verify.code, 1, verify.stderr)
+      assert.notMatch(verify.stderr, /Maximum call stack|\n\s+at /)
+      const report = JSON.parse(verify.stdout)
+      assert.deepStrictEqual(report.findings.map((item: any) => [item.kind, item.path]), [["claim_invalid", claimPath]])
+      const jobs = await runCli(["jobs", ...rootFlags(deep)])
+      assert.strictEqual(jobs.code, 0, jobs.stderr)
+      assert.match(jobs.stdout, /invalid +d{16}… its state is an array of 1 item/)
+    } finally {
+      await deep.cleanup()
+    }
   })
 
   it("unlock refuses a live owner's lock with exit 5 and leaves it in place", async () => {

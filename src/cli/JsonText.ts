@@ -1,0 +1,101 @@
+/**
+ * JSON text for the CLI's `--json` output, written without recursion.
+ *
+ * `JSON.stringify` recurses and throws `RangeError` on a value nested a few
+ * thousand levels deep, which data read from disk may be (a valid receipt's
+ * `sessionStatus` may be an array nested that deep). This writer gives the
+ * same text as `JSON.stringify(value, null, indent)` for JSON data and for the
+ * plain objects the CLI prints (`undefined` members dropped, `undefined` in
+ * arrays written `null`, non-finite numbers written `null`, `toJSON`
+ * honoured), at any depth; only containers nested more than 64 levels deep
+ * are written compact inside indented output, so its size stays linear.
+ *
+ * @since 0.1.0
+ */
+
+const INDENT_DEPTH = 64
+
+type Frame = {
+  readonly container: object
+  readonly array: boolean
+  readonly keys: ReadonlyArray<string> | null
+  index: number
+  wrote: boolean
+  readonly depth: number
+}
+
+const leafText = (value: unknown): string | undefined => {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+    case "number":
+      return JSON.stringify(value)
+    case "bigint":
+      // Let JSON.stringify throw its own TypeError.
+      return JSON.stringify(value)
+    default:
+      return value === null ? "null" : undefined
+  }
+}
+
+const resolved = (key: string, value: unknown): unknown =>
+  typeof value === "object" && value !== null && typeof (value as { toJSON?: unknown }).toJSON === "function"
+    ? (value as { toJSON: (key: string) => unknown }).toJSON.call(value, key)
+    : value
+
+/**
+ * `JSON.stringify(value, null, indent)` without recursion.
+ *
+ * **Gotchas**
+ *
+ * A cycle throws a `TypeError`, as `JSON.stringify` does. Replacer functions
+ * are not supported. Top-level `undefined` gives `undefined`.
+ *
+ * @category encoding
+ * @since 0.1.0
+ */
+export const jsonText = (value: unknown, indent: number = 0): string | undefined => {
+  const gap = " ".repeat(Math.max(0, Math.min(10, indent)))
+  const top = resolved("", value)
+  if (typeof top !== "object" || top === null) return leafText(top)
+  const out: Array<string> = []
+  const open = new Set<object>()
+  const stack: Array<Frame> = []
+  // Indenting every level would make the text quadratic in the depth, so
+  // containers nested deeper than INDENT_DEPTH are written compact.
+  const pretty = (frame: Frame) => gap !== "" && frame.depth < INDENT_DEPTH
+  const newline = (depth: number) => `\n${gap.repeat(depth)}`
+  const enter = (container: object, depth: number) => {
+    if (open.has(container)) throw new TypeError("Converting circular structure to JSON")
+    open.add(container)
+    const array = Array.isArray(container)
+    out.push(array ? "[" : "{")
+    stack.push({ container, array, keys: array ? null : Object.keys(container), index: 0, wrote: false, depth })
+  }
+  enter(top, 0)
+  while (stack.length > 0) {
+    const frame = stack[stack.length - 1]
+    const length = frame.array ? (frame.container as Array<unknown>).length : frame.keys!.length
+    if (frame.index >= length) {
+      stack.pop()
+      open.delete(frame.container)
+      const close = frame.array ? "]" : "}"
+      // Nothing was written since the opening bracket: `[]`, `{}` on one line.
+      if (frame.wrote) out.push(pretty(frame) ? `${newline(frame.depth)}${close}` : close)
+      else out[out.length - 1] += close
+      continue
+    }
+    const index = frame.index++
+    const key = frame.array ? String(index) : frame.keys![index]
+    const member = resolved(key, (frame.container as Record<string, unknown>)[key])
+    const isContainer = typeof member === "object" && member !== null
+    const text = isContainer ? undefined : leafText(member)
+    if (!isContainer && text === undefined && !frame.array) continue
+    out.push(`${frame.wrote ? "," : ""}${pretty(frame) ? newline(frame.depth + 1) : ""}`)
+    frame.wrote = true
+    if (!frame.array) out.push(`${JSON.stringify(key)}:${pretty(frame) ? " " : ""}`)
+    if (isContainer) enter(member, frame.depth + 1)
+    else out.push(text ?? "null")
+  }
+  return out.join("")
+}
