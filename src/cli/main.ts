@@ -3,21 +3,32 @@
  * The `rarebit-store` executable: runs the CLI on the process arguments over
  * Node's services and exits with the code it reports.
  *
+ * Ctrl-C (SIGINT) or SIGTERM interrupts the run: finalizers still run (the
+ * progress line is cleared, the demo's temporary directory removed), then
+ * one line `rarebit-store: interrupted (SIGINT)` goes to stderr and the
+ * process exits 130 (SIGINT) or 143 (SIGTERM), the shell's 128 + signal
+ * number. A second signal while finalizers run exits at once. Long scans stay
+ * interruptible because every file-system call yields to the event loop
+ * (Node's file system runs each call on libuv's pool).
+ *
  * When stdout is a pipe that closes early (`rarebit-store history --all |
- * head`), the run is interrupted like on Ctrl-C, so finalizers (the demo's
- * temporary directory) still run, and the process exits 141 (128 + SIGPIPE)
- * without an error trace.
+ * head`), the run is interrupted the same way and the process exits 141
+ * (128 + SIGPIPE) without a message.
  *
  * @since 0.1.0
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
-import { Effect, Runtime } from "effect"
+import { Cause, Effect, Exit, Runtime } from "effect"
 import { runCli } from "./Cli.js"
 
 const BROKEN_PIPE_EXIT = 141
+const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const
+type Signal = keyof typeof SIGNAL_EXIT
 
 let brokenPipe = false
+let received: Signal | undefined
+
 const onStreamError = (error: NodeJS.ErrnoException) => {
   if (error.code !== "EPIPE") throw error
   if (brokenPipe) return
@@ -27,6 +38,16 @@ const onStreamError = (error: NodeJS.ErrnoException) => {
 }
 process.stdout.on("error", onStreamError)
 process.stderr.on("error", onStreamError)
+
+// Registered before the runtime's own listeners (which interrupt the main
+// fiber), to remember which signal it was, and to stop waiting on a second.
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => {
+    if (brokenPipe) return
+    if (received !== undefined) process.exit(SIGNAL_EXIT[received])
+    received = signal
+  })
+}
 
 const program = runCli(process.argv.slice(2)).pipe(
   Effect.flatMap((code) =>
@@ -40,5 +61,12 @@ const program = runCli(process.argv.slice(2)).pipe(
 
 NodeRuntime.runMain(program, {
   disableErrorReporting: true,
-  teardown: (exit, onExit) => (brokenPipe ? onExit(BROKEN_PIPE_EXIT) : Runtime.defaultTeardown(exit, onExit))
+  teardown: (exit, onExit) => {
+    if (brokenPipe) return onExit(BROKEN_PIPE_EXIT)
+    if (received !== undefined && Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) {
+      process.stderr.write(`rarebit-store: interrupted (${received})\n`)
+      return onExit(SIGNAL_EXIT[received])
+    }
+    return Runtime.defaultTeardown(exit, onExit)
+  }
 })
