@@ -55,12 +55,18 @@ const failure = (method: string, pathOrDescriptor: string | number, error: unkno
       cause: error
     })
   }
+  // Node's own TypeError (a NUL byte in a path: ERR_INVALID_ARG_VALUE) is
+  // kept, so the plain API can throw exactly what Node threw.
   return PlatformError.badArgument({
     module: "FileSystem",
     method,
-    description: typeof nodeError?.message === "string" ? nodeError.message : String(error)
+    description: typeof nodeError?.message === "string" ? nodeError.message : String(error),
+    cause: error
   })
 }
+
+/** An error with an errno code (ENOENT, ...), as opposed to an argument Node refused before any syscall. */
+const isErrnoError = (error: unknown): boolean => typeof (error as NodeError | null)?.syscall === "string"
 
 const direct = <A>(method: string, pathOrDescriptor: string | number, call: () => A) =>
   Effect.suspend(() => {
@@ -310,7 +316,9 @@ const make = (pool: FileSystem.FileSystem): FileSystem.FileSystem =>
           // Node's synchronous and asynchronous recursive mkdir report some
           // failures differently (a dangling symlink on the way: ENOENT
           // against ENOTDIR); the pool's call gives the asynchronous answer.
-          return options?.recursive ? Effect.asVoid(pool.makeDirectory(path, options)) : Effect.fail(failure("makeDirectory", path, error))
+          return options?.recursive && isErrnoError(error)
+            ? Effect.asVoid(pool.makeDirectory(path, options))
+            : Effect.fail(failure("makeDirectory", path, error))
         }
       }),
     rename: (oldPath, newPath) => direct("rename", oldPath, () => NFS.renameSync(oldPath, newPath)),
@@ -328,8 +336,8 @@ const make = (pool: FileSystem.FileSystem): FileSystem.FileSystem =>
         try {
           NFS.unlinkSync(path)
           return Effect.void
-        } catch {
-          return pool.remove(path, options)
+        } catch (error) {
+          return isErrnoError(error) ? pool.remove(path, options) : Effect.fail(failure("remove", path, error))
         }
       })
     },

@@ -18,6 +18,7 @@
  */
 import * as NodeCrypto from "@effect/platform-node/NodeCrypto"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
 import { type FileSystem, Layer, Path } from "effect"
 import { RarebitStore } from "../store/RarebitStore.js"
 import type { StoreConfig } from "../store/StoreConfig.js"
@@ -27,10 +28,17 @@ import * as ProcessOwner from "./ProcessOwner.js"
 /**
  * Node's file system (direct short calls) and path.
  *
+ * **Details**
+ *
+ * `Path` is Node's own `node:path`, not Effect's portable one: given a root
+ * that is not a string, it throws the same `TypeError`
+ * (`ERR_INVALID_ARG_TYPE`) at the same step as the reference, which calls
+ * `node:path` itself.
+ *
  * @category layers
  * @since 0.1.0
  */
-export const fileLayer = Layer.mergeAll(DirectFileSystem.layer, Path.layer)
+export const fileLayer = Layer.mergeAll(DirectFileSystem.layer, NodePath.layer)
 
 /**
  * Node's file system with every call on libuv's thread pool, and path.
@@ -38,7 +46,7 @@ export const fileLayer = Layer.mergeAll(DirectFileSystem.layer, Path.layer)
  * @category layers
  * @since 0.1.0
  */
-export const threadpoolFileLayer = Layer.mergeAll(NodeFileSystem.layer, Path.layer)
+export const threadpoolFileLayer = Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)
 
 /**
  * `SecureRandom` from `node:crypto` for lease and lock tokens, and the

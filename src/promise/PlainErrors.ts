@@ -3,8 +3,11 @@
  *
  * Plain callers catch by class (`TypeError`, `RangeError`, `Error`) and
  * match message phrases; file-system failures surface as the original Node
- * error (with its `code`), as they do from the reference; a caller's hook
- * failure surfaces as whatever the hook threw.
+ * error (with its `code`), as they do from the reference, including Node's
+ * `TypeError` for a path it refuses outright (a NUL byte:
+ * `ERR_INVALID_ARG_VALUE`); a caller's hook failure surfaces as whatever the
+ * hook threw. Nothing of Effect's (`PlatformError`, `SchemaError`) and no
+ * tagged error of ours reaches a plain caller.
  *
  * @since 0.1.0
  */
@@ -40,6 +43,33 @@ const nodeErrorOf = (cause: unknown): unknown => {
   return cause
 }
 
+interface NodeSystemError extends Error {
+  readonly code?: unknown
+  readonly errno?: unknown
+  readonly syscall?: unknown
+  readonly path?: unknown
+}
+
+// A commit lock is written to a private temp file next to it and then linked
+// into place; the reference opens the lock file itself. A failure to open
+// that temp file (EACCES, ENOENT, ENOTDIR, ...) is the failure the reference
+// meets opening the lock, so it is reported on the lock.
+const TEMP_WRITES: ReadonlySet<string> = new Set(["acquire commit lock"])
+const TEMP_FILE = /\.[0-9a-f]+\.tmp$/
+
+const onTargetInsteadOfTemp = (target: string, error: unknown): unknown => {
+  const system = error as NodeSystemError
+  if (!(error instanceof Error) || system.syscall !== "open" || typeof system.path !== "string") return error
+  if (!TEMP_FILE.test(system.path) || !system.message.includes(`'${system.path}'`)) return error
+  const moved: NodeSystemError = Object.assign(new Error(system.message.replace(`'${system.path}'`, `'${target}'`)), {
+    errno: system.errno,
+    code: system.code,
+    syscall: system.syscall,
+    path: target
+  })
+  return moved
+}
+
 /**
  * Converts a failure of the Effect API into what the reference would throw.
  *
@@ -49,7 +79,15 @@ const nodeErrorOf = (cause: unknown): unknown => {
 export const toPlainError = (error: unknown): unknown => {
   if (typeof error !== "object" || error === null) return error
   const tag = (error as { readonly _tag?: unknown })._tag
-  if (tag === "StoreIo") return nodeErrorOf((error as { readonly cause: unknown }).cause)
+  if (tag === "StoreIo") {
+    const cause = (error as { readonly cause: unknown }).cause
+    // A failure of ours as the cause (a sidecar page that cannot be read)
+    // is converted like any other of our failures.
+    const ours = !isPlatformError(cause) && typeof cause === "object" && cause !== null && plainClassOf(cause) !== undefined
+    if (ours) return toPlainError(cause)
+    const { operation, path } = error as { readonly operation: string; readonly path: string }
+    return TEMP_WRITES.has(operation) ? onTargetInsteadOfTemp(path, nodeErrorOf(cause)) : nodeErrorOf(cause)
+  }
   if (tag === "SettleHookFailed") return (error as { readonly cause: unknown }).cause
   if (tag === "ProjectionInputInvalid") return new TypeError((error as Error).message)
   if (tag === "PlatformError") return nodeErrorOf(error)

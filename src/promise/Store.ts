@@ -343,8 +343,10 @@ const acquiredFrom = (reservation: RarebitAcquiredReservation): Acquired => ({
   leaseToken: reservation.leaseToken,
   materializationPath: reservation.materializationPath,
   sessionFile: reservation.sessionFile,
-  rarebitRoot: reservation.rarebitRoot,
-  sessionRoot: reservation.sessionRoot,
+  // The reference reads the Session and sidecar with the reservation's roots
+  // through its own option defaults, which apply to `undefined` only.
+  rarebitRoot: reservation.rarebitRoot === undefined ? DEFAULT_RAREBIT_ROOT : reservation.rarebitRoot,
+  sessionRoot: reservation.sessionRoot === undefined ? DEFAULT_RAREBIT_SESSION_ROOT : reservation.sessionRoot,
   allowExternalSession: reservation.allowExternalSession ?? false,
   native: reservation.native ?? null
 })

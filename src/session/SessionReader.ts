@@ -206,7 +206,9 @@ export const resolveSessionFile = Effect.fn("SessionReader.resolveSessionFile")(
     return yield* new SessionInvalid({
       kind: "invalid_reference",
       message: "--session requires an exact Pi Session path or ID",
-      source: String(reference)
+      // Not String(reference): a value whose string conversion throws is
+      // still just an invalid reference.
+      source: typeof reference === "string" ? reference : typeof reference
     })
   }
   const fs = yield* FileSystem.FileSystem

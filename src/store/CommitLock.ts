@@ -141,6 +141,23 @@ export const releaseFileLock = (fs: FileSystem, lockPath: string, token: string)
     if (tokenOf(current) === token) yield* removeIgnoringMissing(fs, lockPath)
   }).pipe(Effect.mapError(storeIo("release commit lock", lockPath)))
 
+/**
+ * The private temp file a lock is written to before it is linked into
+ * place: `<lock>.<token>.tmp`, or `.commit-lock.<token>.tmp` in the same
+ * directory when that name would be longer than a file name can be (a
+ * Session file name of 191 to 243 bytes), so that every lock name the
+ * reference can create, this store can create too.
+ *
+ * @internal
+ */
+export const lockTempPath = (lockPath: string, token: string): string => {
+  const slash = lockPath.lastIndexOf("/")
+  const named = `${lockPath}.${token}.tmp`
+  return encoder.encode(named.slice(slash + 1)).length <= 255
+    ? named
+    : `${lockPath.slice(0, slash + 1)}.commit-lock.${token}.tmp`
+}
+
 /** Where the break of the lock holding `deadToken` is claimed. @internal */
 export const breakFilePath = (lockPath: string, deadToken: string): string => `${lockPath}.break-${deadToken}`
 
@@ -209,7 +226,7 @@ const acquireFileLock = (
       const token = yield* randomToken(24)
       const claimedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
       const content = lockLine(token, claimedAt, probe.current)
-      const tempPath = `${lockPath}.${token}.tmp`
+      const tempPath = lockTempPath(lockPath, token)
       yield* writeDurableTemp(fs, tempPath, content)
       tokensHeldHere.add(token)
       let linked = false

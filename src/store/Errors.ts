@@ -209,9 +209,28 @@ export class StoreIo extends Schema.TaggedError<StoreIo>()("StoreIo", {
   }
 }
 
-/** Wraps a platform error with the operation and path it came from. @category constructors @since 0.1.0 */
+/**
+ * Wraps a platform error with the operation and path it came from.
+ *
+ * **Details**
+ *
+ * A path that is not a string (a hand-made reservation from a plain caller)
+ * is recorded by its string form; the file system's own error, in `cause`,
+ * says what was wrong with it.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
 export const storeIo = (operation: string, path: string) => (cause: PlatformError): StoreIo =>
-  new StoreIo({ operation, path, cause })
+  new StoreIo({ operation, path: typeof path === "string" ? path : describeNonString(path), cause })
+
+const describeNonString = (value: unknown): string => {
+  try {
+    return String(value)
+  } catch {
+    return Object.prototype.toString.call(value)
+  }
+}
 
 /** Every failure a store operation can report. @category errors @since 0.1.0 */
 export type StoreError =

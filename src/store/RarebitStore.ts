@@ -240,6 +240,11 @@ const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "obj
 
 const isNotFound = (error: PlatformError) => error.reason._tag === "NotFound"
 
+// The longest file name most file systems accept, in bytes.
+const NAME_MAX = 255
+const utf8Encoder = new TextEncoder()
+const utf8Length = (text: string) => utf8Encoder.encode(text).length
+
 /** Whether `jobId` is a job id `reserve` accepts: 64 lowercase hex digits. @internal */
 export const jobIdValid = (jobId: unknown): jobId is string => typeof jobId === "string" && SHA256_HEX_PATTERN.test(jobId)
 
@@ -317,10 +322,27 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
       )
     )
 
+  // The lock is created through a temp file and a link, so a lock path the
+  // file system refuses outright (a NUL byte, a name longer than NAME_MAX)
+  // would fail naming the temp file or the link. The reference opens the lock
+  // path itself; opening it first, only for such names, fails exactly as the
+  // reference's open does.
+  const lockPathAccepted = (lockPath: string) =>
+    lockPath.includes("\0") || utf8Length(path.basename(lockPath)) > NAME_MAX
+      ? Effect.scoped(fs.open(lockPath, { flag: "r" })).pipe(
+        Effect.catchIf(isNotFound, () => Effect.void),
+        Effect.asVoid,
+        Effect.mapError(storeIo("acquire commit lock", lockPath))
+      )
+      : Effect.void
+
   const withLock = <A, E, R>(sidecar: string, body: Effect.Effect<A, E, R>) =>
     Effect.scoped(
       Effect.andThen(
-        acquireCommitLock(fs, lockQueues, commitLockPath(sidecar), config.lockRetry, config.breakDeadLocks),
+        Effect.andThen(
+          lockPathAccepted(commitLockPath(sidecar)),
+          acquireCommitLock(fs, lockQueues, commitLockPath(sidecar), config.lockRetry, config.breakDeadLocks)
+        ),
         body
       )
     )
@@ -429,6 +451,14 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
       Effect.mapError(storeIo("stat sidecar", sidecar))
     )
 
+  // The offset a new claim records is only a hint for recovery (see
+  // `recoverSettlement`), never a reason to refuse: the reference does not
+  // look at the sidecar when it reserves, so a sidecar path that cannot even
+  // be stat'ed (too long, a NUL byte) still gets a claim, one without
+  // `sidecarOffset`, and settle then fails on that path as the reference's does.
+  const claimedSidecarOffset = (sidecar: string): Effect.Effect<number | undefined> =>
+    Effect.catch(sidecarSize(sidecar), () => Effect.succeed(undefined))
+
   const reserve = (options: ReserveOptions) => reserveWith(options, () => Effect.void)
 
   /**
@@ -466,7 +496,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
       native: options.native ?? null
     }
     const inFlight: InFlight = { _tag: "InFlight", ...reservationLocation }
-    const activeClaim = (sidecarOffset: number) =>
+    const activeClaim = (sidecarOffset: number | undefined) =>
       makeActiveClaim(jobId, acquired.leaseToken, now, leaseMs, sidecarOffset)
     const io = storeIo("write job claim", claimPath)
 
@@ -477,7 +507,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     // create fail, and is read below.
     let first = yield* readClaim(fs, claimPath).pipe(Effect.mapError(io))
     if (first._tag === "Absent") {
-      const created = yield* sidecarSize(sidecar).pipe(
+      const created = yield* claimedSidecarOffset(sidecar).pipe(
         Effect.flatMap((offset) =>
           createClaimExclusive(fs, claimPath, activeClaim(offset)).pipe(
             Effect.mapError(io),
@@ -504,7 +534,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
         if (!expired(again, now, leaseMs)) return inFlight
         const recovered = yield* recoverSettlement(again, reservationLocation, claimPath)
         if (recovered !== undefined) return recovered
-        const offset = yield* sidecarSize(sidecar)
+        const offset = yield* claimedSidecarOffset(sidecar)
         yield* replaceClaim(fs, path, claimPath, activeClaim(offset)).pipe(
           Effect.mapError(io),
           Effect.andThen(onAcquired(acquired)),
@@ -553,6 +583,12 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
       while (offset !== null && offset < size) {
         const page: HistoryPage = yield* readSidecarHistoryPage(fs, sidecar, offset, MAX_HISTORY_RECORDS)
         if (page.availability === "unreadable") {
+          // The page says only that it could not read; reading the file
+          // again says why (EACCES, EISDIR, ...), with the system's own error.
+          const position = BigInt(offset)
+          yield* Effect.scoped(
+            Effect.flatMap(fs.open(sidecar, { flag: "r" }), (file) => file.readAlloc(1, { position }))
+          ).pipe(Effect.mapError(storeIo("scan sidecar for a job's receipt", sidecar)))
           return yield* new StoreIo({
             operation: "scan sidecar for a job's receipt",
             path: sidecar,
@@ -713,7 +749,9 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     const sidecar = reservation.materializationPath
     yield* makePrivateDirectory(path.dirname(sidecar))
     const { line, settled } = yield* validateForSettle(reservation, receipt)
-    const fenced = new LeaseFenced({ jobId: reservation.jobId, claimPath: reservation.claimPath })
+    // Made only when needed: a hand-made reservation may carry a claim path
+    // that is not a string, which the claim read reports first.
+    const fenced = () => new LeaseFenced({ jobId: reservation.jobId, claimPath: reservation.claimPath })
 
     // Set just before the append: from then on the receipt may be in the
     // sidecar, and a failure must not give the job back unless it is not.
@@ -721,7 +759,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
 
     const locked = Effect.gen(function*() {
       const claim = yield* ownedClaim(reservation)
-      if (claim === undefined) return yield* fenced
+      if (claim === undefined) return yield* fenced()
       const hook = options.hooks?.afterLeaseValidated
       if (hook !== undefined) yield* Effect.mapError(hook, (cause) => new SettleHookFailed({ cause }))
       return yield* commit(claim)
@@ -761,7 +799,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
         return Effect.succeed(bytes)
       })
       const receiptRef = { receiptOffset, receiptLength: line.length, receiptHash: sha256Hex(line) }
-      if (!(yield* owns(reservation))) return yield* fenced
+      if (!(yield* owns(reservation))) return yield* fenced()
       yield* replaceClaim(
         fs,
         path,

@@ -491,6 +491,10 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
     dest?: string
   ): Effect.Effect<A, PlatformError.PlatformError> =>
     Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      // Node refuses such a path before any system call, as a bad argument.
+      if ((typeof target === "string" && target.includes("\0")) || dest?.includes("\0")) {
+        return badArgument(method, "The argument 'path' must be a string, Uint8Array, or URL without null bytes")
+      }
       try {
         return Effect.succeed(body(now))
       } catch (error) {
