@@ -90,6 +90,14 @@ export const toPlainError = (error: unknown): unknown => {
   }
   if (tag === "SettleHookFailed") return (error as { readonly cause: unknown }).cause
   if (tag === "ProjectionInputInvalid") return new TypeError((error as Error).message)
+  if (tag === "ReceiptInvalid") {
+    // The reference's own wording, built as it builds it: a status whose
+    // string conversion throws makes the reference throw that, and this too.
+    const { kind, keys, status } = error as { readonly kind: string; readonly status: unknown; readonly keys: ReadonlyArray<string> }
+    const plain = new TypeError(`Rarebit ${kind} receipt does not match protocol v4 (${status}; keys: ${keys.join(",")})`)
+    Object.defineProperty(plain, "rarebitTag", { value: tag, enumerable: false })
+    return plain
+  }
   if (tag === "PlatformError") return nodeErrorOf(error)
   if (isSessionError(error)) return toReferenceError(error)
   const plainClass = plainClassOf(error)

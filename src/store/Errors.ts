@@ -12,6 +12,7 @@
  */
 import { Schema } from "effect"
 import type { PlatformError } from "effect/PlatformError"
+import { clipText } from "../protocol/internal/Text.js"
 
 /** The JavaScript error class the reference throws for a condition. @category models @since 0.1.0 */
 export type PlainErrorClass = "Error" | "TypeError" | "RangeError"
@@ -99,8 +100,11 @@ export class ReceiptTypeUnsupported extends Schema.TaggedError<ReceiptTypeUnsupp
  *
  * **Details**
  *
- * `message` keeps the reference's wording (status and sorted keys);
- * `reason` carries the schema decoder's explanation for people.
+ * `message` says why, with the schema decoder's explanation (`reason`, e.g.
+ * `Missing key at ["sessionId"]`), then the receipt's status and sorted keys
+ * (cut to a few hundred characters). The Promise API rebuilds the
+ * reference's own wording from the fields: `… does not match protocol v4
+ * (<status>; keys: <keys>)`.
  *
  * @category errors
  * @since 0.1.0
@@ -113,7 +117,10 @@ export class ReceiptInvalid extends Schema.TaggedError<ReceiptInvalid>()("Receip
 }) {
   readonly plainClass: PlainErrorClass = "TypeError"
   override get message() {
-    return `Rarebit ${this.kind} receipt does not match protocol v4 (${String(this.status)}; keys: ${this.keys.join(",")})`
+    const keys = clipText(this.keys.join(","), 300)
+    return `Rarebit ${this.kind} receipt does not match protocol v4: ${this.reason} (status ${
+      describeNonString(this.status)
+    }; keys: ${keys})`
   }
 }
 
@@ -224,9 +231,11 @@ export class StoreIo extends Schema.TaggedError<StoreIo>()("StoreIo", {
 export const storeIo = (operation: string, path: string) => (cause: PlatformError): StoreIo =>
   new StoreIo({ operation, path: typeof path === "string" ? path : describeNonString(path), cause })
 
+// The string form of any value, cut short, even where `String` throws (a
+// value nested too deep, a throwing `toString`).
 const describeNonString = (value: unknown): string => {
   try {
-    return String(value)
+    return clipText(String(value), 300)
   } catch {
     return Object.prototype.toString.call(value)
   }

@@ -32,10 +32,10 @@ import {
 
 const JOB = jobId(1)
 
-/** The seed's message for a receipt that does not validate. */
-const invalidMessage = (kind: "Summary" | "Title", receipt: Json, job: string) => {
+/** Our message for a receipt that does not validate: the schema's reason first, then the seed's status and keys. */
+const invalidMessage = (kind: "Summary" | "Title", receipt: Json, job: string, reason: string) => {
   const settled: Json = { ...receipt, jobId: job }
-  return `Rarebit ${kind} receipt does not match protocol v4 (${String(settled.status)}; keys: ${
+  return `Rarebit ${kind} receipt does not match protocol v4: ${reason} (status ${String(settled.status)}; keys: ${
     Object.keys(settled).sort().join(",")
   })`
 }
@@ -153,16 +153,33 @@ fileSystemSuite("RarebitStore.settle", (it) => {
       const extra = { ...summaryReceipt(kit.branch, "s"), extra: true }
       const summaryError = yield* Effect.flip(kit.store.settle(reservation, extra))
       assert.strictEqual(summaryError._tag, "ReceiptInvalid")
-      assert.strictEqual(summaryError.message, invalidMessage("Summary", extra, JOB))
+      assert.strictEqual(
+        summaryError.message,
+        invalidMessage("Summary", extra, JOB, "Expected no excess property at [\"extra\"]")
+      )
       const { status: _status, ...noStatus } = summaryReceipt(kit.branch, "s")
       assert.strictEqual(
         (yield* Effect.flip(kit.store.settle(reservation, fromPlainCaller(noStatus)))).message,
-        invalidMessage("Summary", noStatus, JOB)
+        invalidMessage(
+          "Summary",
+          noStatus,
+          JOB,
+          "Missing key at [\"status\"]; Expected no excess property at [\"summary\"]"
+        )
       )
       const badTitle = { ...titleReceipt(kit.branch, "s"), title: 7 }
       const titleError = yield* Effect.flip(kit.store.settle(reservation, fromPlainCaller(badTitle)))
       assert.strictEqual(titleError._tag, "ReceiptInvalid")
-      assert.strictEqual(titleError.message, invalidMessage("Title", badTitle, JOB))
+      assert.strictEqual(
+        titleError.message,
+        invalidMessage(
+          "Title",
+          badTitle,
+          JOB,
+          "Expected string at [\"title\"]; " +
+            "Expected \"skipped_session_changed\" | \"skipped_title_changed\" | \"skipped_existing_title\" at [\"status\"]"
+        )
+      )
 
       const large = summaryReceipt(kit.branch, "s", { summary: "x".repeat(50 * 1024) })
       const tooLarge = yield* Effect.flip(kit.store.settle(reservation, large))
