@@ -3,11 +3,14 @@
  * message and a hint, and the translation of every library error into it.
  *
  * Exit codes are part of the CLI's contract with scripts:
- * 0 success, 1 `verify` found damage, 2 invalid input, 3 not found,
- * 4 store problem (I/O, unreadable data, unexpected failure),
- * 5 refused (`unlock` will not remove a lock whose owner may be alive).
+ * 0 success, 1 `verify` found damage, 2 invalid input, 3 not found (a
+ * Session, or the store itself), 4 store problem (I/O, unreadable data,
+ * unexpected failure), 5 refused (`unlock` will not remove a lock whose
+ * owner may be alive); 130 and 143 when interrupted (see `main.ts`).
  * A user mistake never prints a stack trace; set `RAREBIT_STORE_DEBUG=1`
- * to see the full cause of an unexpected failure.
+ * to see the full cause of an unexpected failure. Every failure has a `tag`
+ * (the library error it came from, or the CLI's own condition), which
+ * `--json` reports.
  *
  * @since 0.1.0
  */
@@ -39,13 +42,17 @@ export type ExitCode = typeof ExitCode[keyof typeof ExitCode]
  *
  * **Details**
  *
- * `reported` is `true` when the output was already printed (a `verify`
- * that found damage prints its report, then exits 1).
+ * `tag` names what failed: the library error's tag (`SessionNotFound`,
+ * `StoreIo`, …) or the CLI's own condition (`StoreNotFound`, `Refused`,
+ * `Damage`, `InvalidInvocation`). `reported` is `true` when the output was
+ * already printed (a `verify` that found damage prints its report, then
+ * exits 1).
  *
  * @category errors
  * @since 0.1.0
  */
 export class CliFailure extends Schema.TaggedError<CliFailure>()("CliFailure", {
+  tag: Schema.String,
   exitCode: Schema.Number,
   message: Schema.String,
   hint: Schema.NullOr(Schema.String),
@@ -58,8 +65,8 @@ export class CliFailure extends Schema.TaggedError<CliFailure>()("CliFailure", {
  * @category constructors
  * @since 0.1.0
  */
-export const cliFailure = (exitCode: ExitCode, message: string, hint: string | null = null): CliFailure =>
-  new CliFailure({ exitCode, message, hint, reported: false })
+export const cliFailure = (tag: string, exitCode: ExitCode, message: string, hint: string | null = null): CliFailure =>
+  new CliFailure({ tag, exitCode, message, hint, reported: false })
 
 const tagOf = (error: unknown): string | undefined =>
   typeof error === "object" && error !== null && typeof (error as { _tag?: unknown })._tag === "string"
@@ -83,58 +90,42 @@ const messageOf = (error: unknown): string =>
  * @since 0.1.0
  */
 export const toCliFailure = (error: unknown): CliFailure => {
-  switch (tagOf(error)) {
-    case "CliFailure":
-      return error as CliFailure
-    case "SessionNotFound": {
-      const lookup = (error as { lookup?: unknown }).lookup
-      return cliFailure(
+  if (tagOf(error) === "CliFailure") return error as CliFailure
+  const tag = tagOf(error) ?? (error instanceof Error ? error.name : "Unknown")
+  const fail = (exitCode: ExitCode, hint: string) => cliFailure(tag, exitCode, messageOf(error), hint)
+  switch (tag) {
+    case "SessionNotFound":
+      return fail(
         ExitCode.NotFound,
-        messageOf(error),
-        lookup === "id"
+        (error as { lookup?: unknown }).lookup === "id"
           ? "pass the Session file's path, or set --session-root to the directory that holds it"
           : "check the path; a bare name without '/' or '.jsonl' is looked up as a Session id"
       )
-    }
     case "SessionAmbiguous":
-      return cliFailure(ExitCode.InvalidInput, messageOf(error), "pass the exact Session file path instead of its id")
+      return fail(ExitCode.InvalidInput, "pass the exact Session file path instead of its id")
     case "SessionInvalid":
-      return cliFailure(ExitCode.InvalidInput, messageOf(error), "pass a Pi Session file path or an exact Session id")
+      return fail(ExitCode.InvalidInput, "pass a Pi Session file path or an exact Session id")
     case "SessionFileRequired":
-      return cliFailure(ExitCode.InvalidInput, messageOf(error), "pass --session <path|id>")
+      return fail(ExitCode.InvalidInput, "pass --session <path|id>")
     case "SessionOutsideRoot":
-      return cliFailure(
+      return fail(
         ExitCode.InvalidInput,
-        messageOf(error),
         "set --session-root to a directory that contains it, or pass --allow-external-session"
       )
     case "HistoryBoundsInvalid":
-      return cliFailure(
-        ExitCode.InvalidInput,
-        messageOf(error),
-        "--from must be a byte offset >= 0 and --limit between 1 and 1000"
-      )
+      return fail(ExitCode.InvalidInput, "--from must be a byte offset >= 0 and --limit between 1 and 1000")
     case "HistoryUnreadable":
-      return cliFailure(
-        ExitCode.StoreProblem,
-        messageOf(error),
-        "run 'rarebit-store verify --session <path|id>' to see what is wrong with it"
-      )
+      return fail(ExitCode.StoreProblem, "run 'rarebit-store verify --session <path|id>' to see what is wrong with it")
     case "SessionIo":
     case "StoreIo":
     case "PlatformError":
-      return cliFailure(ExitCode.StoreProblem, messageOf(error), "check that the file exists and is readable")
+      return fail(ExitCode.StoreProblem, "check that the file exists and is readable")
     case "LockHeld":
-      return cliFailure(
+      return fail(
         ExitCode.StoreProblem,
-        messageOf(error),
         "if no writer is running, inspect it with 'rarebit-store unlock --session <path|id>'"
       )
     default:
-      return cliFailure(
-        ExitCode.StoreProblem,
-        messageOf(error),
-        "this looks like a bug or an I/O failure; set RAREBIT_STORE_DEBUG=1 for details"
-      )
+      return fail(ExitCode.StoreProblem, "this looks like a bug or an I/O failure; set RAREBIT_STORE_DEBUG=1 for details")
   }
 }

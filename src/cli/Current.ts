@@ -4,7 +4,9 @@
  * state.
  *
  * `--json` prints exactly the object `readRarebitCurrent` (and
- * `RarebitStore.readCurrent`) returns. Nothing is written.
+ * `RarebitStore.readCurrent`) returns, as one document. A root that does
+ * not exist is "no store" (exit 3), never a "missing" sidecar. Nothing is
+ * written.
  *
  * @since 0.1.0
  */
@@ -13,7 +15,7 @@ import { Command } from "effect/cli"
 import { RarebitStore } from "../store/RarebitStore.js"
 import type { CurrentRead } from "../store/RarebitStore.js"
 import { toCliFailure } from "./CliFailure.js"
-import { globals, resolveSession, sessionFlag, storeLayer } from "./GlobalOptions.js"
+import { globals, requireStore, resolveSession, sessionFlag, storeLayer } from "./GlobalOptions.js"
 import { displayText, printJson, printLines, short, snippet, type Style, style } from "./Output.js"
 
 const field = (s: Style, label: string, value: string) => `${s.dim(label.padEnd(11))} ${value}`
@@ -100,6 +102,7 @@ export const currentCommand = Command.make(
   { session: sessionFlag },
   Effect.fn("cli.current")(function*({ session }) {
     const options = yield* globals
+    yield* requireStore(options)
     const resolved = yield* resolveSession(session, options)
     const current = yield* RarebitStore.use((store) => store.readCurrent({ sessionFile: resolved.sessionFile })).pipe(
       Effect.provide(storeLayer(options)),
@@ -109,7 +112,11 @@ export const currentCommand = Command.make(
     yield* printLines(formatCurrent(yield* style, resolved.sessionFile, current))
   })
 ).pipe(
-  Command.withDescription("Show the current receipt, head, diagnostics and artifact state of one Session"),
+  Command.withDescription(
+    "Show the current receipt, head, diagnostics and artifact state of one Session. " +
+      "--json prints one JSON document, exactly readRarebitCurrent's object; errors are one JSON line on stderr. " +
+      "Exits 3 when the Session or the store at --root does not exist"
+  ),
   Command.withExamples([
     { command: "rarebit-store current --session ~/.pi/agent/sessions/proj/2026-01-01.jsonl", description: "by path" },
     { command: "rarebit-store current --session 0b9c6a1e-demo --json", description: "by Session id, as JSON" }

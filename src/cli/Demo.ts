@@ -6,9 +6,13 @@
  * concurrently on the same summary job: A reserves with a 300 ms lease and
  * stalls past it; B reserves after the lease ran out (a takeover) and
  * settles; A's late settle is fenced (`LeaseFenced`) and writes nothing. A
- * title receipt for a second job follows. Finally the current read, the
- * history page and a full `verify` of the temporary store are printed. The
- * directory is removed at the end, also on failure, unless `--keep`.
+ * title receipt for a second job follows. Along the way it shows what the
+ * protocol wrote: the job claim before and after the settle, and the raw
+ * receipt and head lines of the sidecar. Finally the current read, the
+ * history page, the job claims and a full `verify` of the temporary store
+ * are printed. The directory is removed at the end, also on failure, unless
+ * `--keep`, which prints the exact commands (with `--root` and
+ * `--session-root`) to explore what it kept.
  *
  * @since 0.1.0
  */
@@ -24,6 +28,7 @@ import { formatCurrent } from "./Current.js"
 import { sampleJobIds, sampleSession, summaryReceipt, titleReceipt } from "./DemoSession.js"
 import { globals, storeLayer } from "./GlobalOptions.js"
 import { formatHistoryRecord } from "./History.js"
+import { formatJobs } from "./Jobs.js"
 import { printJson, short, style } from "./Output.js"
 import { formatAudit } from "./Verify.js"
 
@@ -40,6 +45,48 @@ export interface DemoStep {
   readonly atMs: number
   readonly actor: "A" | "B" | "-"
   readonly event: string
+}
+
+/**
+ * What the protocol wrote, as the demo shows it: the claim file of the
+ * summary job while B holds it and once it is settled, and the sidecar's
+ * lines (receipts and heads) at the end. Lease tokens are shortened.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface DemoFiles {
+  readonly claimPath: string
+  readonly claimWhileHeld: string
+  readonly claimSettled: string
+  readonly sidecar: string
+  readonly sidecarLines: ReadonlyArray<string>
+}
+
+const LEASE_TOKEN = /("leaseToken":")([0-9a-f]{8})[0-9a-f]+"/
+
+/** A claim line with its lease token cut to 8 digits, which is enough to tell two apart. */
+const shortenToken = (line: string) => line.replace(LEASE_TOKEN, "$1$2…\"")
+
+/** A raw line cut to `max` characters, saying how long it was. */
+const rawLine = (line: string, max: number) =>
+  line.length <= max ? line : `${line.slice(0, max - 1)}… (${line.length} characters)`
+
+/**
+ * The commands that explore a kept demo store, with the exact flags.
+ *
+ * @category formatting
+ * @since 0.1.0
+ */
+export const exploreCommands = (rarebitRoot: string, sessionRoot: string, sessionFile: string): ReadonlyArray<string> => {
+  const quote = (text: string) => (/^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, "'\\''")}'`)
+  const roots = `--root ${quote(rarebitRoot)} --session-root ${quote(sessionRoot)}`
+  return [
+    `rarebit-store current ${roots} --session ${quote(sessionFile)}`,
+    `rarebit-store history ${roots} --session ${quote(sessionFile)}`,
+    `rarebit-store jobs ${roots}`,
+    `rarebit-store verify ${roots}`
+  ]
 }
 
 /**
@@ -85,6 +132,15 @@ export const demoCommand = Command.make(
       yield* say("")
 
       const steps: Array<DemoStep> = []
+      const claimPath = path.join(rarebitRoot, "jobs-v4", `${jobs.summary}.json`)
+      const readClaimLine = fs.readFileString(claimPath).pipe(Effect.map((text) => shortenToken(text.trimEnd())))
+      let claimWhileHeld = ""
+      let claimSettled = ""
+      const showFile = (label: string, lines: ReadonlyArray<string>) =>
+        Effect.gen(function*() {
+          yield* say(`  ${s.dim("".padEnd(8))}    ${s.dim(label)}`)
+          for (const line of lines) yield* say(`  ${s.dim("".padEnd(8))}      ${rawLine(line, 400)}`)
+        })
       const start = yield* Clock.currentTimeMillis
       const actorStyle = (actor: DemoStep["actor"]) => (actor === "A" ? s.yellow : actor === "B" ? s.cyan : s.dim)
       const step = (actor: DemoStep["actor"], event: string) =>
@@ -128,6 +184,10 @@ export const demoCommand = Command.make(
             return yield* step("B", `could not reserve (${reservation._tag})`)
           }
           yield* step("B", "reserved the same job: A's lease had run out, so B took the claim over")
+          claimWhileHeld = yield* readClaimLine
+          yield* showFile(`${path.relative(directory, claimPath)} (active: B's lease token, when, how long):`, [
+            claimWhileHeld
+          ])
           const observedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
           const settled = yield* store.settle(
             reservation,
@@ -141,6 +201,8 @@ export const demoCommand = Command.make(
             "B",
             `settled its summary receipt (${settled.status}); the head now points at byte ${current.head?.receiptOffset}`
           )
+          claimSettled = yield* readClaimLine
+          yield* showFile("the claim now (settled: a pointer to the receipt's bytes):", [claimSettled])
         })
 
         yield* Effect.all([workerA, workerB], { concurrency: "unbounded" })
@@ -162,9 +224,30 @@ export const demoCommand = Command.make(
         const current = yield* store.readCurrent({ sessionFile })
         const history = yield* store.readHistory({ sessionFile })
         const audit = yield* auditStore({ rarebitRoot }).pipe(Effect.provide(ProcessOwner.layer))
+        const sidecar = yield* store.materializationPath(sessionFile)
+        const sidecarLines = (yield* fs.readFileString(sidecar)).split("\n").filter((line) => line !== "")
+        const files: DemoFiles = { claimPath, claimWhileHeld, claimSettled, sidecar, sidecarLines }
+        const explore = keep ? exploreCommands(rarebitRoot, sessionRoot, sessionFile) : null
 
         if (json) {
-          return yield* printJson({ directory: keep ? directory : null, sessionFile, steps, current, history, audit })
+          return yield* printJson({
+            directory: keep ? directory : null,
+            sessionFile,
+            steps,
+            files,
+            current,
+            history,
+            jobs: audit.claims,
+            audit,
+            explore
+          })
+        }
+        yield* say("")
+        yield* say(s.bold(`the sidecar: ${path.relative(directory, sidecar)} (append-only, one JSON record per line)`))
+        for (const line of sidecarLines) {
+          // Heads are short and are the point; receipts are shown cut.
+          const type = String((JSON.parse(line) as { readonly type?: unknown }).type)
+          yield* say(`  ${s.cyan(type.padEnd(16))} ${rawLine(line, type === "rarebit_head" ? 400 : 140)}`)
         }
         yield* say("")
         yield* say(s.bold("current"))
@@ -173,8 +256,16 @@ export const demoCommand = Command.make(
         yield* say(s.bold(`history (${history.records.length} receipts; heads are not listed)`))
         for (const entry of history.records) yield* say(`  ${formatHistoryRecord(s, entry)}`)
         yield* say("")
+        yield* say(s.bold("jobs"))
+        for (const line of formatJobs(s, audit, yield* Clock.currentTimeMillis)) yield* say(`  ${line}`)
+        yield* say("")
         yield* say(s.bold("verify"))
         for (const line of formatAudit(s, audit)) yield* say(`  ${line}`)
+        if (explore !== null) {
+          yield* say("")
+          yield* say(s.bold("explore what was kept"))
+          for (const command of explore) yield* say(`  ${command}`)
+        }
       }).pipe(Effect.provide(storeLayer({ rarebitRoot, sessionRoot, allowExternalSession: false })))
     })
 

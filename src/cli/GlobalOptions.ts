@@ -14,13 +14,14 @@
  */
 import { Effect, Layer, Option, Result } from "effect"
 import { Command, Flag } from "effect/cli"
+import { FileSystem } from "effect/FileSystem"
 import { Path } from "effect/Path"
 import * as NodeStore from "../platform/NodeStore.js"
 import { RarebitStore } from "../store/RarebitStore.js"
 import { resolveSessionFile } from "../session/SessionReader.js"
 import { commitLockPath, materializationPath } from "../store/MirroredPath.js"
 import { DEFAULT_RAREBIT_ROOT, DEFAULT_RAREBIT_SESSION_ROOT } from "../store/StoreConfig.js"
-import { toCliFailure } from "./CliFailure.js"
+import { cliFailure, ExitCode, toCliFailure } from "./CliFailure.js"
 
 /**
  * The root command with the shared flags; subcommands read them with
@@ -46,7 +47,10 @@ export const rootCommand = Command.make("rarebit-store").pipe(
       Flag.withDefault(false)
     ),
     json: Flag.Boolean("json").pipe(
-      Flag.withDescription("Print stable, machine-readable JSON on stdout"),
+      Flag.withDescription(
+        "Machine-readable output: one JSON document on stdout per command; a failure is one line " +
+          "{\"error\":{\"tag\",\"message\",\"hint\",\"exitCode\"}} on stderr"
+      ),
       Flag.withDefault(false)
     )
   }),
@@ -107,6 +111,42 @@ export const storeLayer = (options: Pick<Globals, "rarebitRoot" | "sessionRoot" 
     }),
     NodeStore.tokenAndOwnerLayer
   )
+
+/**
+ * Fails unless the Rarebit root is a directory, so that no command reports
+ * an empty answer ("no damage", "0 claims", "no sidecar yet") for a store
+ * that is not there: exit 3 when nothing is at that path, 2 when it is not
+ * a directory. An existing root with nothing in it is an empty store.
+ *
+ * @category resolution
+ * @since 0.1.0
+ */
+export const requireStore = (options: Pick<Globals, "rarebitRoot">) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem
+    const root = options.rarebitRoot
+    const info = yield* fs.stat(root).pipe(
+      Effect.map(Option.some),
+      Effect.catchIf((error) => error.reason._tag === "NotFound", () => Effect.succeed(Option.none())),
+      Effect.mapError(toCliFailure)
+    )
+    if (Option.isNone(info)) {
+      return yield* cliFailure(
+        "StoreNotFound",
+        ExitCode.NotFound,
+        `no Rarebit store at ${root}`,
+        "pass --root <dir> (default ~/.pi/agent/rarebit); 'rarebit-store demo --keep' makes one to explore"
+      )
+    }
+    if (info.value.type !== "Directory") {
+      return yield* cliFailure(
+        "StoreNotFound",
+        ExitCode.InvalidInput,
+        `the Rarebit root ${root} is not a directory`,
+        "pass --root <dir>, the directory that holds materializations-v4/ and jobs-v4/"
+      )
+    }
+  })
 
 /**
  * The `--session` flag, required.

@@ -3,31 +3,26 @@
  * the audit path over a sidecar's receipts, with absolute byte offsets.
  *
  * Without `--all`, one bounded page (`readRarebitHistory`); its `nextOffset`
- * is what `--from` takes to continue. With `--all`, the store's `history`
- * stream walks every page in constant memory; under `--json` each receipt is
- * printed as one JSON line (`{"offset":…,"record":…}`) as soon as it is read.
- * Nothing is written.
+ * is what `--from` takes to continue. With `--all`, every page to the end,
+ * in constant memory. Under `--json` both print one JSON document of
+ * `readRarebitHistory`'s shape, `{availability, path, records, nextOffset}`
+ * (with `--all`, every record and `nextOffset: null`), written as it is read:
+ * the head on the first line, then one `{"offset":…,"record":…}` per line,
+ * then the end. A sidecar that cannot be read past the first page fails with
+ * exit 4, and the document on stdout is then cut short. Nothing is written.
  *
  * @since 0.1.0
  */
 import { Console, Effect, Option, Stream } from "effect"
 import { Command, Flag } from "effect/cli"
 import { FileSystem } from "effect/FileSystem"
+import { HistoryUnreadable } from "../store/Errors.js"
 import { RarebitStore } from "../store/RarebitStore.js"
 import type { HistoryRecord } from "../store/SidecarReader.js"
 import { toCliFailure } from "./CliFailure.js"
-import { globals, resolveSession, sessionFlag, storeLayer } from "./GlobalOptions.js"
-import {
-  formatBytes,
-  makeProgress,
-  printJson,
-  printJsonLine,
-  printLines,
-  short,
-  snippet,
-  type Style,
-  style
-} from "./Output.js"
+import { globals, requireStore, resolveSession, sessionFlag, storeLayer } from "./GlobalOptions.js"
+import { jsonText } from "./JsonText.js"
+import { formatBytes, makeProgress, printLines, short, snippet, type Style, style } from "./Output.js"
 
 /**
  * One receipt as a table row.
@@ -46,6 +41,26 @@ export const formatHistoryRecord = (s: Style, entry: HistoryRecord): string => {
     String(record.observedAt),
     typeof text === "string" ? `"${snippet(text, 60)}"` : ""
   ].join(" ").trimEnd()
+}
+
+/**
+ * Writes one history document as it is read: the head, one record per line
+ * (each line but the last ends with a comma, so a record is printed once
+ * the next one arrives), and the end with `nextOffset`.
+ */
+const makeHistoryDocument = (availability: string, path: string) => {
+  let pending: string | undefined
+  return {
+    head: Console.log(`{"availability":${JSON.stringify(availability)},"path":${JSON.stringify(path)},"records":[`),
+    record: (entry: HistoryRecord) =>
+      Effect.suspend(() => {
+        const previous = pending
+        pending = jsonText(entry)
+        return previous === undefined ? Effect.void : Console.log(`${previous},`)
+      }),
+    end: (nextOffset: number | null) =>
+      Effect.suspend(() => Console.log(`${pending ?? ""}],"nextOffset":${JSON.stringify(nextOffset)}}`))
+  }
 }
 
 /**
@@ -69,29 +84,34 @@ export const historyCommand = Command.make(
       Flag.optional
     ),
     all: Flag.Boolean("all").pipe(
-      Flag.withDescription("Stream every page to the end in constant memory; --json prints one JSON line per receipt"),
+      Flag.withDescription("Read every page to the end, in constant memory"),
       Flag.withDefault(false)
     )
   },
   Effect.fn("cli.history")(function*({ all, from, limit, session }) {
     const options = yield* globals
+    yield* requireStore(options)
     const resolved = yield* resolveSession(session, options)
     const s = yield* style
     const request = { sessionFile: resolved.sessionFile, fromOffset: from, limit: Option.getOrUndefined(limit) }
+    const run = <A, E>(effect: Effect.Effect<A, E, RarebitStore>) =>
+      effect.pipe(Effect.provide(storeLayer(options)), Effect.mapError(toCliFailure))
 
+    const first = yield* run(RarebitStore.use((store) => store.readHistory(all ? { ...request, limit: request.limit ?? 1000 } : request)))
     if (!all) {
-      const page = yield* RarebitStore.use((store) => store.readHistory(request)).pipe(
-        Effect.provide(storeLayer(options)),
-        Effect.mapError(toCliFailure)
-      )
-      if (options.json) return yield* printJson(page)
-      const lines = [`${s.dim("Sidecar")} ${page.path} (${page.availability})`]
-      if (page.availability === "missing") lines.push("No sidecar yet: this Session has no receipts.")
-      for (const entry of page.records) lines.push(formatHistoryRecord(s, entry))
+      if (options.json) {
+        const document = makeHistoryDocument(first.availability, first.path)
+        yield* document.head
+        for (const entry of first.records) yield* document.record(entry)
+        return yield* document.end(first.nextOffset)
+      }
+      const lines = [`${s.dim("Sidecar")} ${first.path} (${first.availability})`]
+      if (first.availability === "missing") lines.push("No sidecar yet: this Session has no receipts.")
+      for (const entry of first.records) lines.push(formatHistoryRecord(s, entry))
       lines.push(
-        page.nextOffset === null
-          ? s.dim(`${page.records.length} receipt(s); end of sidecar`)
-          : s.dim(`${page.records.length} receipt(s); next page: --from ${page.nextOffset}`)
+        first.nextOffset === null
+          ? s.dim(`${first.records.length} receipt(s); end of sidecar`)
+          : s.dim(`${first.records.length} receipt(s); next page: --from ${first.nextOffset}`)
       )
       return yield* printLines(lines)
     }
@@ -101,36 +121,50 @@ export const historyCommand = Command.make(
       Effect.map((info) => Number(info.size)),
       Effect.catch(() => Effect.succeed(undefined))
     )
-    if (!options.json) {
-      yield* Console.log(
-        `${s.dim("Sidecar")} ${resolved.sidecar} (${size === undefined ? "missing" : formatBytes(size)})`
+    const document = makeHistoryDocument(first.availability, first.path)
+    yield* options.json
+      ? document.head
+      : Console.log(
+        `${s.dim("Sidecar")} ${resolved.sidecar} (${
+          first.availability === "available" && size !== undefined ? formatBytes(size) : first.availability
+        })`
       )
-    }
     const progress = makeProgress()
     let count = 0
-    yield* RarebitStore.use((store) =>
-      store.history(request).pipe(
-        Stream.runForEach((entry) =>
-          Effect.gen(function*() {
-            count++
-            yield* progress.clear
-            yield* (options.json ? printJsonLine(entry) : Console.log(formatHistoryRecord(s, entry)))
-            if (size !== undefined) yield* progress.update(entry.offset, size, `${formatBytes(entry.offset)} read`)
-          })
-        )
+    const emit = (entry: HistoryRecord) =>
+      Effect.gen(function*() {
+        count++
+        if (options.json) return yield* document.record(entry)
+        yield* progress.clear
+        yield* Console.log(formatHistoryRecord(s, entry))
+        if (size !== undefined) yield* progress.update(entry.offset, size, `${formatBytes(entry.offset)} read`)
+      })
+    for (const entry of first.records) yield* emit(entry)
+    if (first.availability === "unreadable") {
+      if (options.json) yield* document.end(null)
+      return yield* run(Effect.fail(new HistoryUnreadable({ path: first.path, offset: from })))
+    }
+    if (first.nextOffset !== null) {
+      const rest = { ...request, fromOffset: first.nextOffset }
+      yield* run(RarebitStore.use((store) => store.history(rest).pipe(Stream.runForEach(emit)))).pipe(
+        Effect.ensuring(progress.clear)
       )
-    ).pipe(
-      Effect.ensuring(progress.clear),
-      Effect.provide(storeLayer(options)),
-      Effect.mapError(toCliFailure)
-    )
-    if (!options.json) yield* Console.log(s.dim(`${count} receipt(s); end of sidecar`))
+    }
+    yield* options.json ? document.end(null) : Console.log(s.dim(`${count} receipt(s); end of sidecar`))
   })
 ).pipe(
-  Command.withDescription("List a Session's receipts with their byte offsets, page by page or all at once"),
+  Command.withDescription(
+    "List a Session's receipts with their byte offsets, page by page or all at once. " +
+      "--json prints one JSON document, readRarebitHistory's {availability, path, records, nextOffset}, " +
+      "one record per line (with --all, every record and nextOffset null); errors are one JSON line on stderr. " +
+      "Exits 3 when there is no store at --root"
+  ),
   Command.withExamples([
     { command: "rarebit-store history --session ./proj/session.jsonl --limit 20", description: "first 20 receipts" },
     { command: "rarebit-store history --session ./proj/session.jsonl --from 48210", description: "continue a page" },
-    { command: "rarebit-store history --session 0b9c6a1e-demo --all --json | wc -l", description: "count receipts" }
+    {
+      command: "rarebit-store history --session 0b9c6a1e-demo --all --json | jq '.records | length'",
+      description: "count receipts"
+    }
   ])
 )

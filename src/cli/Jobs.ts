@@ -8,7 +8,8 @@
  * the sidecars. With `--session`, only the claims whose job has a receipt in
  * that Session's sidecar are listed; active claims of jobs that never
  * settled cannot be attributed and are only counted. Lease tokens are never
- * shown. Nothing is written.
+ * shown. A root that does not exist is "no store" (exit 3), not "0 claims".
+ * Nothing is written.
  *
  * @since 0.1.0
  */
@@ -126,7 +127,11 @@ export const jobsCommand = Command.make(
     yield* printLines(formatJobs(yield* style, report, yield* Clock.currentTimeMillis))
   })
 ).pipe(
-  Command.withDescription("List job claims: active (lease left or expired) and settled (receipt pointer verified or not)"),
+  Command.withDescription(
+    "List job claims: active (lease left or expired) and settled (receipt pointer verified or not). " +
+      "--json prints one JSON document {rarebitRoot, sessionFile, claims, unattributedClaims}; errors are one " +
+      "JSON line on stderr. Exits 3 when there is no store at --root"
+  ),
   Command.withExamples([
     { command: "rarebit-store jobs", description: "every claim under the default root" },
     { command: "rarebit-store jobs --root /tmp/rarebit --session ./proj/session.jsonl --json", description: "one Session" }

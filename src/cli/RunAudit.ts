@@ -8,17 +8,19 @@ import { Effect, Option } from "effect"
 import * as ProcessOwner from "../platform/ProcessOwner.js"
 import { auditStore } from "../store/SidecarAudit.js"
 import { toCliFailure } from "./CliFailure.js"
-import { type Globals, resolveSession, type ResolvedSession } from "./GlobalOptions.js"
+import { type Globals, requireStore, resolveSession, type ResolvedSession } from "./GlobalOptions.js"
 import { makeProgress } from "./Output.js"
 
 /**
- * Audits the whole store, or the sidecar of `--session` when given.
+ * Audits the whole store, or the sidecar of `--session` when given; fails
+ * with exit 3 when there is no store at the root.
  *
  * @category audit
  * @since 0.1.0
  */
-export const runAudit = (options: Globals, session: Option.Option<string>) =>
+export const runAudit = (options: Globals, session: Option.Option<string>, strict: boolean = false) =>
   Effect.gen(function*() {
+    yield* requireStore(options)
     const resolved: ResolvedSession | undefined = Option.isSome(session)
       ? yield* resolveSession(session.value, options)
       : undefined
@@ -26,6 +28,7 @@ export const runAudit = (options: Globals, session: Option.Option<string>) =>
     const report = yield* auditStore({
       rarebitRoot: options.rarebitRoot,
       sidecar: resolved?.sidecar,
+      strict,
       onProgress: ({ done, path, total }) => total > 1 ? progress.update(done, total, path) : Effect.void
     }).pipe(
       Effect.ensuring(progress.clear),

@@ -29,7 +29,7 @@ import {
   removeCommitLock
 } from "../store/SidecarAudit.js"
 import { cliFailure, ExitCode, toCliFailure } from "./CliFailure.js"
-import { globals, resolveSession, sessionFlag } from "./GlobalOptions.js"
+import { globals, requireStore, resolveSession, sessionFlag } from "./GlobalOptions.js"
 import { displayText, formatDuration, printJson, printLines, type Style, style } from "./Output.js"
 
 /**
@@ -170,6 +170,7 @@ export const unlockCommand = Command.make(
   },
   Effect.fn("cli.unlock")(function*({ force, session, token }) {
     const options = yield* globals
+    yield* requireStore(options)
     const resolved = yield* resolveSession(session, options)
     const s = yield* style
     const lockPath = resolved.lockPath
@@ -191,7 +192,7 @@ export const unlockCommand = Command.make(
     const refuse = (action: UnlockAction, detail: string, hint: string) =>
       Effect.andThen(
         options.json ? printJson({ lockPath, lock, action, detail } satisfies UnlockReport) : Effect.void,
-        Effect.fail(cliFailure(ExitCode.Refused, detail, hint))
+        Effect.fail(cliFailure("Refused", ExitCode.Refused, detail, hint))
       )
 
     if (Option.isSome(token) && !keyMatches(key, token.value)) {
@@ -233,7 +234,9 @@ export const unlockCommand = Command.make(
 ).pipe(
   Command.withDescription(
     "Show a Session's commit lock and remove it if its owner is provably gone, or with --force; " +
-      "never removes a lock that was replaced meanwhile"
+      "never removes a lock that was replaced meanwhile. Exits 5 when it refuses, 3 when there is no store at " +
+      "--root. --json prints one JSON document {lockPath, lock, action, detail}, also when it refuses; errors " +
+      "are one JSON line on stderr"
   ),
   Command.withExamples([
     { command: "rarebit-store unlock --session ./proj/session.jsonl", description: "inspect; remove if the owner is gone" },

@@ -7,7 +7,8 @@
  * progress line is cleared, the demo's temporary directory removed), then
  * one line `rarebit-store: interrupted (SIGINT)` goes to stderr and the
  * process exits 130 (SIGINT) or 143 (SIGTERM), the shell's 128 + signal
- * number. A second signal while finalizers run exits at once. Long scans stay
+ * number; under `--json` that line is the JSON error
+ * `{"error":{"tag":"Interrupted",…}}`. A second signal while finalizers run exits at once. Long scans stay
  * interruptible because every file-system call yields to the event loop
  * (Node's file system runs each call on libuv's pool).
  *
@@ -20,7 +21,7 @@
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Cause, Effect, Exit, Runtime } from "effect"
-import { runCli } from "./Cli.js"
+import { errorJson, jsonRequested, runCli } from "./Cli.js"
 
 const BROKEN_PIPE_EXIT = 141
 const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const
@@ -49,7 +50,9 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
   })
 }
 
-const program = runCli(process.argv.slice(2)).pipe(
+const args = process.argv.slice(2)
+
+const program = runCli(args).pipe(
   Effect.flatMap((code) =>
     Effect.sync(() => {
       // Set rather than exit, so stdout is flushed before the process ends.
@@ -64,8 +67,12 @@ NodeRuntime.runMain(program, {
   teardown: (exit, onExit) => {
     if (brokenPipe) return onExit(BROKEN_PIPE_EXIT)
     if (received !== undefined && Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) {
-      process.stderr.write(`rarebit-store: interrupted (${received})\n`)
-      return onExit(SIGNAL_EXIT[received])
+      const code = SIGNAL_EXIT[received]
+      const message = `interrupted (${received})`
+      process.stderr.write(
+        `${jsonRequested(args) ? errorJson("Interrupted", message, null, code) : `rarebit-store: ${message}`}\n`
+      )
+      return onExit(code)
     }
     return Runtime.defaultTeardown(exit, onExit)
   }

@@ -9,14 +9,22 @@
  * What it finds is returned as data (`AuditFinding`), never as a failure:
  * the audit fails only for bugs.
  *
- * What counts as wrong (severity `damage`):
+ * Every finding has a severity: `damage` (something is wrong, and some
+ * reader or writer will stumble on it), or `notice` (worth knowing, harmless
+ * by itself). Three kinds are the expected traces of a crash, which no
+ * reader or writer is hurt by, and are notices unless the audit is `strict`
+ * (`expectedAfterCrash` marks them): `torn_tail`, `uncommitted_tail`, and a
+ * stale `temp_file_leftover`. Everything else listed here is damage:
+ *
  * - `sidecar_not_regular`: a sidecar path that is a symlink or another
  *   non-regular file (the store never reads or writes it).
  * - `sidecar_unreadable` / `directory_unreadable` / `claim_unreadable`: the
  *   file system refused to open or read it.
- * - `torn_tail`: bytes after the last newline (an append that crashed).
- * - `uncommitted_tail`: complete lines after the last valid head (a writer
- *   that appended a receipt and crashed before its head).
+ * - `torn_tail` (crash trace): bytes after the last newline (an append that
+ *   crashed); readers ignore them.
+ * - `uncommitted_tail` (crash trace): complete lines after the last valid
+ *   head (a writer that appended a receipt and crashed before its head);
+ *   reserving the job again completes or redoes it.
  * - `invalid_head`: a head-typed line that fails validation, or an
  *   unparsable line mentioning `"rarebit_head"`; current reads fail closed.
  * - `head_range_invalid`: a valid head whose byte range does not hold, by
@@ -36,9 +44,11 @@
  *   deleted, replaced or truncated. Reserving that job fails too.
  * - `commit_lock_leftover`: a commit lock whose owner is provably dead, or
  *   that is older than `staleAfterMs` (a commit holds it for milliseconds).
- * - `temp_file_leftover` / `break_file_leftover`: a private temp file of a
- *   lock or claim write, or a lock break file, older than `staleAfterMs`.
- *   (A claim's temp file names no Session, so only the store scope sees it.)
+ * - `temp_file_leftover` (crash trace) / `break_file_leftover`: a private
+ *   temp file of a lock or claim write, or a lock break file, older than
+ *   `staleAfterMs`. (A claim's temp file names no Session, so only the store
+ *   scope sees it.) A break file stops the lock it names from being broken
+ *   again, so it is damage; a temp file is only garbage.
  *
  * Lines, claims and locks are decoded exactly as the reference's
  * `Buffer#toString("utf8")` decodes them (`decodeUtf8`): a BOM is kept, so a
@@ -51,6 +61,13 @@
  *
  * In sidecar scope, only the claims whose job has a receipt in that sidecar
  * are checked (and reported); the rest are counted as unattributed.
+ *
+ * Whatever a file holds (values nested 100,000 levels deep, megabyte keys or
+ * strings), the report stays small and serialisable: parsed values are
+ * described without recursion, a finding's `detail` is at most
+ * `MAX_DETAIL_CHARS` characters, strings copied from files at most
+ * `MAX_FIELD_CHARS`, and a claim's `receiptRef` is reported only when it is
+ * a well-formed pointer.
  *
  * The scan is streaming: a sidecar is read in 1 MiB chunks, and memory grows
  * only with the number of files and claims, never with sidecar size. Files
@@ -130,9 +147,13 @@ export type FindingKind =
 /** `damage` makes an audit fail; a `notice` is worth knowing but not wrong. @category models @since 0.1.0 */
 export type Severity = "damage" | "notice"
 
+// What a finding is when made: a crash trace's severity depends on `strict`.
+type Verdict = Severity | "crash_trace"
+
 /**
  * One thing the audit found. `offset` is an absolute byte offset in a
- * sidecar; `jobId` is set for claim findings.
+ * sidecar; `jobId` is set for claim findings. `expectedAfterCrash` marks
+ * the traces a crash leaves (notices unless the audit is strict).
  *
  * @category models
  * @since 0.1.0
@@ -140,6 +161,7 @@ export type Severity = "damage" | "notice"
 export interface AuditFinding {
   readonly kind: FindingKind
   readonly severity: Severity
+  readonly expectedAfterCrash: boolean
   readonly path: string
   readonly offset: number | null
   readonly jobId: string | null
@@ -273,6 +295,8 @@ export interface AuditOptions {
   readonly sidecar?: string | undefined
   /** Defaults to `DEFAULT_STALE_AFTER_MS`. */
   readonly staleAfterMs?: number | undefined
+  /** Count the traces a crash leaves (torn and uncommitted tails, stale temp files) as damage. */
+  readonly strict?: boolean | undefined
   readonly onProgress?: ((progress: AuditProgress) => Effect.Effect<void>) | undefined
 }
 
@@ -315,13 +339,14 @@ const describeError = (error: PlatformError): string => {
 
 const finding = (
   kind: FindingKind,
-  severity: Severity,
+  verdict: Verdict,
   path: string,
   detail: string,
   extra: { readonly offset?: number; readonly jobId?: string } = {}
 ): AuditFinding => ({
   kind,
-  severity,
+  severity: verdict === "crash_trace" ? "notice" : verdict,
+  expectedAfterCrash: verdict === "crash_trace",
   path,
   offset: extra.offset ?? null,
   jobId: extra.jobId ?? null,
@@ -551,7 +576,7 @@ const scanSidecar = (
       if (pendingLength > 0) {
         findings.push(finding(
           "torn_tail",
-          "damage",
+          "crash_trace",
           path,
           `${plural(pendingLength, "byte")} after the last newline (an append that did not finish); readers ignore them`,
           { offset: lineStart }
@@ -560,7 +585,7 @@ const scanSidecar = (
       if (afterHead > 0) {
         findings.push(finding(
           "uncommitted_tail",
-          "damage",
+          "crash_trace",
           path,
           `${plural(afterHead, "complete line")} after the last head (a writer stopped between receipt and head)`,
           { offset: firstAfterHead }
@@ -952,7 +977,7 @@ const leftoverFinding = (
     const what = kind === "temp_file_leftover" ? "private temp file of a lock or claim write" : "lock break file"
     const age = ageText(ageMs)
     return stale
-      ? finding(kind, "damage", path, `${what}, ${age}: its writer crashed`)
+      ? finding(kind, kind === "temp_file_leftover" ? "crash_trace" : "damage", path, `${what}, ${age}: its writer crashed`)
       : finding(kind, "notice", path, `${what}, ${age}; a write may be in progress`)
   })
 
@@ -1158,8 +1183,11 @@ export const auditStore = Effect.fn("SidecarAudit.auditStore")(function*(options
     }
   }
 
-  findings.sort(byPathAndOffset)
-  const damage = findings.filter((item) => item.severity === "damage").length
+  const judged = options.strict === true
+    ? findings.map((item) => (item.expectedAfterCrash ? { ...item, severity: "damage" as const } : item))
+    : findings
+  judged.sort(byPathAndOffset)
+  const damage = judged.filter((item) => item.severity === "damage").length
   return {
     ok: damage === 0,
     scope,
@@ -1168,7 +1196,7 @@ export const auditStore = Effect.fn("SidecarAudit.auditStore")(function*(options
     claims,
     unattributedClaims,
     locks,
-    findings,
-    counts: { damage, notices: findings.length - damage }
+    findings: judged,
+    counts: { damage, notices: judged.length - damage }
   } satisfies AuditReport
 })

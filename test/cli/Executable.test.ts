@@ -5,7 +5,8 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { spawn } from "node:child_process"
-import { appendFile, mkdir, rm, stat, writeFile } from "node:fs/promises"
+import { appendFile, cp, mkdir, mkdtemp, rm, stat, symlink, writeFile } from "node:fs/promises"
+import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { entry, makeRoots, type Roots, Store, summaryReceipt, titleReceipt, writeSession } from "../support/Reference.js"
 import {
@@ -64,16 +65,24 @@ describe("node dist/cli/main.js", () => {
     }
   })
 
-  it("verify exits 0 on a sound store and 1 once a sidecar is damaged", async () => {
+  it("verify exits 0 on a sound store, 0 for what a crash leaves, and 1 for it under --strict", async () => {
     const sound = await runCli(["verify", ...rootFlags(roots)])
     assert.strictEqual(sound.code, 0, sound.stdout + sound.stderr)
     await settleWith("ours", roots, torn, 3, summaryReceipt(branch, "torn-session"))
     const sidecar = Store.rarebitMaterializationPath(torn, roots.location)
     await appendFile(sidecar, "{\"type\":")
-    const damaged = await runCli(["verify", "--json", ...rootFlags(roots)])
-    assert.strictEqual(damaged.code, 1)
-    const report = JSON.parse(damaged.stdout)
-    assert.deepStrictEqual(report.findings.map((item: any) => [item.kind, item.path]), [["torn_tail", sidecar]])
+    const crashed = await runCli(["verify", "--json", ...rootFlags(roots)])
+    assert.strictEqual(crashed.code, 0, crashed.stderr)
+    const notices = JSON.parse(crashed.stdout)
+    assert.deepStrictEqual(notices.findings.map((item: any) => [item.kind, item.path, item.severity]), [
+      ["torn_tail", sidecar, "notice"]
+    ])
+    const strict = await runCli(["verify", "--strict", "--json", ...rootFlags(roots)])
+    assert.strictEqual(strict.code, 1)
+    const report = JSON.parse(strict.stdout)
+    assert.deepStrictEqual(report.findings.map((item: any) => [item.kind, item.path, item.severity]), [
+      ["torn_tail", sidecar, "damage"]
+    ])
   })
 
   it("reports a claim nested 100,000 levels deep as damage in valid JSON, not a stack overflow (exit 1, not 4)", async () => {
@@ -117,8 +126,15 @@ describe("node dist/cli/main.js", () => {
     assert.match(run.stdout, /B +reserved the same job: A's lease had run out/)
     assert.match(run.stdout, /A +woke up and tried to settle: FENCED \(LeaseFenced: .*fenced by a newer worker\)/)
     assert.match(run.stdout, /settled a title receipt/)
+    // What the protocol wrote: the claim while held and once settled, the raw sidecar lines, the claims.
+    assert.match(run.stdout, /\{"jobId":"[0-9a-f]{64}","state":"active","leaseToken":"[0-9a-f]{8}…","claimedAt":"[^"]+","leaseMs":600000/)
+    assert.match(run.stdout, /\{"jobId":"[0-9a-f]{64}","state":"settled","leaseToken":"[0-9a-f]{8}…","receiptRef":\{"receiptOffset":0,/)
+    assert.match(run.stdout, /rarebit_summary +\{"schemaVersion":4,"type":"rarebit_summary".*… \(\d+ characters\)/)
+    assert.match(run.stdout, /rarebit_head +\{"type":"rarebit_head","protocolVersion":1,.*"receiptHash":"[0-9a-f]{64}"\}\n/)
+    assert.match(run.stdout, /jobs\n +2 claim\(s\) under .* \(2 settled\)/)
     assert.match(run.stdout, /sync assessment_current/)
     assert.match(run.stdout, /OK: no damage/)
+    assert.notMatch(run.stdout, /explore what was kept/)
     const directory = /temp dir +(\S+)/.exec(run.stdout)?.[1]
     assert.isDefined(directory)
     assert.isFalse(await stat(directory!).then(() => true, () => false))
@@ -134,6 +150,25 @@ describe("node dist/cli/main.js", () => {
       assert.strictEqual(demo.current.availability, "available")
       assert.strictEqual(demo.history.records.length, 2)
       assert.isTrue(demo.audit.ok)
+      assert.deepStrictEqual(demo.jobs.map((claim: any) => claim.pointer), ["verified", "verified"])
+      assert.match(demo.files.claimWhileHeld, /"state":"active"/)
+      assert.match(demo.files.claimSettled, /"state":"settled"/)
+      assert.deepStrictEqual(
+        demo.files.sidecarLines.map((line: string) => JSON.parse(line).type),
+        ["rarebit_summary", "rarebit_head", "rarebit_title", "rarebit_head"]
+      )
+      // The commands it prints to explore the kept store work as printed.
+      const rarebitRoot = join(demo.directory, "rarebit")
+      const sessionRoot = join(demo.directory, "sessions")
+      assert.deepStrictEqual(demo.explore, [
+        `rarebit-store current --root ${rarebitRoot} --session-root ${sessionRoot} --session ${demo.sessionFile}`,
+        `rarebit-store history --root ${rarebitRoot} --session-root ${sessionRoot} --session ${demo.sessionFile}`,
+        `rarebit-store jobs --root ${rarebitRoot} --session-root ${sessionRoot}`,
+        `rarebit-store verify --root ${rarebitRoot} --session-root ${sessionRoot}`
+      ])
+      const verify = await runCli([...demo.explore[3].split(" ").slice(1), "--json"])
+      assert.strictEqual(verify.code, 0, verify.stderr)
+      assert.isTrue(JSON.parse(verify.stdout).ok)
       const current = await Ours.readRarebitCurrent({
         sessionFile: demo.sessionFile,
         sessionRoot: join(demo.directory, "sessions"),
@@ -183,5 +218,27 @@ describe("node dist/cli/main.js", () => {
     const version = await runCli(["--version"])
     assert.strictEqual(version.code, 0)
     assert.match(version.stdout, /rarebit-store v0\.1\.0/)
+  })
+
+  it("--version reads the package.json of the installed package it runs from", async () => {
+    const installed = await mkdtemp(join(tmpdir(), "rarebit-installed-"))
+    try {
+      await cp(join(REPO, "dist"), join(installed, "dist"), { recursive: true })
+      await writeFile(join(installed, "package.json"), JSON.stringify({ name: "rarebit-store", version: "9.8.7-test", type: "module" }))
+      await symlink(join(REPO, "node_modules"), join(installed, "node_modules"))
+      const run = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+        const child = spawn(process.execPath, [join(installed, "dist", "cli", "main.js"), "--version"], {
+          cwd: tmpdir(),
+          stdio: ["ignore", "pipe", "ignore"]
+        })
+        let stdout = ""
+        child.stdout.setEncoding("utf8").on("data", (chunk) => (stdout += chunk))
+        child.on("close", (code) => resolve({ code, stdout }))
+      })
+      assert.strictEqual(run.code, 0)
+      assert.strictEqual(run.stdout.trim(), "rarebit-store v9.8.7-test")
+    } finally {
+      await rm(installed, { recursive: true, force: true })
+    }
   })
 })

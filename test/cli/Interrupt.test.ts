@@ -71,9 +71,9 @@ interface Interrupted {
   readonly elapsedMs: number
 }
 
-const interrupt = (command: string, signal: "SIGINT" | "SIGTERM"): Promise<Interrupted> =>
+const interrupt = (command: string, signal: "SIGINT" | "SIGTERM", extra: ReadonlyArray<string> = []): Promise<Interrupted> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, command, ...rootFlags(roots)], {
+    const child = spawn(process.execPath, [CLI, command, ...extra, ...rootFlags(roots)], {
       cwd: REPO,
       env: { ...process.env, NO_COLOR: "1" },
       stdio: ["ignore", "pipe", "pipe"]
@@ -115,6 +115,15 @@ describe("interrupting the executable", () => {
       }, 60_000)
     }
   }
+
+  it("under --json the one line is the JSON error", async () => {
+    const run = await interrupt("verify", "SIGINT", ["--json"])
+    assert.strictEqual(run.code, 130, run.stderr)
+    assert.deepStrictEqual(JSON.parse(run.stderr), {
+      error: { tag: "Interrupted", message: "interrupted (SIGINT)", hint: null, exitCode: 130 }
+    })
+    assert.strictEqual(run.stderr.split("\n").length, 2)
+  }, 60_000)
 })
 
 describe("interrupting an in-process scan on the synchronous file system", () => {

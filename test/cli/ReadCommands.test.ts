@@ -199,21 +199,33 @@ describe("rarebit-store history", () => {
       }
     }))
 
-  it.live("--all streams every receipt across pages as JSON lines, in order", () =>
+  it.live("--all prints one document of the page's shape with every receipt across pages, one per line, in order", () =>
     Effect.gen(function*() {
       const run = yield* cli(["history", "--session", sessionC, "--all", "--limit", "2", "--json", ...rootFlags(roots)])
       assert.strictEqual(run.code, 0, run.stderr)
-      const streamed = run.stdout.trim().split("\n").map((line) => JSON.parse(line))
       const expected: Array<unknown> = []
       let offset: number | null = 0
+      let first: any
       while (offset !== null) {
         const request = { sessionFile: sessionC, fromOffset: offset, limit: 2, ...roots.location }
         const page: any = yield* Effect.promise(() => Ours.readRarebitHistory(request))
+        first ??= page
         expected.push(...page.records)
         offset = page.nextOffset
       }
-      assert.strictEqual(streamed.length, 7)
-      assert.deepStrictEqual(streamed, expected)
+      const document = json(run.stdout)
+      assert.strictEqual(document.records.length, 7)
+      assert.deepStrictEqual(document, { ...first, records: expected, nextOffset: null })
+      // Written as it is read: the head, one record per line, the end.
+      const lines = run.stdout.trimEnd().split("\n")
+      assert.strictEqual(lines.length, 1 + 7)
+      assert.match(lines[0], /^\{"availability":"available","path":".*","records":\[$/)
+      assert.deepStrictEqual(JSON.parse(lines[1].replace(/,$/, "")), expected[0])
+      assert.match(lines.at(-1)!, /\],"nextOffset":null\}$/)
+      // A page has the same layout and shape.
+      const page = yield* cli(["history", "--session", sessionC, "--limit", "2", "--json", ...rootFlags(roots)])
+      assert.deepStrictEqual(Object.keys(json(page.stdout)), Object.keys(document))
+      assert.strictEqual(page.stdout.trimEnd().split("\n").length, 1 + 2)
     }))
 
   it.live("prints offsets and the next page by default", () =>

@@ -148,7 +148,7 @@ interface Where {
   readonly jobId?: string
 }
 
-const expectFinding = (findings: Array<any>, kind: string, severity: string, where: Where) => {
+const expectFinding = (findings: Array<any>, kind: string, severity: string, where: Where, afterCrash = false) => {
   const match = findings.find((item) =>
     item.kind === kind && item.path === where.path &&
     (where.offset === undefined || item.offset === where.offset) &&
@@ -156,7 +156,11 @@ const expectFinding = (findings: Array<any>, kind: string, severity: string, whe
   )
   assert.isDefined(match, `expected ${kind} at ${where.path}@${where.offset} in ${JSON.stringify(findings, null, 1)}`)
   assert.strictEqual(match.severity, severity, kind)
+  assert.strictEqual(match.expectedAfterCrash, afterCrash, kind)
 }
+
+/** What a crash leaves and nothing is hurt by: notices, or damage under --strict. */
+const CRASH_TRACES = ["torn_tail", "uncommitted_tail", "temp_file_leftover"]
 
 describe("rarebit-store verify", () => {
   it.live("passes a clean store written by both implementations, exit 0", () =>
@@ -182,20 +186,23 @@ describe("rarebit-store verify", () => {
       const findings = findingsOf(run.stdout)
       for (
         const kind of [
-          "torn_tail",
           "head_range_invalid",
           "invalid_head",
-          "uncommitted_tail",
           "invalid_record",
           "sidecar_not_regular",
           "claim_pointer_invalid",
           "claim_orphan",
           "claim_unreadable",
           "claim_invalid",
-          "temp_file_leftover",
           "break_file_leftover"
         ]
       ) expectFinding(findings, kind, "damage", planted[kind])
+      for (const kind of CRASH_TRACES) expectFinding(findings, kind, "notice", planted[kind], true)
+      const strict = yield* cli(["verify", "--strict", "--json", ...rootFlags(damaged)])
+      assert.strictEqual(strict.code, 1, strict.stderr)
+      for (const kind of CRASH_TRACES) expectFinding(findingsOf(strict.stdout), kind, "damage", planted[kind], true)
+      assert.strictEqual(findingsOf(strict.stdout).length, findings.length)
+      assert.strictEqual(JSON.parse(strict.stdout).counts.damage, JSON.parse(run.stdout).counts.damage + CRASH_TRACES.length)
       expectFinding(findings, "commit_lock_leftover", "damage", planted.dead_lock)
       expectFinding(findings, "commit_lock_leftover", "damage", planted.old_lock)
       expectFinding(findings, "commit_lock_held", "notice", planted.commit_lock_held)
@@ -209,7 +216,10 @@ describe("rarebit-store verify", () => {
     Effect.gen(function*() {
       const run = yield* cli(["verify", ...rootFlags(damaged)])
       assert.strictEqual(run.code, 1)
-      assert.match(run.stdout, /DAMAGE torn_tail +materializations-v4\/project\/torn\.jsonl @ \d+/)
+      assert.match(run.stdout, /notice torn_tail +materializations-v4\/project\/torn\.jsonl @ \d+/)
+      assert.match(run.stdout, /hint \(torn_tail\): .*a notice without --strict/)
+      const strict = yield* cli(["verify", "--strict", ...rootFlags(damaged)])
+      assert.match(strict.stdout, /DAMAGE torn_tail +materializations-v4\/project\/torn\.jsonl @ \d+/)
       assert.match(run.stdout, /notice commit_lock_held/)
       assert.match(run.stdout, /hint \(commit_lock_leftover\): .*rarebit-store unlock/)
       assert.match(run.stdout, /\d+ problem\(s\), \d+ notice\(s\)/)
@@ -228,10 +238,19 @@ describe("rarebit-store verify", () => {
       ])
       assert.strictEqual(fineReport.scope, "sidecar")
 
+      // A torn tail alone is what a crash leaves: exit 0 with a notice, 1 under --strict.
       const torn = yield* cli(["verify", "--session", sessionOf(damaged, "torn"), "--json", ...rootFlags(damaged)])
-      assert.strictEqual(torn.code, 1)
-      assert.deepStrictEqual(findingsOf(torn.stdout).map((item) => [item.kind, item.offset]), [
-        ["torn_tail", planted.torn_tail.offset]
+      assert.strictEqual(torn.code, 0)
+      assert.deepStrictEqual(findingsOf(torn.stdout).map((item) => [item.kind, item.offset, item.severity]), [
+        ["torn_tail", planted.torn_tail.offset, "notice"]
+      ])
+      const tornHuman = yield* cli(["verify", "--session", sessionOf(damaged, "torn"), ...rootFlags(damaged)])
+      assert.strictEqual(tornHuman.code, 0)
+      assert.match(tornHuman.stdout, /OK: no damage, 1 notice\(s\) \(1 left by a crash; --strict counts them as damage\)/)
+      const tornStrict = yield* cli(["verify", "--strict", "--session", sessionOf(damaged, "torn"), "--json", ...rootFlags(damaged)])
+      assert.strictEqual(tornStrict.code, 1)
+      assert.deepStrictEqual(findingsOf(tornStrict.stdout).map((item) => [item.kind, item.offset, item.severity]), [
+        ["torn_tail", planted.torn_tail.offset, "damage"]
       ])
 
       const fresh = yield* cli(["verify", "--session", sessionOf(damaged, "freshlock"), "--json", ...rootFlags(damaged)])

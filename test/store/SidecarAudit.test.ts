@@ -15,7 +15,7 @@ import { sampleSession, summaryReceipt, titleReceipt } from "../../src/cli/DemoS
 import { makeHead } from "../../src/protocol/Head.js"
 import { MAX_HISTORY_BYTES } from "../../src/protocol/Limits.js"
 import { LockOwner, makeLockOwnerProbe } from "../../src/store/LockOwner.js"
-import { auditStore, inspectCommitLock, removeCommitLock } from "../../src/store/SidecarAudit.js"
+import { type AuditFinding, auditStore, inspectCommitLock, removeCommitLock } from "../../src/store/SidecarAudit.js"
 import { MemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { fileSystemSuite, memoryWorld } from "../support/FileSystemSuite.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
@@ -420,7 +420,19 @@ describe("SidecarAudit against a model of the protocol", () => {
           `segments ${JSON.stringify(segments)}, torn ${torn}`
         )
         assert.strictEqual(report.sidecars[0].receipts, receipts)
-        assert.strictEqual(report.ok, expected.length === 0)
+        // A torn or uncommitted tail is what a crash leaves: a notice, unless strict.
+        const crashTraces = (item: AuditFinding) => item.kind === "torn_tail" || item.kind === "uncommitted_tail"
+        for (const item of report.findings) {
+          assert.deepStrictEqual(
+            [item.kind, item.severity, item.expectedAfterCrash],
+            crashTraces(item) ? [item.kind, "notice", true] : [item.kind, "damage", false]
+          )
+        }
+        assert.strictEqual(report.ok, report.findings.every(crashTraces))
+        const strict = yield* auditStore({ rarebitRoot: "/store", strict: true })
+        assert.deepStrictEqual(order(kindsAndOffsets(strict.findings)), order(expected))
+        assert.isTrue(strict.findings.every((item) => item.severity === "damage"))
+        assert.strictEqual(strict.ok, expected.length === 0)
       }).pipe(Effect.provide(Layer.merge(MemoryFileSystem.layer, Path.layer))),
     { arbitrary: { runs: fuzzRuns(1000) } }
   )
