@@ -198,6 +198,7 @@ const CALLS = {
 }
 
 if (mode === "--list") {
+  rmSync(scratch, { recursive: true, force: true })
   console.log(JSON.stringify({
     values: Object.keys(VALUES),
     calls: Object.fromEntries(Object.entries(CALLS).map(([fn, slots]) => [fn, Object.keys(slots)]))
