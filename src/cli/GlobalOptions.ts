@@ -103,14 +103,11 @@ export const globals = Effect.gen(function*() {
  * @since 0.1.0
  */
 export const storeLayer = (options: Pick<Globals, "rarebitRoot" | "sessionRoot" | "allowExternalSession">) =>
-  Layer.merge(
-    RarebitStore.layer({
-      rarebitRoot: options.rarebitRoot,
-      sessionRoot: options.sessionRoot,
-      allowExternalSession: options.allowExternalSession
-    }),
-    NodeStore.tokenAndOwnerLayer
-  )
+  RarebitStore.layer({
+    rarebitRoot: options.rarebitRoot,
+    sessionRoot: options.sessionRoot,
+    allowExternalSession: options.allowExternalSession
+  }).pipe(Layer.provideMerge(NodeStore.tokenAndOwnerLayer))
 
 /**
  * Fails unless the Rarebit root is a directory, so that no command reports
