@@ -746,7 +746,9 @@ const reportedOwner = (owner: OwnerEvidence): OwnerEvidence => ({
   pid: owner.pid,
   hostname: clip(owner.hostname, MAX_FIELD_CHARS),
   ...(owner.bootId === undefined ? {} : { bootId: clip(owner.bootId, MAX_FIELD_CHARS) }),
-  ...(owner.startTicks === undefined ? {} : { startTicks: clip(owner.startTicks, MAX_FIELD_CHARS) })
+  ...(owner.startTicks === undefined ? {} : { startTicks: clip(owner.startTicks, MAX_FIELD_CHARS) }),
+  ...(owner.pidNamespace === undefined ? {} : { pidNamespace: clip(owner.pidNamespace, MAX_FIELD_CHARS) }),
+  ...(owner.timeNamespace === undefined ? {} : { timeNamespace: clip(owner.timeNamespace, MAX_FIELD_CHARS) })
 })
 
 const readLockRaw = (fs: FileSystem, lockPath: string) =>

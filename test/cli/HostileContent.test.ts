@@ -58,7 +58,8 @@ const hostileClaims: Record<string, string> = {
 }
 
 const hostileLock = `{"token":"${"ab".repeat(500_000)}","claimedAt":"Jan 1 2026 (${megabyte})",` +
-  `"owner":{"pid":1,"hostname":"${"h".repeat(1_000_000)}","bootId":${deepArray}}}\n`
+  `"owner":{"pid":1,"hostname":"${"h".repeat(1_000_000)}","bootId":"${"b".repeat(1_000_000)}",` +
+  `"pidNamespace":"${"p".repeat(1_000_000)}"},"extra":${deepArray}}\n`
 
 interface Planted {
   readonly flags: ReadonlyArray<string>
@@ -251,6 +252,8 @@ fileSystemSuite("CLI on hostile content", (it) => {
       assert.strictEqual(report.action, "refused")
       assert.isAtMost(report.lock.claimedAt.length, MAX_FIELD_CHARS)
       assert.isAtMost(report.lock.owner.hostname.length, MAX_FIELD_CHARS)
+      assert.isAtMost(report.lock.owner.bootId.length, MAX_FIELD_CHARS)
+      assert.isAtMost(report.lock.owner.pidNamespace.length, MAX_FIELD_CHARS)
       const forced = yield* cliIn(["unlock", "--force", "--json", "--session", planted.hostile, ...planted.flags])
       assert.strictEqual(forced.code, 0, forced.stderr)
       assert.strictEqual(parse(forced, "unlock --force").action, "removed")
