@@ -15,13 +15,92 @@
 import { validateRarebitArtifactReceipt, validateRarebitTitleReceipt } from "@hypercarrier/rarebit/artifact-state"
 import { createHash } from "node:crypto"
 
+/** @import { RarebitHeadV1, RarebitSummaryReceiptV4, RarebitTitleReceiptV4 } from "@hypercarrier/rarebit/types" */
+
+/** A receipt of either kind, as the reference's validators accept it. @typedef {RarebitSummaryReceiptV4 | RarebitTitleReceiptV4} Receipt */
+
+/**
+ * One complete line of a sidecar; `record` is what the line parses to, typed
+ * by what `kind` says it is.
+ * @typedef {{
+ *   readonly offset: number
+ *   readonly length: number
+ *   readonly hash: string
+ *   readonly empty: boolean
+ * } & Classified} SidecarLine
+ */
+
+/**
+ * @typedef {{ readonly kind: "receipt"; readonly record: Receipt }
+ *   | { readonly kind: "head"; readonly record: RarebitHeadV1 }
+ *   | { readonly kind: "badHead" | "other"; readonly record: unknown }} Classified
+ */
+
+/**
+ * @typedef {{
+ *   readonly size: number
+ *   readonly lines: ReadonlyArray<SidecarLine>
+ *   readonly tornTail: boolean
+ *   readonly tornBytes: number
+ * }} ParsedSidecar
+ */
+
+/** @typedef {{ readonly path: string; readonly bytes: Uint8Array }} FileBytes */
+
+/**
+ * What `checkStore` reads; see there.
+ * @typedef {{
+ *   readonly sidecars: ReadonlyArray<FileBytes>
+ *   readonly claims: ReadonlyArray<FileBytes & { readonly jobId: string }>
+ *   readonly locks: ReadonlyArray<FileBytes>
+ *   readonly others?: ReadonlyArray<string>
+ *   readonly jobSidecar?: ReadonlyMap<string, string>
+ *   readonly expectedJobs?: Iterable<string>
+ *   readonly tokenOf?: (record: Receipt) => string | undefined
+ *   readonly deadLocksArePending?: boolean
+ * }} StoreFiles
+ */
+
+/**
+ * @typedef {{
+ *   sidecars: number
+ *   receipts: number
+ *   heads: number
+ *   badHeadLines: number
+ *   tornTails: number
+ *   claims: number
+ *   settledClaims: number
+ *   activeClaims: number
+ *   tornClaims: number
+ *   jobsWithReceipts: number
+ *   duplicateReceiptJobs: number
+ *   orphanReceiptJobs: number
+ *   leftoverLocks: number
+ *   breakFiles: number
+ *   tempFiles: number
+ * }} StoreStats
+ */
+
+/**
+ * @typedef {{
+ *   readonly violations: Array<string>
+ *   readonly pending: Array<string>
+ *   readonly stats: StoreStats
+ * }} StoreCheck
+ */
+
 const NEWLINE = 10
 const HASH = /^[a-f0-9]{64}$/
 const MAX_RECEIPT_BYTES = 48 * 1024
 const utf8 = new TextDecoder("utf-8")
 
+/** @param {Uint8Array} bytes */
 const sha256 = (bytes) => createHash("sha256").update(bytes).digest("hex")
 
+/**
+ * @param {string} text
+ * @returns {{ readonly ok: true; readonly value: unknown } | { readonly ok: false }}
+ */
 const parse = (text) => {
   try {
     return { ok: true, value: JSON.parse(text) }
@@ -30,24 +109,42 @@ const parse = (text) => {
   }
 }
 
+/**
+ * @param {unknown} u
+ * @returns {u is Record<string, unknown>}
+ */
 const isObject = (u) => typeof u === "object" && u !== null && !Array.isArray(u)
 
-/** A receipt of either kind that the reference's validators accept. */
+/**
+ * @param {unknown} u
+ * @returns {u is number}
+ */
+const isSafeInteger = (u) => Number.isSafeInteger(u)
+
+/**
+ * A receipt of either kind that the reference's validators accept.
+ * @param {unknown} record
+ * @returns {record is Receipt}
+ */
 const isValidReceipt = (record) =>
   isObject(record) &&
   ((record.type === "rarebit_summary" && validateRarebitArtifactReceipt(record).valid) ||
     (record.type === "rarebit_title" && validateRarebitTitleReceipt(record).valid))
 
-/** The head shape the protocol accepts (protocol 1). */
+/**
+ * The head shape the protocol accepts (protocol 1).
+ * @param {unknown} head
+ * @returns {head is RarebitHeadV1}
+ */
 const isValidHead = (head) =>
   isObject(head) &&
   head.type === "rarebit_head" &&
   head.protocolVersion === 1 &&
   typeof head.sessionId === "string" &&
   head.sessionId.length > 0 &&
-  Number.isSafeInteger(head.receiptOffset) &&
+  isSafeInteger(head.receiptOffset) &&
   head.receiptOffset >= 0 &&
-  Number.isSafeInteger(head.receiptLength) &&
+  isSafeInteger(head.receiptLength) &&
   head.receiptLength > 0 &&
   head.receiptLength <= MAX_RECEIPT_BYTES &&
   typeof head.receiptHash === "string" &&
@@ -56,12 +153,16 @@ const isValidHead = (head) =>
 /**
  * Verifies a receipt range: inside the file, newline-terminated, hashing to
  * `receiptHash`, and a valid receipt. Returns the record or a reason.
+ * @param {Uint8Array} bytes
+ * @param {unknown} ref
+ * @param {{ readonly requireSummaryOf?: string }} [options]
+ * @returns {{ readonly error: string; readonly record?: undefined } | { readonly error?: undefined; readonly record: Receipt }}
  */
 const verifyRange = (bytes, ref, { requireSummaryOf } = {}) => {
   if (!isObject(ref)) return { error: "not an object" }
   const { receiptOffset: offset, receiptLength: length, receiptHash: hash } = ref
-  if (!Number.isSafeInteger(offset) || offset < 0) return { error: "bad offset" }
-  if (!Number.isSafeInteger(length) || length < 1 || length > MAX_RECEIPT_BYTES) return { error: "bad length" }
+  if (!isSafeInteger(offset) || offset < 0) return { error: "bad offset" }
+  if (!isSafeInteger(length) || length < 1 || length > MAX_RECEIPT_BYTES) return { error: "bad length" }
   if (typeof hash !== "string" || !HASH.test(hash)) return { error: "bad hash" }
   if (offset + length > bytes.length) return { error: "range outside the file" }
   const range = bytes.subarray(offset, offset + length)
@@ -71,7 +172,7 @@ const verifyRange = (bytes, ref, { requireSummaryOf } = {}) => {
   if (!parsed.ok) return { error: "range does not parse" }
   const record = parsed.value
   if (requireSummaryOf !== undefined) {
-    if (record?.type !== "rarebit_summary" || record.sessionId !== requireSummaryOf) {
+    if (!isObject(record) || record.type !== "rarebit_summary" || record.sessionId !== requireSummaryOf) {
       return { error: "not a summary of the head's session" }
     }
   }
@@ -80,12 +181,29 @@ const verifyRange = (bytes, ref, { requireSummaryOf } = {}) => {
 }
 
 /**
+ * What a line is, from what it parses to (`parsed`) and its text.
+ * @param {ReturnType<typeof parse>} parsed
+ * @param {string} text
+ * @returns {Classified}
+ */
+const classify = (parsed, text) => {
+  const record = parsed.ok ? parsed.value : null
+  if (isValidReceipt(record)) return { record, kind: "receipt" }
+  if (isValidHead(record)) return { record, kind: "head" }
+  const headTyped = isObject(record) && record.type === "rarebit_head"
+  return { record, kind: headTyped || (!parsed.ok && text.includes("\"rarebit_head\"")) ? "badHead" : "other" }
+}
+
+/**
  * Splits a sidecar into its lines. Each complete line carries its absolute
  * offset, its exact bytes' hash and what it is: a valid `receipt`, a valid
  * `head`, a `badHead` (head-typed or unparsable text mentioning
  * `"rarebit_head"`: the current reader fails closed on it), or `other`.
+ * @param {Uint8Array} bytes
+ * @returns {ParsedSidecar}
  */
 export const parseSidecar = (bytes) => {
+  /** @type {Array<SidecarLine>} */
   const lines = []
   let cursor = 0
   while (cursor < bytes.length) {
@@ -93,16 +211,8 @@ export const parseSidecar = (bytes) => {
     if (newline < 0) break
     const lineBytes = bytes.subarray(cursor, newline + 1)
     const text = utf8.decode(lineBytes.subarray(0, -1))
-    const parsed = text.length > 0 ? parse(text) : { ok: false }
-    const record = parsed.ok ? parsed.value : null
-    const kind = isValidReceipt(record)
-      ? "receipt"
-      : isValidHead(record)
-      ? "head"
-      : record?.type === "rarebit_head" || (!parsed.ok && text.includes("\"rarebit_head\""))
-      ? "badHead"
-      : "other"
-    lines.push({ offset: cursor, length: lineBytes.length, hash: sha256(lineBytes), record, kind, empty: text === "" })
+    const parsed = text.length > 0 ? parse(text) : /** @type {const} */ ({ ok: false })
+    lines.push({ offset: cursor, length: lineBytes.length, hash: sha256(lineBytes), ...classify(parsed, text), empty: text === "" })
     cursor = newline + 1
   }
   return { size: bytes.length, lines, tornTail: cursor < bytes.length, tornBytes: bytes.length - cursor }
@@ -126,10 +236,15 @@ export const parseSidecar = (bytes) => {
  *
  * Output: `{ violations, pending, stats }`; `violations` and `pending` are
  * lists of readable strings.
+ * @param {StoreFiles} input
+ * @returns {StoreCheck}
  */
 export const checkStore = (input) => {
+  /** @type {Array<string>} */
   const violations = []
+  /** @type {Array<string>} */
   const pending = []
+  /** @type {StoreStats} */
   const stats = {
     sidecars: input.sidecars.length,
     receipts: 0,
@@ -148,7 +263,9 @@ export const checkStore = (input) => {
     tempFiles: 0
   }
 
+  /** @type {Map<string, { readonly bytes: Uint8Array; readonly parsed: ParsedSidecar }>} */
   const parsedSidecars = new Map()
+  /** @type {Map<string, Array<{ readonly path: string; readonly line: SidecarLine }>>} */
   const receiptsByJob = new Map()
   for (const { path, bytes } of input.sidecars) {
     const parsed = parseSidecar(bytes)
@@ -174,6 +291,7 @@ export const checkStore = (input) => {
     }
   }
 
+  /** @type {Set<string>} */
   const claimed = new Set()
   for (const { bytes, jobId, path } of input.claims) {
     claimed.add(jobId)
@@ -231,7 +349,7 @@ export const checkStore = (input) => {
   for (const jobId of input.expectedJobs ?? []) {
     const claim = input.claims.find((entry) => entry.jobId === jobId)
     const parsed = claim === undefined ? undefined : parse(utf8.decode(claim.bytes))
-    if (parsed?.ok !== true || parsed.value?.state !== "settled") {
+    if (parsed?.ok !== true || !isObject(parsed.value) || parsed.value.state !== "settled") {
       violations.push(`${jobId}: expected to end settled, claim is ${claim === undefined ? "absent" : "not settled"}`)
     }
   }
