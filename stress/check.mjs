@@ -20,7 +20,13 @@ import * as Ref from "../node_modules/@hypercarrier/rarebit/src/rarebit-store.mj
 import { checkStore, parseSidecar } from "./invariants.mjs"
 import { leaseOf } from "./receipts.mjs"
 
+/** @import { FileBytes } from "./invariants.mjs" */
+/** @import { Impl } from "./receipts.mjs" */
+/** @import { JournalEvent, StressSession } from "./worker.mjs" */
+
+/** @param {string} directory @returns {Promise<Array<string>>} */
 const walk = async (directory) => {
+  /** @type {Array<string>} */
   const files = []
   let names
   try {
@@ -37,8 +43,12 @@ const walk = async (directory) => {
   return files
 }
 
-/** Every event of every journal in `runDir`. */
+/**
+ * Every event of every journal in `runDir`.
+ * @param {string} runDir
+ */
 export const readJournals = async (runDir) => {
+  /** @type {Array<JournalEvent>} */
   const events = []
   for (const name of await readdir(runDir)) {
     if (!name.startsWith("journal-")) continue
@@ -54,18 +64,38 @@ export const readJournals = async (runDir) => {
   return events
 }
 
+/**
+ * The outcome of `f`, with a thrown value described as `Constructor: message`.
+ * @template A
+ * @param {() => Promise<A>} f
+ * @returns {Promise<{ readonly ok: true; readonly value: A } | { readonly ok: false; readonly error: string }>}
+ */
 const safely = async (f) => {
   try {
     return { ok: true, value: await f() }
   } catch (error) {
-    return { ok: false, error: `${error?.constructor?.name ?? typeof error}: ${error?.message ?? error}` }
+    // A primitive reads as its wrapper, as `error?.constructor` would.
+    const fields = error === null || error === undefined
+      ? undefined
+      : /** @type {{ readonly constructor?: { readonly name?: string }; readonly message?: unknown }} */ (error)
+    return { ok: false, error: `${fields?.constructor?.name ?? typeof error}: ${fields?.message ?? error}` }
   }
 }
 
+/** The request both readers get. @typedef {{ readonly sessionFile: string; readonly rarebitRoot: string; readonly sessionRoot: string }} ReadRequest */
+
+/**
+ * Every page of a Session's history, following `nextOffset`.
+ * @template {{ readonly nextOffset: number | null }} Page
+ * @param {{ readonly readRarebitHistory: (input: ReadRequest & { readonly fromOffset: number; readonly limit: number }) => Promise<Page> }} api
+ * @param {ReadRequest} input
+ */
 const historyOf = async (api, input) => {
   const pages = []
+  /** @type {number | null} */
   let offset = 0
   for (let guard = 0; offset !== null && guard < 100_000; guard++) {
+    /** @type {number} */
     const from = offset
     const page = await safely(() => api.readRarebitHistory({ ...input, fromOffset: from, limit: 1000 }))
     pages.push(page)
@@ -77,11 +107,25 @@ const historyOf = async (api, input) => {
 /**
  * Checks a finished run. Returns `{ violations, referenceIssues, pending,
  * stats, readers }`; `violations` must be empty for our store.
+ * @param {{
+ *   readonly rarebitRoot: string
+ *   readonly sessionRoot: string
+ *   readonly sessions: ReadonlyArray<StressSession>
+ *   readonly runDir: string
+ * }} run
  */
 export const checkRun = async ({ rarebitRoot, sessionRoot, sessions, runDir }) => {
   const location = { rarebitRoot, sessionRoot }
   const files = await walk(rarebitRoot)
   const claimPattern = /\/jobs-v4\/([a-f0-9]{64})\.json$/
+  /**
+   * @type {{
+   *   sidecars: Array<FileBytes>
+   *   claims: Array<FileBytes & { readonly jobId: string }>
+   *   locks: Array<FileBytes>
+   *   others: Array<string>
+   * }}
+   */
   const input = { sidecars: [], claims: [], locks: [], others: [] }
   for (const path of files) {
     const claim = claimPattern.exec(path)
@@ -93,20 +137,26 @@ export const checkRun = async ({ rarebitRoot, sessionRoot, sessions, runDir }) =
   }
 
   const events = await readJournals(runDir)
+  /** @type {Map<string | undefined, { readonly impl: Impl; readonly worker: number | undefined; readonly job: string | undefined }>} */
   const leases = new Map()
+  /** @type {Map<string, string>} */
   const jobSidecar = new Map()
   const sidecarOf = new Map(sessions.map((session) => [session.name, Ref.rarebitMaterializationPath(session.file, location)]))
   for (const event of events) {
     if (event.e === "acquired") leases.set(event.token, { impl: event.impl, worker: event.worker, job: event.job })
-    if (typeof event.job === "string" && sidecarOf.has(event.session)) jobSidecar.set(event.job, sidecarOf.get(event.session))
+    const sidecar = event.session === undefined ? undefined : sidecarOf.get(event.session)
+    if (typeof event.job === "string" && sidecar !== undefined) jobSidecar.set(event.job, sidecar)
   }
 
   const checked = checkStore({ ...input, jobSidecar, tokenOf: (record) => leaseOf(record)?.token })
+  /** @type {Array<string>} */
   const violations = []
+  /** @type {Array<string>} */
   const referenceIssues = []
   const hasReference = events.some((event) => event.impl === "reference")
 
   // Who wrote every receipt, and who ran a job twice.
+  /** @type {Map<string, Array<Impl | "unknown">>} */
   const writers = new Map()
   for (const { bytes, path } of input.sidecars) {
     for (const line of parseSidecar(bytes).lines) {
@@ -126,6 +176,7 @@ export const checkRun = async ({ rarebitRoot, sessionRoot, sessions, runDir }) =
     }
   }
   const duplicates = { ours: 0, reference: 0 }
+  /** @type {Map<string, Impl>} */
   const rerunBy = new Map()
   for (const [job, list] of writers) {
     if (list.length < 2) continue
@@ -137,7 +188,8 @@ export const checkRun = async ({ rarebitRoot, sessionRoot, sessions, runDir }) =
   const evidenceless = new Set(
     input.locks.filter(({ bytes }) => {
       try {
-        return JSON.parse(new TextDecoder().decode(bytes))?.owner === undefined
+        const lock = /** @type {unknown} */ (JSON.parse(new TextDecoder().decode(bytes)))
+        return typeof lock !== "object" || lock === null || !("owner" in lock) || lock.owner === undefined
       } catch {
         return true
       }

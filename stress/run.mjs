@@ -24,6 +24,33 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { checkRun, readJournals } from "./check.mjs"
 
+/** @import { ChildProcess } from "node:child_process" */
+/** @import { Impl } from "./receipts.mjs" */
+/** @import { Assignment, JournalEvent, WorkerConfig } from "./worker.mjs" */
+
+/**
+ * @typedef {{
+ *   quick: boolean
+ *   configs: Array<string>
+ *   workers: number
+ *   referenceWorkers: number
+ *   duration: number
+ *   sessions: number
+ *   lease: number
+ *   killEvery: number
+ *   stallEvery: number
+ *   appendEvery: number
+ *   jobEvery: number
+ *   selfKill: number
+ *   json: string | undefined
+ *   keep: boolean
+ * }} Options
+ */
+
+/** The options set by a number. @typedef {"workers" | "referenceWorkers" | "duration" | "sessions" | "lease" | "killEvery" | "stallEvery" | "appendEvery" | "jobEvery" | "selfKill"} NumericOption */
+
+/** A worker that exited when it should not have, or the drain worker's failure. @typedef {{ readonly slot: number | "spare" | "drain"; readonly impl: Impl; readonly code: number | null; readonly signal?: NodeJS.Signals | null }} UnexpectedExit */
+
 const here = fileURLToPath(new URL(".", import.meta.url))
 
 const usage = `Usage: node stress/run.mjs [options]
@@ -44,7 +71,12 @@ const usage = `Usage: node stress/run.mjs [options]
   --keep                  keep the temporary directories
 `
 
+/**
+ * @param {ReadonlyArray<string>} argv
+ * @returns {Options}
+ */
 const parseArgs = (argv) => {
+  /** @type {Options} */
   const options = {
     quick: false,
     configs: ["ours", "mixed", "reference"],
@@ -61,6 +93,7 @@ const parseArgs = (argv) => {
     json: undefined,
     keep: false
   }
+  /** @type {Set<keyof Options>} */
   const explicit = new Set()
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]
@@ -84,7 +117,8 @@ const parseArgs = (argv) => {
         options.json = value()
         break
       default: {
-        const key = {
+        /** @type {Record<string, NumericOption | undefined>} */
+        const numeric = {
           "--workers": "workers",
           "--reference-workers": "referenceWorkers",
           "--duration": "duration",
@@ -95,7 +129,8 @@ const parseArgs = (argv) => {
           "--append-every": "appendEvery",
           "--job-every": "jobEvery",
           "--self-kill": "selfKill"
-        }[arg]
+        }
+        const key = numeric[arg]
         if (key === undefined) {
           console.error(`unknown option ${arg}\n\n${usage}`)
           process.exit(2)
@@ -106,26 +141,29 @@ const parseArgs = (argv) => {
     }
   }
   if (options.quick) {
-    for (const [key, quick] of Object.entries({
-      workers: 4,
-      referenceWorkers: 1,
-      duration: 6,
-      killEvery: 1000,
-      configs: ["ours", "mixed"]
-    })) {
-      if (!explicit.has(key)) options[key] = quick
-    }
+    if (!explicit.has("workers")) options.workers = 4
+    if (!explicit.has("referenceWorkers")) options.referenceWorkers = 1
+    if (!explicit.has("duration")) options.duration = 6
+    if (!explicit.has("killEvery")) options.killEvery = 1000
+    if (!explicit.has("configs")) options.configs = ["ours", "mixed"]
   }
   return options
 }
 
+/** @param {number} ms @returns {Promise<void>} */
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+/** @param {number} mean */
 const jitter = (mean) => Math.max(1, Math.round(mean * (0.5 + Math.random())))
 
+/** @param {string} id @param {"user" | "assistant"} role @param {string} text */
 const entryLine = (id, role, text) =>
   `${JSON.stringify({ type: "message", id, message: { role, content: text, ...(role === "assistant" ? { stopReason: "stop" } : {}) } })}\n`
 
-/** Runs one configuration end to end and returns its figures. */
+/**
+ * Runs one configuration end to end and returns its figures.
+ * @param {string} name
+ * @param {Options} options
+ */
 const runConfiguration = async (name, options) => {
   const root = await mkdtemp(join(tmpdir(), `rarebit-stress-${name}-`))
   const sessionRoot = join(root, "sessions")
@@ -133,6 +171,7 @@ const runConfiguration = async (name, options) => {
   const runDir = join(root, "run")
   await mkdir(join(sessionRoot, "project"), { recursive: true })
   await mkdir(runDir, { recursive: true })
+  /** @type {Array<{ readonly name: string; readonly file: string; entries: number }>} */
   const sessions = []
   for (let i = 0; i < options.sessions; i++) {
     const file = join(sessionRoot, "project", `s${i}.jsonl`)
@@ -145,8 +184,10 @@ const runConfiguration = async (name, options) => {
     sessions.push({ name: `s${i}`, file, entries: 2 })
   }
 
+  /** @param {number} slot @returns {Impl} */
   const implOf = (slot) =>
     name === "ours" ? "ours" : name === "reference" ? "reference" : slot >= options.workers - options.referenceWorkers ? "reference" : "ours"
+  /** @type {Omit<WorkerConfig, "impl">} */
   const baseConfig = {
     runDir,
     rarebitRoot,
@@ -160,28 +201,41 @@ const runConfiguration = async (name, options) => {
     selfKill: { K1: options.selfKill, K2a: options.selfKill, K2b: options.selfKill }
   }
 
-  const figures = { orchestratorKills: 0, sigstops: 0, sessionAppends: 0, unexpectedExits: [], hung: 0 }
-  /** Workers put to work, by pid. */
+  const figures = {
+    orchestratorKills: 0,
+    sigstops: 0,
+    sessionAppends: 0,
+    /** @type {Array<UnexpectedExit>} */
+    unexpectedExits: [],
+    hung: 0
+  }
+  /** Workers put to work, by process. @type {Map<ChildProcess, { readonly child: ChildProcess; readonly slot: number; readonly impl: Impl; stopped: boolean }>} */
   const live = new Map()
-  /** Processes that have loaded everything and wait for a slot, by implementation. */
+  /** Processes that have loaded everything and wait for a slot, by implementation. @type {Record<Impl, Array<ChildProcess>>} */
   const spares = { ours: [], reference: [] }
-  /** Slots waiting for a spare, by implementation. */
+  /** Slots waiting for a spare, by implementation. @type {Record<Impl, Array<number>>} */
   const waiting = { ours: [], reference: [] }
+  /** @type {Set<ChildProcess>} */
   const processes = new Set()
   let stopping = false
+  /** Set once every worker is ready. @type {Omit<Assignment, "slot"> | undefined} */
   let timing
 
+  /** @param {ChildProcess} child @param {Impl} impl @param {number} slot */
   const assign = (child, impl, slot) => {
-    live.set(child.pid, { child, slot, impl, stopped: false })
-    child.send({ slot, ...timing })
+    live.set(child, { child, slot, impl, stopped: false })
+    // Workers are put to work only once the clock has started.
+    if (timing === undefined) throw new Error(`slot ${slot} assigned before the start`)
+    child.send(/** @satisfies {Assignment} */ ({ slot, ...timing }))
   }
+  /** @param {Impl} impl */
   const spawnSpare = (impl) => {
     const child = spawn(process.execPath, [join(here, "worker.mjs")], {
-      env: { ...process.env, STRESS_CONFIG: JSON.stringify({ ...baseConfig, impl }) },
+      env: { ...process.env, STRESS_CONFIG: JSON.stringify(/** @satisfies {WorkerConfig} */ ({ ...baseConfig, impl })) },
       stdio: ["ignore", "ignore", "pipe", "ipc"]
     })
     processes.add(child)
-    child.stderr.pipe(createWriteStream(join(runDir, `stderr-${impl}-${child.pid}.log`)))
+    child.stderr?.pipe(createWriteStream(join(runDir, `stderr-${impl}-${child.pid}.log`)))
     child.once("message", () => {
       const slot = waiting[impl].shift()
       if (slot !== undefined && !stopping) assign(child, impl, slot)
@@ -189,17 +243,18 @@ const runConfiguration = async (name, options) => {
     })
     child.on("exit", (code, signal) => {
       processes.delete(child)
-      const worker = live.get(child.pid)
-      live.delete(child.pid)
+      const worker = live.get(child)
+      live.delete(child)
       spares[impl] = spares[impl].filter((spare) => spare !== child)
       if (worker === undefined) {
         if (!stopping && signal === null && code !== 0) figures.unexpectedExits.push({ slot: "spare", impl, code })
         return
       }
       if (signal === null && code !== 0) figures.unexpectedExits.push({ slot: worker.slot, impl, code })
-      if (!stopping && Date.now() < timing.deadline - 20) replace(impl, worker.slot)
+      if (!stopping && timing !== undefined && Date.now() < timing.deadline - 20) replace(impl, worker.slot)
     })
   }
+  /** @param {Impl} impl @param {number} slot */
   const replace = (impl, slot) => {
     const spare = spares[impl].shift()
     if (spare !== undefined) assign(spare, impl, slot)
@@ -210,7 +265,7 @@ const runConfiguration = async (name, options) => {
   // Start every worker and a few spares, and start the clock once the workers are ready.
   const counts = { ours: 0, reference: 0 }
   for (let slot = 0; slot < options.workers; slot++) counts[implOf(slot)]++
-  for (const impl of ["ours", "reference"]) {
+  for (const impl of /** @type {const} */ (["ours", "reference"])) {
     for (let n = 0; n < counts[impl] + Math.min(3, counts[impl]); n++) spawnSpare(impl)
   }
   while (spares.ours.length < counts.ours || spares.reference.length < counts.reference) {
@@ -223,14 +278,22 @@ const runConfiguration = async (name, options) => {
   const start = Date.now()
   const deadline = start + options.duration * 1000
   timing = { start, deadline }
-  for (let slot = 0; slot < options.workers; slot++) assign(spares[implOf(slot)].shift(), implOf(slot), slot)
+  for (let slot = 0; slot < options.workers; slot++) {
+    const spare = spares[implOf(slot)].shift()
+    // The wait above counted a spare for every slot, and no exit has run since.
+    if (spare === undefined) throw new Error(`no ${implOf(slot)} worker ready for slot ${slot}`)
+    assign(spare, implOf(slot), slot)
+  }
 
   const pickLive = () => {
     const workers = [...live.values()].filter((worker) => !worker.stopped)
     return workers[Math.floor(Math.random() * workers.length)]
   }
+  /** @type {Set<NodeJS.Timeout>} */
   const timers = new Set()
+  /** @param {number} mean @param {() => void} f */
   const every = (mean, f) => {
+    /** @type {NodeJS.Timeout} */
     let handle
     const schedule = () => {
       handle = setTimeout(tick, jitter(mean))
@@ -258,7 +321,7 @@ const runConfiguration = async (name, options) => {
     worker.child.kill("SIGSTOP")
     setTimeout(() => {
       worker.stopped = false
-      if (live.has(worker.child.pid)) worker.child.kill("SIGCONT")
+      if (live.has(worker.child)) worker.child.kill("SIGCONT")
     }, Math.round(options.lease * 1.6))
   })
   every(options.appendEvery, () => {
@@ -289,23 +352,24 @@ const runConfiguration = async (name, options) => {
   // Drain: one worker of the configuration's main implementation finishes what it can.
   await sleep(Math.round(options.lease * 1.5))
   const drainImpl = name === "reference" ? "reference" : "ours"
+  /** @type {{ readonly code: number | null; readonly signal: NodeJS.Signals | null }} */
   const drained = await new Promise((resolve) => {
     const child = spawn(process.execPath, [join(here, "worker.mjs"), "--drain"], {
       env: {
         ...process.env,
         // A lock nobody can break will not be broken by waiting longer: one second per sidecar is enough.
-        STRESS_CONFIG: JSON.stringify({
+        STRESS_CONFIG: JSON.stringify(/** @satisfies {WorkerConfig} */ ({
           ...baseConfig,
           ...timing,
           impl: drainImpl,
           worker: 9999,
           selfKill: { K1: 0, K2a: 0, K2b: 0 },
           lockRetry: { intervalMs: 5, attempts: 200 }
-        })
+        }))
       },
       stdio: ["ignore", "ignore", "pipe"]
     })
-    child.stderr.pipe(createWriteStream(join(runDir, "stderr-drain.log")))
+    child.stderr?.pipe(createWriteStream(join(runDir, "stderr-drain.log")))
     child.on("exit", (code, signal) => resolve({ code, signal }))
   })
   if (drained.code !== 0) figures.unexpectedExits.push({ slot: "drain", impl: drainImpl, code: drained.code, signal: drained.signal })
@@ -314,7 +378,9 @@ const runConfiguration = async (name, options) => {
   const events = await readJournals(runDir)
   const run = events.filter((event) => event.worker !== 9999)
   const drainEvents = events.filter((event) => event.worker === 9999)
+  /** @param {ReadonlyArray<JournalEvent>} list @param {(event: JournalEvent) => unknown} predicate */
   const count = (list, predicate) => list.filter(predicate).length
+  /** @param {(event: JournalEvent) => unknown} predicate */
   const byImpl = (predicate) => ({
     ours: count(run, (event) => event.impl === "ours" && predicate(event)),
     reference: count(run, (event) => event.impl === "reference" && predicate(event))
@@ -381,7 +447,9 @@ const runConfiguration = async (name, options) => {
   return result
 }
 
+/** @param {Awaited<ReturnType<typeof runConfiguration>>} result */
 const print = (result) => {
+  /** @param {string} label @param {string | number} value */
   const line = (label, value) => console.log(`  ${label.padEnd(28)} ${value}`)
   console.log(
     `\n== ${result.configuration}: ${result.workers} workers (${result.referenceWorkers} reference), ${result.durationS} s, ` +
@@ -419,6 +487,7 @@ const print = (result) => {
 const options = parseArgs(process.argv.slice(2))
 const command = `npm run stress -- ${process.argv.slice(2).join(" ")}`.trim()
 console.log(`rarebit-store stress (${command}) on Node ${process.version}`)
+/** @type {Array<Awaited<ReturnType<typeof runConfiguration>>>} */
 const results = []
 for (const name of options.configs) {
   const result = await runConfiguration(name, options)

@@ -22,7 +22,73 @@ import { createRequire, syncBuiltinESMExports } from "node:module"
 import { join } from "node:path"
 import { receiptFor } from "./receipts.mjs"
 
-const config = JSON.parse(process.env.STRESS_CONFIG)
+/** @import { Impl } from "./receipts.mjs" */
+
+/** Chances of each in-lock crash point per settle. @typedef {{ readonly K1: number; readonly K2a: number; readonly K2b: number }} KillChances */
+
+/** A Session under contention; `name` is how journals and jobs refer to it. @typedef {{ readonly name: string; readonly file: string }} StressSession */
+
+/**
+ * What the orchestrator passes in `STRESS_CONFIG`. A spare learns `worker`,
+ * `start` and `deadline` when it is put to work; the drain worker gets them here.
+ * @typedef {{
+ *   readonly impl: Impl
+ *   readonly runDir: string
+ *   readonly rarebitRoot: string
+ *   readonly sessionRoot: string
+ *   readonly sessions: ReadonlyArray<StressSession>
+ *   readonly leaseMs: number
+ *   readonly jobEveryMs: number
+ *   readonly stallP: number
+ *   readonly lockStallP: number
+ *   readonly titleP: number
+ *   readonly selfKill: KillChances
+ *   readonly worker?: number
+ *   readonly start?: number
+ *   readonly deadline?: number
+ *   readonly lockRetry?: { readonly intervalMs: number; readonly attempts: number }
+ * }} WorkerConfig
+ */
+
+/** What the orchestrator sends a spare to put it to work. @typedef {{ readonly slot: number; readonly start: number; readonly deadline: number }} Assignment */
+
+/** How a store call failed, as far as the checker cares. @typedef {"fenced" | "lockTimeout" | "tornClaim" | "error"} Failure */
+
+/**
+ * What a worker does, one journal line each; which fields an event carries
+ * depends on `e`.
+ * @typedef {{
+ *   readonly e:
+ *     | "acquired" | "duplicate" | "inFlight" | "settled" | "released" | "stall" | "lockStall"
+ *     | "selfKill" | "lockBroken" | "touchedLock" | "drained" | Failure
+ *   readonly job?: string
+ *   readonly session?: string
+ *   readonly k?: number
+ *   readonly token?: string
+ *   readonly tookOver?: boolean
+ *   readonly recovered?: boolean
+ *   readonly kind?: "summary" | "title"
+ *   readonly point?: keyof KillChances
+ *   readonly op?: "reserve" | "settle" | "touchLock"
+ *   readonly error?: string
+ *   readonly message?: string
+ *   readonly reason?: string
+ *   readonly path?: string
+ *   readonly jobs?: number
+ *   readonly blocked?: ReadonlyArray<string>
+ * }} WorkerEvent
+ */
+
+/**
+ * One line of a journal: when, which implementation, worker slot (absent
+ * before a spare is put to work) and process, then the event.
+ * @typedef {{ readonly t: number; readonly impl: Impl; readonly worker?: number; readonly pid: number } & WorkerEvent} JournalEvent
+ */
+
+const configText = process.env.STRESS_CONFIG
+if (configText === undefined) throw new Error("STRESS_CONFIG is not set: stress/run.mjs starts the workers")
+/** @type {WorkerConfig} */
+const config = JSON.parse(configText)
 const drain = process.argv.includes("--drain")
 const impl = config.impl
 // A spare process loads everything first and learns its slot, start and deadline when
@@ -30,18 +96,25 @@ const impl = config.impl
 let worker = config.worker
 let journalPath = join(config.runDir, `journal-${impl}-${worker ?? "spare"}-${process.pid}.jsonl`)
 
+/** @param {WorkerEvent} event */
 const log = (event) => appendFileSync(journalPath, `${JSON.stringify({ t: Date.now(), impl, worker, pid: process.pid, ...event })}\n`)
 
+/** @param {number} p */
 const chance = (p) => p > 0 && Math.random() < p
+/** @param {number} ms @returns {Promise<void>} */
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
+/** @param {keyof KillChances} point */
 const selfKill = (point) => {
   log({ e: "selfKill", point })
   process.kill(process.pid, "SIGKILL")
 }
 
+/** @param {string} path */
 const isClaim = (path) => /\/jobs-v4\/[a-f0-9]{64}\.json$/.test(path)
+/** @param {string} path */
 const isClaimTemp = (path) => /\/jobs-v4\/[a-f0-9]{64}\.json\.[a-f0-9]+\.tmp$/.test(path)
+/** @param {string} path */
 const isSidecar = (path) => path.includes("/materializations-v4/") && path.endsWith(".jsonl")
 
 const kills = drain ? { K1: 0, K2a: 0, K2b: 0 } : config.selfKill
@@ -55,13 +128,58 @@ const resetSeen = () => {
 
 // ---- the two stores behind one shape ----------------------------------------
 
+/** A receipt of the stress kit's, for the Session as it was read. @typedef {NonNullable<Awaited<ReturnType<typeof receiptFor>>>} StressReceipt */
+
+/**
+ * What a reserve came to. An acquired reservation carries its own settle
+ * and release, so each store keeps its own reservation type.
+ * @typedef {{
+ *   readonly tag: "acquired"
+ *   readonly token: string
+ *   readonly tookOver: boolean
+ *   readonly settle: (receipt: StressReceipt, hook: () => Promise<void>) => Promise<unknown>
+ *   readonly release: () => Promise<void>
+ * } | {
+ *   readonly tag: "duplicate" | "inFlight"
+ *   readonly recovered: boolean
+ * }} Reserved
+ */
+
+/**
+ * @typedef {{
+ *   readonly reserve: (jobId: string, sessionFile: string) => Promise<Reserved>
+ *   readonly errorName: (error: unknown) => string
+ *   readonly isFenced: (error: unknown) => boolean
+ *   readonly isLockTimeout: (error: unknown) => boolean
+ *   readonly isTornClaim: (error: unknown) => boolean
+ * }} StoreAdapter
+ */
+
+/**
+ * The fields of a thrown value the adapters read, or `undefined` for `null`
+ * and `undefined` (a primitive reads as its wrapper, as `?.` would).
+ * @param {unknown} error
+ */
+const fieldsOf = (error) =>
+  error === null || error === undefined
+    ? undefined
+    : /** @type {{ readonly _tag?: unknown; readonly name?: unknown; readonly message?: unknown }} */ (error)
+
+/** What the journal says a failure was: its message, or the thrown value itself when it has none. @param {unknown} error */
+const messageOf = (error) => String(fieldsOf(error)?.message ?? error)
+
+/** @returns {Promise<StoreAdapter>} */
 const oursAdapter = async () => {
   const { Effect, FileSystem, Layer, ManagedRuntime, Path } = await import("effect")
   const DirectFileSystem = await import("../dist/platform/DirectFileSystem.js")
   const { RarebitStore } = await import("../dist/store/RarebitStore.js")
   const NodeStore = await import("../dist/platform/NodeStore.js")
 
-  // Counts what the store does and crashes this process at the chosen steps.
+  /**
+   * Counts what the store does and crashes this process at the chosen steps.
+   * @param {import("effect").FileSystem.FileSystem} fs
+   * @returns {import("effect").FileSystem.FileSystem}
+   */
   const counting = (fs) => ({
     ...fs,
     open: (path, options) =>
@@ -112,6 +230,10 @@ const oursAdapter = async () => {
     Layer.provide(Layer.merge(files, Path.layer))
   )
   const runtime = ManagedRuntime.make(layer)
+  /**
+   * @template A, E
+   * @param {(store: import("../dist/store/RarebitStore.js").RarebitStore["Service"]) => import("effect").Effect.Effect<A, E>} f
+   */
   const run = (f) => runtime.runPromise(RarebitStore.use(f))
   const location = { rarebitRoot: config.rarebitRoot, sessionRoot: config.sessionRoot }
 
@@ -121,34 +243,44 @@ const oursAdapter = async () => {
       const reservation = await run((store) =>
         store.reserve({ jobId, sessionFile, ...location, leaseMs: config.leaseMs })
       )
-      const tag = reservation._tag === "Acquired" ? "acquired" : reservation._tag === "Duplicate" ? "duplicate" : "inFlight"
+      if (reservation._tag !== "Acquired") {
+        const tag = reservation._tag === "Duplicate" ? "duplicate" : "inFlight"
+        return { tag, recovered: tag === "duplicate" && seen.claimRenames > 0 }
+      }
       return {
-        tag,
-        reservation,
+        tag: "acquired",
         token: reservation.leaseToken,
-        tookOver: tag === "acquired" && seen.claimRenames > 0,
-        recovered: tag === "duplicate" && seen.claimRenames > 0
+        tookOver: seen.claimRenames > 0,
+        settle: (receipt, hook) => {
+          resetSeen()
+          // The stress kit's receipts come from the reference's own builders; settle decodes them.
+          const input = /** @type {import("../dist/protocol/Receipt.js").ReceiptInput} */ (receipt)
+          return run((store) =>
+            store.settle(reservation, input, { hooks: { afterLeaseValidated: Effect.promise(hook) } })
+          )
+        },
+        release: () => run((store) => store.release(reservation))
       }
     },
-    settle: (reservation, receipt, hook) => {
-      resetSeen()
-      return run((store) =>
-        store.settle(reservation, receipt, { hooks: { afterLeaseValidated: Effect.promise(hook) } })
-      )
-    },
-    release: (reservation) => run((store) => store.release(reservation)),
-    errorName: (error) => error?._tag ?? error?.name ?? String(error),
-    isFenced: (error) => error?._tag === "LeaseFenced",
-    isLockTimeout: (error) => error?._tag === "LockHeld",
+    errorName: (error) => String(fieldsOf(error)?._tag ?? fieldsOf(error)?.name ?? error),
+    isFenced: (error) => fieldsOf(error)?._tag === "LeaseFenced",
+    isLockTimeout: (error) => fieldsOf(error)?._tag === "LockHeld",
     isTornClaim: () => false
   }
 }
 
+/**
+ * The reference's reservation, as far as the worker reads it.
+ * @typedef {{ readonly acquired: true; readonly leaseToken: string } | { readonly acquired: false; readonly duplicate?: true }} ReferenceReservation
+ */
+
+/** @returns {Promise<StoreAdapter>} */
 const referenceAdapter = async () => {
   // The reference imports `open` from node:fs/promises; wrapping it there lets this
   // worker crash at the same steps as ours and see its takeovers.
-  const require = createRequire(import.meta.url)
-  const fsp = require("node:fs/promises")
+  const requireBuiltin = createRequire(import.meta.url)
+  /** @type {{ open: typeof import("node:fs/promises").open }} */
+  const fsp = requireBuiltin("node:fs/promises")
   const original = fsp.open
   fsp.open = async (path, flags, mode) => {
     const file = String(path)
@@ -168,25 +300,24 @@ const referenceAdapter = async () => {
   return {
     reserve: async (jobId, sessionFile) => {
       resetSeen()
+      /** @type {ReferenceReservation} */
       const reservation = await Ref.reserveRarebitJob({ jobId, sessionFile, ...location, leaseMs: config.leaseMs })
-      const tag = reservation.acquired ? "acquired" : reservation.duplicate ? "duplicate" : "inFlight"
-      // A reserve rewrites a claim in place ("w") only when it takes the job over.
+      if (!reservation.acquired) return { tag: reservation.duplicate ? "duplicate" : "inFlight", recovered: false }
       return {
-        tag,
-        reservation,
+        tag: "acquired",
         token: reservation.leaseToken,
-        tookOver: tag === "acquired" && seen.claimWrites > 0,
-        recovered: false
+        // A reserve rewrites a claim in place ("w") only when it takes the job over.
+        tookOver: seen.claimWrites > 0,
+        settle: (receipt, hook) => {
+          resetSeen()
+          return Ref.settleRarebitJob({ ...reservation, hooks: { afterLeaseValidated: hook } }, receipt)
+        },
+        release: () => Ref.releaseRarebitJob(reservation)
       }
     },
-    settle: (reservation, receipt, hook) => {
-      resetSeen()
-      return Ref.settleRarebitJob({ ...reservation, hooks: { afterLeaseValidated: hook } }, receipt)
-    },
-    release: (reservation) => Ref.releaseRarebitJob(reservation),
-    errorName: (error) => error?.name ?? String(error),
-    isFenced: (error) => /fenced by a newer worker/.test(String(error?.message)),
-    isLockTimeout: (error) => /commit lock is held/.test(String(error?.message)),
+    errorName: (error) => String(fieldsOf(error)?.name ?? error),
+    isFenced: (error) => /fenced by a newer worker/.test(String(fieldsOf(error)?.message)),
+    isLockTimeout: (error) => /commit lock is held/.test(String(fieldsOf(error)?.message)),
     isTornClaim: (error) => error instanceof SyntaxError
   }
 }
@@ -195,8 +326,10 @@ const store = impl === "ours" ? await oursAdapter() : await referenceAdapter()
 
 // ---- one job ------------------------------------------------------------------
 
+/** @param {StressSession} session @param {number} k */
 const jobIdOf = (session, k) => createHash("sha256").update(`${session.name}:${k}`).digest("hex")
 
+/** @param {unknown} error @returns {Failure} */
 const classify = (error) =>
   store.isFenced(error)
     ? "fenced"
@@ -206,14 +339,20 @@ const classify = (error) =>
     ? "tornClaim"
     : "error"
 
-/** Reserves a job and, if acquired, settles it. Returns what happened. */
+/**
+ * Reserves a job and, if acquired, settles it. Returns what happened.
+ * @param {StressSession} session
+ * @param {number} k
+ * @param {{ readonly mayStall: boolean; readonly signatureWorker: number }} options
+ */
 const work = async (session, k, { mayStall, signatureWorker }) => {
   const jobId = jobIdOf(session, k)
+  /** @type {Reserved} */
   let reserved
   try {
     reserved = await store.reserve(jobId, session.file)
   } catch (error) {
-    log({ e: classify(error), op: "reserve", job: jobId, session: session.name, k, error: store.errorName(error), message: String(error?.message ?? error).slice(0, 200) })
+    log({ e: classify(error), op: "reserve", job: jobId, session: session.name, k, error: store.errorName(error), message: messageOf(error).slice(0, 200) })
     return "failed"
   }
   if (reserved.tag !== "acquired") {
@@ -228,7 +367,7 @@ const work = async (session, k, { mayStall, signatureWorker }) => {
   const kind = chance(config.titleP) ? "title" : "summary"
   const receipt = await receiptFor(session.file, config.sessionRoot, kind, `${impl}:${signatureWorker}:${reserved.token}`)
   if (receipt === undefined) {
-    await store.release(reserved.reservation).catch(() => undefined)
+    await reserved.release().catch(() => undefined)
     log({ e: "released", job: jobId, reason: "session unreadable" })
     return "released"
   }
@@ -240,12 +379,12 @@ const work = async (session, k, { mayStall, signatureWorker }) => {
     }
   }
   try {
-    await store.settle(reserved.reservation, receipt, hook)
+    await reserved.settle(receipt, hook)
     log({ e: "settled", job: jobId, session: session.name, token: reserved.token, kind })
     return "settled"
   } catch (error) {
-    log({ e: classify(error), op: "settle", job: jobId, session: session.name, error: store.errorName(error), message: String(error?.message ?? error).slice(0, 200) })
-    await store.release(reserved.reservation).catch(() => undefined)
+    log({ e: classify(error), op: "settle", job: jobId, session: session.name, error: store.errorName(error), message: messageOf(error).slice(0, 200) })
+    await reserved.release().catch(() => undefined)
     return "failed"
   }
 }
@@ -255,8 +394,10 @@ const work = async (session, k, { mayStall, signatureWorker }) => {
 const sessions = config.sessions
 
 if (!drain) {
+  /** @type {Assignment} */
   const assignment = await new Promise((resolve) => {
     process.once("message", resolve)
+    if (process.send === undefined) throw new Error("a stress worker needs the IPC channel stress/run.mjs opens")
     process.send({ ready: true })
   })
   worker = assignment.slot
@@ -278,23 +419,26 @@ if (!drain) {
 }
 
 // Drain: every job any worker touched, finished by one worker of this implementation.
+/** @type {Map<string, { readonly name: string; readonly k: number }>} */
 const jobs = new Map()
 for (const name of readdirSync(config.runDir)) {
   if (!name.startsWith("journal-")) continue
   for (const line of readFileSync(join(config.runDir, name), "utf8").split("\n")) {
     if (!line) continue
+    /** @type {JournalEvent} */
     let event
     try {
       event = JSON.parse(line)
     } catch {
       continue
     }
-    if (typeof event.job === "string" && typeof event.session === "string" && Number.isInteger(event.k)) {
+    if (typeof event.job === "string" && typeof event.session === "string" && typeof event.k === "number" && Number.isInteger(event.k)) {
       jobs.set(event.job, { name: event.session, k: event.k })
     }
   }
 }
 const byName = new Map(sessions.map((session) => [session.name, session]))
+/** @type {Set<string>} */
 const blocked = new Set()
 for (const { k, name } of jobs.values()) {
   const session = byName.get(name)
@@ -303,7 +447,7 @@ for (const { k, name } of jobs.values()) {
   if (outcome === "failed") {
     // A sidecar whose lock cannot be taken will not take it for the next job either.
     const last = readFileSync(journalPath, "utf8").trim().split("\n").at(-1)
-    if (last && JSON.parse(last).e === "lockTimeout") blocked.add(name)
+    if (last && /** @type {JournalEvent} */ (JSON.parse(last)).e === "lockTimeout") blocked.add(name)
   }
 }
 
@@ -311,11 +455,12 @@ for (const { k, name } of jobs.values()) {
  * Takes and releases a sidecar's commit lock, through the store's own calls.
  * Our release takes the lock only for a claim its lease still owns, so the
  * lease must be a real one: a fresh job is reserved, then given back.
+ * @param {string} sessionFile
  */
 const touchLock = async (sessionFile) => {
   const reserved = await store.reserve(randomBytes(32).toString("hex"), sessionFile)
   if (reserved.tag !== "acquired") throw new Error(`a fresh job was ${reserved.tag}`)
-  await store.release(reserved.reservation)
+  await reserved.release()
 }
 for (const session of sessions) {
   if (blocked.has(session.name)) continue

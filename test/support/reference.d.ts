@@ -1,8 +1,9 @@
 /**
  * Types for the reference package's modules that have no subpath export (its
  * store and model modules), imported by relative path from
- * `test/support/Reference.ts`. Deliberately loose: the tests compare what
- * the reference does, they do not rely on its declared shapes.
+ * `test/support/Reference.ts` and the stress kit (`stress/`, type-checked in
+ * the same program). Deliberately loose: the tests compare what the
+ * reference does, they do not rely on its declared shapes.
  */
 declare module "*/rarebit-store.mjs" {
   export const DEFAULT_RAREBIT_ROOT: string
