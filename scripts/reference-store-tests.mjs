@@ -53,6 +53,7 @@ const args = new Set(process.argv.slice(2))
 const useStub = !args.has("--no-pi-ai-stub")
 const verbose = args.has("--verbose")
 
+/** @param {string} message @returns {never} */
 const fail = (message) => {
   console.error(`reference-store-tests: ${message}`)
   process.exit(2)
@@ -101,7 +102,11 @@ const piAiHasCompat = async () => {
   return typeof exports === "object" && exports !== null && "./compat" in exports
 }
 
-/** `node_modules` of a copy: the project's, with pi-ai stubbed when it lacks `./compat`. */
+/**
+ * `node_modules` of a copy: the project's, with pi-ai stubbed when it lacks `./compat`.
+ * @param {string} dir
+ * @param {boolean} stub
+ */
 const linkModules = async (dir, stub) => {
   const target = join(dir, "node_modules")
   if (!stub) return symlink(projectModules, target, "dir")
@@ -123,6 +128,7 @@ const linkModules = async (dir, stub) => {
   await writeFile(join(scope, "pi-ai", "compat.mjs"), PI_AI_STUB)
 }
 
+/** @param {string} label @param {boolean} replaceStore @param {boolean} stub */
 const prepare = async (label, replaceStore, stub) => {
   const dir = await mkdtemp(join(tmpdir(), `rarebit-reference-${label}-`))
   for (const name of COPIED) {
@@ -142,6 +148,11 @@ const prepare = async (label, replaceStore, stub) => {
   return dir
 }
 
+/**
+ * One `node --test` run of a copy's test files, its output collected.
+ * @param {string} dir
+ * @returns {Promise<{ readonly code: number | null; readonly stdout: string; readonly stderr: string }>}
+ */
 const runSuite = (dir) =>
   new Promise((resolveRun, rejectRun) => {
     readdir(join(dir, "test")).then((names) => {
@@ -161,18 +172,44 @@ const runSuite = (dir) =>
     }, rejectRun)
   })
 
-/** Test results keyed by file and name, with paths made relative to the copy. */
+/**
+ * One line of the reporter above.
+ * @typedef {{
+ *   readonly status: "stderr"
+ *   readonly file: string | null
+ *   readonly message: string
+ * } | {
+ *   readonly status: "pass" | "fail"
+ *   readonly name: string
+ *   readonly file: string | null
+ *   readonly nesting?: number
+ *   readonly error: string | null
+ * }} ReporterEvent
+ */
+
+/** @typedef {Extract<ReporterEvent, { readonly status: "pass" | "fail" }>} TestResult */
+
+/**
+ * Test results keyed by file and name, with paths made relative to the copy.
+ * @param {string} dir
+ * @param {string} stdout
+ * @returns {Map<string, TestResult>}
+ */
 const parseResults = (dir, stdout) => {
+  /** @type {Array<ReporterEvent>} */
   const events = stdout.split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line))
+  /** @param {ReporterEvent} event */
   const fileOf = (event) => {
     if (!event.file) return "?"
     const file = event.file.startsWith("file:") ? fileURLToPath(event.file) : event.file
     return isAbsolute(file) ? relative(dir, file) : file
   }
+  /** @type {Map<string, string>} */
   const stderr = new Map()
   for (const event of events) {
     if (event.status === "stderr") stderr.set(fileOf(event), (stderr.get(fileOf(event)) ?? "") + event.message)
   }
+  /** @type {Map<string, TestResult>} */
   const results = new Map()
   for (const event of events) {
     if (event.status === "stderr") continue
@@ -185,6 +222,7 @@ const parseResults = (dir, stdout) => {
   return results
 }
 
+/** @param {ReadonlyMap<string, TestResult>} results */
 const counts = (results) => {
   let passed = 0
   let failed = 0
@@ -250,4 +288,7 @@ const main = async () => {
   }
 }
 
-main().catch((error) => fail(error?.stack ?? String(error)))
+main().catch((/** @type {unknown} */ error) => {
+  const stack = error === null || error === undefined ? undefined : /** @type {{ readonly stack?: unknown }} */ (error).stack
+  fail(String(stack ?? error))
+})
