@@ -11,13 +11,51 @@
  * import the stores only after HOME is set, which fixes their default roots.
  *
  * Input: argv[2] is the repository; stdin a JSON array of
- * `{ fn, slot, value }` names (see `VALUES`, `CALLS`); `--list` as argv[3]
- * prints those names instead. Output: one JSON line per case,
+ * `{ fn, slot, value }` names (see `VALUES`, `CALLS`), where an unknown name
+ * stops the driver before any case runs; `--list` as argv[3] prints those
+ * names instead. Output: one JSON line per case,
  * `{ case, ours, reference }`, each an outcome with the files left behind.
  */
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, lstatSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, relative } from "node:path"
+
+/** @import { Dirent } from "node:fs" */
+/** @import * as OursModule from "../../dist/promise/index.js" */
+/** @import * as RefStoreModule from "../../node_modules/@hypercarrier/rarebit/src/rarebit-store.mjs" */
+/** @import * as RefSessionModule from "../../node_modules/@hypercarrier/rarebit/src/rarebit-session.mjs" */
+/** @import * as ReceiptsModule from "../../stress/receipts.mjs" */
+
+/**
+ * The Promise functions the cases call, as a hostile caller sees them. They
+ * are methods so that each store, whose own parameter types are narrower,
+ * still fits: the point is to pass them anything. A reservation only has to
+ * be an object, since cases spread it to forge fields.
+ * @typedef {{
+ *   rarebitMaterializationPath(sessionFile: unknown, options?: unknown): unknown
+ *   readRarebitCurrent(input: unknown): Promise<unknown>
+ *   readRarebitHistory(input: unknown): Promise<unknown>
+ *   reserveRarebitJob(input: unknown): Promise<object>
+ *   settleRarebitJob(reservation: unknown, record: unknown): Promise<unknown>
+ *   releaseRarebitJob(reservation: unknown): Promise<unknown>
+ *   resolveRarebitSessionFile(reference: unknown, options?: unknown): Promise<unknown>
+ *   readRarebitSession(reference: unknown, options?: unknown): Promise<unknown>
+ * }} HostileApi
+ */
+
+/** A case as the test names it (see `--list`). @typedef {{ readonly fn: string; readonly slot: string; readonly value: string }} Case */
+
+/**
+ * What a call did, made comparable: its value, or what it threw (anything can be thrown).
+ * @typedef {(
+ *   | { readonly ok: true; readonly value: unknown }
+ *   | { readonly ok: false; readonly errorClass: unknown; readonly code: unknown; readonly message: string }
+ * )} CallOutcome
+ */
+
+/** A call's outcome and the files it left, by masked path. @typedef {CallOutcome & { readonly files: Readonly<Record<string, string>> }} Outcome */
+
+/** Replaces the run's paths and tokens in a text. @typedef {(text: string) => string} Mask */
 
 const [repo, mode] = process.argv.slice(2)
 const scratch = mkdtempSync(join(tmpdir(), "rarebit-hostile-"))
@@ -28,10 +66,15 @@ mkdirSync(cwd)
 process.env.HOME = home
 process.chdir(cwd)
 
-const Ours = await import(join(repo, "dist/promise/index.js"))
-const RefStore = await import(join(repo, "node_modules/@hypercarrier/rarebit/src/rarebit-store.mjs"))
-const RefSession = await import(join(repo, "node_modules/@hypercarrier/rarebit/src/rarebit-session.mjs"))
-const Receipts = await import(join(repo, "stress/receipts.mjs"))
+const Ours = /** @type {typeof OursModule} */ (await import(join(repo, "dist/promise/index.js")))
+const RefStore = /** @type {typeof RefStoreModule} */ (
+  await import(join(repo, "node_modules/@hypercarrier/rarebit/src/rarebit-store.mjs"))
+)
+const RefSession = /** @type {typeof RefSessionModule} */ (
+  await import(join(repo, "node_modules/@hypercarrier/rarebit/src/rarebit-session.mjs"))
+)
+const Receipts = /** @type {typeof ReceiptsModule} */ (await import(join(repo, "stress/receipts.mjs")))
+/** @type {{ readonly ours: HostileApi; readonly reference: HostileApi }} */
 const implementations = { ours: Ours, reference: { ...RefStore, ...RefSession } }
 
 const JOB = "a".repeat(64)
@@ -62,7 +105,16 @@ const makeWorld = () => {
   return { root, sessionRoot, rarebitRoot, sessionFile, base: { sessionFile, sessionRoot, rarebitRoot } }
 }
 
-/** Hostile values by name; functions of the world where they are paths in it. */
+/** @typedef {ReturnType<typeof makeWorld>} World */
+
+/** A hostile value, made for the world it is used in. @typedef {(w: World) => unknown} HostileValue */
+
+/** One function called with a hostile value in one argument slot. @typedef {(api: HostileApi, w: World, v: unknown) => unknown} Call */
+
+/**
+ * Hostile values by name; functions of the world where they are paths in it.
+ * @type {Readonly<Record<string, HostileValue>>}
+ */
 const VALUES = {
   nulInName: (w) => join(w.sessionRoot, "p", "a\0b.jsonl"),
   nulInDirectory: (w) => join(w.sessionRoot, "p\0q", "s.jsonl"),
@@ -111,9 +163,25 @@ const VALUES = {
   outside: (w) => join(w.root, "elsewhere", "s.jsonl")
 }
 
+/**
+ * @param {HostileApi} api
+ * @param {World} w
+ * @param {Readonly<Record<string, unknown>>} [extra]
+ */
 const reserve = (api, w, extra = {}) => api.reserveRarebitJob({ ...w.base, jobId: JOB, now: 1_000, ...extra })
 
-/** Each function's argument slots: how to call it with `value` in that slot. */
+/**
+ * The same call for each of several slots (or forged reservation fields).
+ * @param {ReadonlyArray<string>} slots
+ * @param {(slot: string) => Call} callFor
+ * @returns {Record<string, Call>}
+ */
+const callsFor = (slots, callFor) => Object.fromEntries(slots.map((slot) => [slot, callFor(slot)]))
+
+/**
+ * Each function's argument slots: how to call it with `value` in that slot.
+ * @type {Readonly<Record<string, Readonly<Record<string, Call>>>>}
+ */
 const CALLS = {
   path: {
     sessionFile: (api, w, v) => api.rarebitMaterializationPath(v, { sessionRoot: w.sessionRoot, rarebitRoot: w.rarebitRoot }),
@@ -153,36 +221,27 @@ const CALLS = {
     options: (api, w, v) => api.reserveRarebitJob(v)
   },
   // A reservation made with the hostile value, then settled or released.
-  reserveThenSettle: Object.fromEntries(
-    ["sessionFile", "sessionRoot", "rarebitRoot", "allowExternalSession", "hooks", "native"].map((slot) => [
-      slot,
-      async (api, w, v) => api.settleRarebitJob(await reserve(api, w, { [slot]: v }), receipt())
-    ])
+  reserveThenSettle: callsFor(
+    ["sessionFile", "sessionRoot", "rarebitRoot", "allowExternalSession", "hooks", "native"],
+    (slot) => async (api, w, v) => api.settleRarebitJob(await reserve(api, w, { [slot]: v }), receipt())
   ),
-  reserveThenRelease: Object.fromEntries(
-    ["sessionFile", "sessionRoot", "rarebitRoot"].map((slot) => [
-      slot,
-      async (api, w, v) => api.releaseRarebitJob(await reserve(api, w, { [slot]: v }))
-    ])
+  reserveThenRelease: callsFor(
+    ["sessionFile", "sessionRoot", "rarebitRoot"],
+    (slot) => async (api, w, v) => api.releaseRarebitJob(await reserve(api, w, { [slot]: v }))
   ),
   settle: {
     reservation: (api, _w, v) => api.settleRarebitJob(v, receipt()),
     record: async (api, w, v) => api.settleRarebitJob(await reserve(api, w), v),
-    ...Object.fromEntries(
-      ["claimPath", "leaseToken", "materializationPath", "sessionFile", "rarebitRoot", "sessionRoot", "jobId", "native"]
-        .map((field) => [
-          field,
-          async (api, w, v) => api.settleRarebitJob({ ...(await reserve(api, w)), [field]: v }, receipt())
-        ])
+    ...callsFor(
+      ["claimPath", "leaseToken", "materializationPath", "sessionFile", "rarebitRoot", "sessionRoot", "jobId", "native"],
+      (field) => async (api, w, v) => api.settleRarebitJob({ ...(await reserve(api, w)), [field]: v }, receipt())
     )
   },
   release: {
     reservation: (api, _w, v) => api.releaseRarebitJob(v),
-    ...Object.fromEntries(
-      ["claimPath", "leaseToken", "materializationPath", "jobId"].map((field) => [
-        field,
-        async (api, w, v) => api.releaseRarebitJob({ ...(await reserve(api, w)), [field]: v })
-      ])
+    ...callsFor(
+      ["claimPath", "leaseToken", "materializationPath", "jobId"],
+      (field) => async (api, w, v) => api.releaseRarebitJob({ ...(await reserve(api, w)), [field]: v })
     )
   },
   resolveSession: {
@@ -212,6 +271,7 @@ if (mode === "--list") {
 
 const TOKEN = /\b[a-f0-9]{48}\b/g
 
+/** @param {string} root @returns {Mask} */
 const masker = (root) => (text) =>
   text
     .replaceAll(root, "<root>")
@@ -220,9 +280,15 @@ const masker = (root) => (text) =>
     .replaceAll(home, "<home>")
     .replace(TOKEN, "<token>")
 
-/** A JSON-safe copy of a result, with world paths and tokens masked. */
+/**
+ * A JSON-safe copy of a result, with world paths and tokens masked.
+ * @param {unknown} value
+ * @param {Mask} mask
+ */
 const comparableValue = (value, mask) => {
+  /** @type {Set<object>} */
   const seen = new Set()
+  /** @param {unknown} item @param {string} [key] @returns {unknown} */
   const visit = (item, key) => {
     if (key === "hooks" && item !== null && item !== undefined) return "<hooks>"
     switch (typeof item) {
@@ -251,10 +317,17 @@ const comparableValue = (value, mask) => {
   return visit(value)
 }
 
-/** Files a call left in the world, the working directory and HOME, by masked path. */
+/**
+ * Files a call left in the world, the working directory and HOME, by masked path.
+ * @param {World} w
+ * @param {Mask} mask
+ */
 const filesLeft = (w, mask) => {
+  /** @type {Record<string, string>} */
   const files = {}
+  /** @param {string} directory */
   const walk = (directory) => {
+    /** @type {Array<Dirent>} */
     let entries
     try {
       entries = readdirSync(directory, { withFileTypes: true })
@@ -271,11 +344,14 @@ const filesLeft = (w, mask) => {
       let content = readFileSync(full, "utf8")
       if (entry.name.endsWith(".json")) {
         try {
-          const claim = JSON.parse(content)
-          delete claim.sidecarOffset
-          // A claim stamped with the clock (no `now` given) is only as old as the run.
-          if (Date.now() - Date.parse(claim.claimedAt) < 3_600_000) claim.claimedAt = "<now>"
-          content = JSON.stringify(claim)
+          const parsed = /** @type {unknown} */ (JSON.parse(content))
+          if (typeof parsed === "object" && parsed !== null) {
+            const claim = /** @type {Record<string, unknown>} */ (parsed)
+            delete claim.sidecarOffset
+            // A claim stamped with the clock (no `now` given) is only as old as the run.
+            if (Date.now() - Date.parse(String(claim.claimedAt)) < 3_600_000) claim.claimedAt = "<now>"
+            content = JSON.stringify(claim)
+          }
         } catch {}
       }
       files[mask(full)] = `${(lstatSync(full).mode & 0o777).toString(8)} ${mask(content)}`
@@ -285,20 +361,29 @@ const filesLeft = (w, mask) => {
   return files
 }
 
+/**
+ * @param {HostileApi} api
+ * @param {ResolvedCase} testCase
+ * @returns {Promise<Outcome>}
+ */
 const run = async (api, testCase) => {
   const w = makeWorld()
   const mask = masker(w.root)
+  /** @type {CallOutcome} */
   let outcome
   try {
-    const call = CALLS[testCase.fn][testCase.slot]
-    const value = await call(api, w, VALUES[testCase.value](w))
+    const value = await testCase.call(api, w, testCase.value(w))
     outcome = { ok: true, value: comparableValue(value, mask) }
   } catch (error) {
+    // A primitive reads as its wrapper, as `error?.constructor` would.
+    const fields = error === null || error === undefined
+      ? undefined
+      : /** @type {{ readonly constructor?: { readonly name?: unknown }; readonly code?: unknown; readonly message?: unknown }} */ (error)
     outcome = {
       ok: false,
-      errorClass: error?.constructor?.name ?? typeof error,
-      code: error?.code ?? null,
-      message: mask(String(error?.message ?? error))
+      errorClass: fields?.constructor?.name ?? typeof error,
+      code: fields?.code ?? null,
+      message: mask(String(fields?.message ?? error))
     }
   }
   const files = filesLeft(w, mask)
@@ -319,11 +404,44 @@ const run = async (api, testCase) => {
   return { ...outcome, files }
 }
 
+/** A case with its call and value looked up. @typedef {{ readonly case: Case; readonly call: Call; readonly value: HostileValue }} ResolvedCase */
+
+/**
+ * @template T
+ * @param {Readonly<Record<string, T>>} table
+ * @param {unknown} name
+ * @returns {T | undefined}
+ */
+const entryNamed = (table, name) => (typeof name === "string" && Object.hasOwn(table, name) ? table[name] : undefined)
+
+/**
+ * The cases on stdin, looked up before any runs: a name that is not in
+ * `--list` stops the driver rather than failing alike on both sides.
+ * @param {unknown} input
+ * @returns {Array<ResolvedCase>}
+ */
+const resolveCases = (input) => {
+  if (!Array.isArray(input)) throw new Error(`stdin is not a JSON array of cases: ${JSON.stringify(input)}`)
+  return input.map((/** @type {unknown} */ item) => {
+    const named = typeof item === "object" && item !== null
+      ? /** @type {{ readonly fn?: unknown; readonly slot?: unknown; readonly value?: unknown }} */ (item)
+      : {}
+    const call = entryNamed(entryNamed(CALLS, named.fn) ?? {}, named.slot)
+    const value = entryNamed(VALUES, named.value)
+    if (call === undefined || value === undefined) throw new Error(`not a case of --list: ${JSON.stringify(item)}`)
+    return { case: /** @type {Case} */ (item), call, value }
+  })
+}
+
+/** @type {Array<Buffer>} */
 const chunks = []
 for await (const chunk of process.stdin) chunks.push(chunk)
-for (const testCase of JSON.parse(Buffer.concat(chunks).toString("utf8"))) {
-  const ours = await run(implementations.ours, testCase)
-  const reference = await run(implementations.reference, testCase)
-  console.log(JSON.stringify({ case: testCase, ours, reference }))
+try {
+  for (const testCase of resolveCases(JSON.parse(Buffer.concat(chunks).toString("utf8")))) {
+    const ours = await run(implementations.ours, testCase)
+    const reference = await run(implementations.reference, testCase)
+    console.log(JSON.stringify({ case: testCase.case, ours, reference }))
+  }
+} finally {
+  rmSync(scratch, { recursive: true, force: true })
 }
-rmSync(scratch, { recursive: true, force: true })

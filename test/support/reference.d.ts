@@ -1,8 +1,9 @@
 /**
  * Types for the reference package's modules that have no subpath export (its
- * store and model modules), imported by relative path from
- * `test/support/Reference.ts` and the stress kit (`stress/`, type-checked in
- * the same program). Deliberately loose: the tests compare what the
+ * store and model modules) or whose subpath's types lack what we call (its
+ * session module), imported by relative path from `test/support/Reference.ts`,
+ * the stress kit (`stress/`) and the hostile-inputs driver, type-checked in
+ * the same program. Deliberately loose: the tests compare what the
  * reference does, they do not rely on its declared shapes.
  */
 declare module "*/rarebit-store.mjs" {
@@ -29,4 +30,9 @@ declare module "*/rarebit-model.mjs" {
       readonly outcome?: string
     }
   ): Record<string, unknown>
+}
+
+declare module "*/rarebit-session.mjs" {
+  export function resolveRarebitSessionFile(reference: unknown, options?: Record<string, unknown>): Promise<string>
+  export function readRarebitSession(reference: unknown, options?: Record<string, unknown>): Promise<Record<string, unknown>>
 }
