@@ -3,17 +3,20 @@
  * CLI tests look at, with sidecars written by the reference store and by
  * ours.
  *
- * Two ways to run it: `runCli` spawns the built executable (`node
- * dist/cli/main.js`), so exit codes, stdout and stderr are the real ones;
- * `cli` runs the same `runCli` entry in-process over Node's services and
- * captures the console, which spares a process start (about a second of
- * loading Effect) per call. The build is refreshed when any `src/` file is
- * newer than `dist/cli/main.js`; a lock directory keeps two test workers
- * from building at once.
+ * Three ways to run it. In-process, the `runCli` entry of `src/cli/Cli.ts`
+ * with the console captured: `cliIn` on the file system of the test's world
+ * (the in-memory one, or the disk), `cli` over Node's services for stores
+ * the reference wrote on disk. Both spare a process start (about a second of
+ * loading Effect) per call, and are where command logic is tested. `runCli`
+ * spawns the built executable (`node dist/cli/main.js`), for what only a
+ * process shows: its exit code, colors on a terminal or not, signals, a
+ * closed pipe, the version of the package it was installed from. It runs
+ * `dist/` as built; the run's global setup fails when that is older than
+ * `src/` (`test/support/GlobalSetup.ts`).
  */
-import { execFile, spawn } from "node:child_process"
+import { spawn } from "node:child_process"
 import { existsSync, readFileSync, readlinkSync } from "node:fs"
-import { lstat, mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises"
+import { lstat, mkdir, readdir, readFile, writeFile } from "node:fs/promises"
 import { hostname } from "node:os"
 import { dirname, join, relative } from "node:path"
 import * as NodeServices from "@effect/platform-node/NodeServices"
@@ -26,47 +29,6 @@ import { jobId, type Roots, Store } from "../support/Reference.js"
 
 export const REPO = new URL("../../", import.meta.url).pathname.replace(/\/$/, "")
 export const CLI = join(REPO, "dist", "cli", "main.js")
-
-const newestMtime = async (directory: string): Promise<number> => {
-  let newest = 0
-  for (const entry of await readdir(directory, { withFileTypes: true })) {
-    const child = join(directory, entry.name)
-    newest = Math.max(newest, entry.isDirectory() ? await newestMtime(child) : (await stat(child)).mtimeMs)
-  }
-  return newest
-}
-
-const builtMtime = async () => (await stat(CLI).catch(() => undefined))?.mtimeMs ?? -1
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-/** Builds `dist/` with `tsc -p tsconfig.build.json` when `src/` is newer than the CLI. */
-export const ensureBuilt = async (): Promise<void> => {
-  const lock = join(REPO, "dist", ".cli-test-build.lock")
-  await mkdir(dirname(lock), { recursive: true })
-  for (let attempt = 0; attempt < 600; attempt++) {
-    if ((await builtMtime()) >= (await newestMtime(join(REPO, "src")))) return
-    const acquired = await mkdir(lock).then(() => true, () => false)
-    if (!acquired) {
-      const age = Date.now() - ((await stat(lock).catch(() => undefined))?.mtimeMs ?? Date.now())
-      if (age > 120_000) await rm(lock, { recursive: true, force: true })
-      await sleep(200)
-      continue
-    }
-    try {
-      // Type errors in files other modules are still writing must not stop
-      // the emit; whether the CLI came out is checked below.
-      await new Promise<void>((resolve) =>
-        execFile("npx", ["tsc", "-p", "tsconfig.build.json"], { cwd: REPO }, () => resolve())
-      )
-    } finally {
-      await rm(lock, { recursive: true, force: true })
-    }
-    if ((await builtMtime()) < 0) throw new Error("building dist/cli/main.js failed")
-    return
-  }
-  throw new Error("timed out waiting for another test worker to build dist/")
-}
 
 export interface CliRun {
   readonly code: number | null

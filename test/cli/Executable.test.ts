@@ -11,7 +11,6 @@ import { dirname, join } from "node:path"
 import { entry, makeRoots, type Roots, Store, summaryReceipt, titleReceipt, writeSession } from "../support/Reference.js"
 import {
   CLI,
-  ensureBuilt,
   liveOwnerEvidence,
   Ours,
   REPO,
@@ -29,7 +28,6 @@ const branch = [entry("u1", "user", "a question"), entry("a1", "assistant", "an 
 const ANSI = /\u001b\[/
 
 beforeAll(async () => {
-  await ensureBuilt()
   roots = await makeRoots("rarebit-cli-exe-")
   await writeSession(roots.sessionFile, "exe-session", branch)
   await settleWith("reference", roots, roots.sessionFile, 1, summaryReceipt(branch, "exe-session"))

@@ -12,7 +12,7 @@ import { mkdir, readdir, readFile, readlink, writeFile } from "node:fs/promises"
 import { join } from "node:path"
 import { entry, jobId, makeRoots, type Roots, summaryReceipt, writeSession } from "../support/Reference.js"
 import { nodeWorld } from "../support/FileSystemSuite.js"
-import { CLI, cliIn, ensureBuilt, REPO, rootFlags, settleWith } from "./CliHarness.js"
+import { CLI, cliIn, REPO, rootFlags, settleWith } from "./CliHarness.js"
 
 const SIDECARS = 1000
 const CLAIMS = 1000
@@ -21,7 +21,6 @@ const PROMPT_MS = 2000
 let roots: Roots
 
 beforeAll(async () => {
-  await ensureBuilt()
   roots = await makeRoots("rarebit-cli-interrupt-")
   const branch = [entry("u1", "user", "a question"), entry("a1", "assistant", "an answer")]
   await writeSession(roots.sessionFile, "interrupt", branch)

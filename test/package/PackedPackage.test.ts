@@ -6,15 +6,14 @@
  * test, and the `rarebit-store` bin, all from the installed package.
  *
  * Packing skips the `prepare` build (`--ignore-scripts`): `npm test` has just
- * built `dist/`, and a rebuild here would rewrite files other test files are
- * loading. The git-install test runs `prepare` in a clone of its own.
+ * built `dist/` (the run's global setup checks it is current), and a rebuild
+ * here would rewrite files other test files are loading. The git-install test runs `prepare` in a clone of its own.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { existsSync } from "node:fs"
 import { mkdtemp, readFile, rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { ensureBuilt } from "../cli/CliHarness.js"
 import { copyExamples, installedCopies, installFreshProject, integrityOf, REPO, runOk } from "./FreshProject.js"
 
 const SESSION = "sessions/demo/first-session.jsonl"
@@ -42,7 +41,6 @@ const jobLine = (stdout: string) => {
 
 describe("the packed package in a fresh project", { concurrent: false }, () => {
   beforeAll(async () => {
-    await ensureBuilt()
     temp = await mkdtemp(join(tmpdir(), "rarebit-pack-"))
     const pack = await runOk("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", temp], REPO)
     packed = JSON.parse(pack.stdout)[0]

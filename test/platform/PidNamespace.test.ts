@@ -20,7 +20,7 @@ import { Effect, Exit } from "effect"
 import * as NodeStore from "../../src/platform/NodeStore.js"
 import { RarebitStore } from "../../src/store/RarebitStore.js"
 import type { Acquired } from "../../src/store/Reservation.js"
-import { ensureBuilt, REPO, rootFlags, runCli } from "../cli/CliHarness.js"
+import { REPO, rootFlags, runCli } from "../cli/CliHarness.js"
 import { entry, jobId, makeRoots, type Roots, Store, summaryReceipt, writeSession } from "../support/Reference.js"
 
 /** A new user, PID and mount namespace (with its own /proc); the holder dies with `unshare`. */
@@ -131,7 +131,6 @@ describe.skipIf(unavailable !== undefined)("a commit lock held from another PID 
 
   it.live("is never broken by a waiter of the root namespace, nor removed by unlock, and its holder settles", () =>
     Effect.gen(function*() {
-      yield* Effect.promise(() => ensureBuilt())
       const lockPath = `${Store.rarebitMaterializationPath(roots.sessionFile, roots.location)}.commit-lock`
       const script = join(roots.root, "holder.mjs")
       yield* Effect.promise(() => writeFile(script, HOLDER))

@@ -18,7 +18,7 @@ import { assert, beforeAll, describe, it } from "@effect/vitest"
 import fc from "fast-check"
 import { spawnSync } from "node:child_process"
 import { join } from "node:path"
-import { ensureBuilt, REPO } from "../cli/CliHarness.js"
+import { REPO } from "../cli/CliHarness.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 
 const DRIVER = join(REPO, "test", "promise", "HostileInputs.driver.mjs")
@@ -69,7 +69,6 @@ const runCases = (cases: ReadonlyArray<Case>): Array<Result> => {
 let space: { readonly values: ReadonlyArray<string>; readonly calls: Record<string, ReadonlyArray<string>> }
 
 beforeAll(async () => {
-  await ensureBuilt()
   space = JSON.parse(drive(["--list"]))
 }, 120_000)
 
