@@ -23,6 +23,7 @@ import * as Ours from "../../src/promise/index.js"
 import { editLine, sensitiveBytes, spot } from "../support/DecoderBytes.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 import { jobId, makeRoots, outcomeOf, type Roots, Store as Ref, writeSession } from "../support/Reference.js"
+import { report } from "../support/TestReport.js"
 import { branches, nearMissReference, SESSION_ID, validSidecar, writeBytes } from "./FuzzKit.js"
 
 const RUNS = fuzzRuns(100)
@@ -206,7 +207,7 @@ describe("claim fuzz", () => {
         }),
         { numRuns: RUNS }
       )
-      console.log(`claim fuzz: ${round} claims, ${JSON.stringify(tally)}`)
+      report("claim-fuzz", `claim fuzz: ${round} claims, ${JSON.stringify(tally)}`)
       assert.isAbove(tally.same, 0)
       assert.isAbove(tally.tornWait + tally.tornTakeover, 0)
     } finally {

@@ -31,6 +31,7 @@ import {
 } from "../reliability/StoreWorld.js"
 import { editLine, type SensitiveBytes, sensitiveBytes, type Spot, spot } from "../support/DecoderBytes.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
+import { report } from "../support/TestReport.js"
 
 const encoder = new TextEncoder()
 
@@ -194,7 +195,7 @@ describe("lock fuzz", () => {
       const cases = fc.sample(fc.tuple(lockContent, fc.boolean()), { numRuns: RUNS, seed: 6 })
       const tally = { broken: 0, held: 0 }
       for (const [content, breakFileFirst] of cases) tally[yield* lockCase(content, breakFileFirst)]++
-      console.log(`lock fuzz: ${cases.length} locks, ${JSON.stringify(tally)}`)
+      report("lock-fuzz", `lock fuzz: ${cases.length} locks, ${JSON.stringify(tally)}`)
       assert.isAbove(tally.broken, 0)
       assert.isAbove(tally.held, 0)
     }).pipe(Effect.provide(Path.layer)), 60_000 + RUNS * 50)

@@ -13,6 +13,7 @@ import * as Ours from "../../src/promise/index.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 import { entry, makeRoots, outcomeOf, sessionText, Store as Ref } from "../support/Reference.js"
 import { SESSION_ID, validSidecar, writeBytes } from "./FuzzKit.js"
+import { report } from "../support/TestReport.js"
 
 // A sequence is about 6 steps: `npm run fuzz`'s case budget buys an eighth as many sequences.
 const RUNS = Math.max(1, Math.round(fuzzRuns(200) / 8))
@@ -131,7 +132,7 @@ describe("session fuzz", () => {
       }),
       { numRuns: RUNS }
     )
-    console.log(`session fuzz: ${RUNS} sequences, ${JSON.stringify(steps)}`)
+    report("session-fuzz", `session fuzz: ${RUNS} sequences, ${JSON.stringify(steps)}`)
     assert.isAbove(steps.total, RUNS)
     // A run whose Sessions never read (or never failed to read) compared only half of the behaviour.
     assert.isAbove(steps.available, 0, "no step read an available Session")

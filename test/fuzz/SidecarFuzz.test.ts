@@ -17,6 +17,7 @@ import fc from "fast-check"
 import * as Ours from "../../src/promise/index.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 import { makeRoots, referenceNative, Store as Ref, writeSession } from "../support/Reference.js"
+import { report } from "../support/TestReport.js"
 import {
   assertSameReads,
   branches,
@@ -82,7 +83,7 @@ describe("sidecar fuzz", () => {
         ),
         { numRuns: RUNS }
       )
-      console.log(`sidecar fuzz: ${RUNS} damaged sidecars, current answers ${JSON.stringify(seen)}`)
+      report("sidecar-fuzz", `sidecar fuzz: ${RUNS} damaged sidecars, current answers ${JSON.stringify(seen)}`)
       // The mutations must reach every answer, or the fuzzer is not testing much.
       assert.isAbove(seen.available, 0)
       assert.isAbove(seen.missing, 0)

@@ -27,6 +27,7 @@ import { concatBytes, decoderSensitive, type Spot } from "../support/DecoderByte
 import { fileSystemSuite, type World } from "../support/FileSystemSuite.js"
 import { jobId, outcomeOf, referenceNative, sessionText, Store as Ref } from "../support/Reference.js"
 import { withoutRoot } from "./Interop.js"
+import { report } from "../support/TestReport.js"
 
 type Kit = Effect.Success<ReturnType<typeof setup>>
 
@@ -206,7 +207,7 @@ fileSystemSuite("decoder-sensitive reads against the reference", (it, world) => 
         }
       }
       // Both answers must be reached, or the sweep is not deciding anything.
-      console.log(`decoder sweep (${world.name}): ${JSON.stringify(answers)}`)
+      report("decoder-sweep", `decoder sweep (${world.name}): ${JSON.stringify(answers)}`)
       assert.isAbove(answers.available, 10, JSON.stringify(answers))
       assert.isAbove(answers.unreadable, 10, JSON.stringify(answers))
     }), 300_000)

@@ -15,6 +15,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { copyExamples, installedCopies, installFreshProject, integrityOf, REPO, runOk } from "./FreshProject.js"
+import { report } from "../support/TestReport.js"
 
 const SESSION = "sessions/demo/first-session.jsonl"
 const LINE_OF_JOB = /^summary job ([0-9a-f]{64}): (\w+)$/m
@@ -53,7 +54,8 @@ describe("the packed package in a fresh project", { concurrent: false }, () => {
     installed = join(project, "node_modules", "rarebit-store")
     await copyExamples(project)
     // Measured figures, for BENCHMARKS-style reporting; the assertions are below.
-    console.log(
+    report(
+      "packed-package",
       `packed ${packed.filename}: ${packed.size} bytes, ${packed.entryCount} files, ${packed.unpackedSize} bytes unpacked`
     )
   }, 240_000)

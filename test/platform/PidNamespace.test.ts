@@ -8,7 +8,8 @@
  * must then settle as if nobody had been there.
  *
  * Skipped only where this machine cannot create the namespaces (no `unshare`,
- * or unprivileged user namespaces disabled); the reason is printed.
+ * or unprivileged user namespaces disabled); the reason goes to
+ * `test-reports/pid-namespace.txt`, shown at the end of the run.
  */
 import { afterEach, assert, beforeEach, describe, it } from "@effect/vitest"
 import { spawn, spawnSync } from "node:child_process"
@@ -22,6 +23,7 @@ import { RarebitStore } from "../../src/store/RarebitStore.js"
 import type { Acquired } from "../../src/store/Reservation.js"
 import { REPO, rootFlags, runCli } from "../cli/CliHarness.js"
 import { entry, jobId, makeRoots, type Roots, Store, summaryReceipt, writeSession } from "../support/Reference.js"
+import { report } from "../support/TestReport.js"
 
 /** A new user, PID and mount namespace (with its own /proc); the holder dies with `unshare`. */
 const UNSHARE = ["--user", "--pid", "--fork", "--mount-proc", "--kill-child"]
@@ -38,7 +40,7 @@ const unshareUnavailable = (): string | undefined => {
 
 const unavailable = unshareUnavailable()
 if (unavailable !== undefined) {
-  console.log(`PidNamespace: skipped, a second PID namespace is not available: ${unavailable}`)
+  report("pid-namespace", `PidNamespace: skipped, a second PID namespace is not available: ${unavailable}`)
 }
 
 /**

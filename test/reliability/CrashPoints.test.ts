@@ -19,6 +19,7 @@ import { TestClock } from "effect/testing"
 import { removeCommitLock } from "../../src/store/SidecarAudit.js"
 import { type CrashPoint, exploreCrashPoints } from "../../src/testing/CrashPoints.js"
 import type { FaultOperation } from "../../src/testing/FaultFileSystem.js"
+import { report } from "../support/TestReport.js"
 import { finalJobs, prepare, type Scenario, scenarios } from "./Scenarios.js"
 import {
   assertSameAsReference,
@@ -143,7 +144,8 @@ describe("crash points", () => {
         for (const operation of result.baseline.filter((op) => op.mutating)) {
           phases.set(phaseOf(operation), (phases.get(phaseOf(operation)) ?? 0) + 1)
         }
-        console.log(
+        report(
+          "crash-points",
           `crash points · ${scenario.name}: ${result.points} points × 2 images = ${tally.verified} restarts ` +
             `(${[...phases].map(([phase, n]) => `${phase} ${n}`).join(", ")}); restart settled ${tally.restartSettled}, ` +
             `found settled ${tally.restartDuplicate}, receipts awaiting recovery ${tally.orphanedReceipts}, ` +

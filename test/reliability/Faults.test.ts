@@ -21,6 +21,7 @@ import {
   makeFaultFileSystem
 } from "../../src/testing/FaultFileSystem.js"
 import type { MemoryFileSystemShape } from "../../src/testing/MemoryFileSystem.js"
+import { report } from "../support/TestReport.js"
 import { finalJobs, prepare, type Scenario, scenarios } from "./Scenarios.js"
 import {
   asWorker,
@@ -184,8 +185,9 @@ const gapsOf = (log: ReadonlyArray<FaultOperation>) => {
   return { afterAppend, lockRelease, isGap: (op: FaultOperation) => afterAppend.has(op.index) || lockRelease.has(op.index) }
 }
 
-const report = (name: string, tally: Tally) =>
-  console.log(
+const reportTally = (name: string, tally: Tally) =>
+  report(
+    "faults",
     `faults · ${name}: ${tally.runs} runs, ${tally.failed} typed failures ${JSON.stringify(tally.tags)}, ` +
       `${tally.succeeded} absorbed, ` +
       `${tally.deferred} left for recovery, ${tally.repairs} manual unlocks, ${tally.problems.length} problems` +
@@ -261,7 +263,7 @@ describe("I/O faults", () => {
     it.effect(`${scenario.name}: every step fails (EIO, ENOSPC, EACCES; reads EIO)`, () =>
       Effect.gen(function*() {
         const tally = yield* errnoRuns(scenario, "outside known gaps")
-        report(`${scenario.name} (errno)`, tally)
+        reportTally(`${scenario.name} (errno)`, tally)
         assert.deepStrictEqual(tally.problems, [])
         assert.isAbove(tally.runs, 0)
       }).pipe(Effect.provide(Path.layer)))
@@ -269,7 +271,7 @@ describe("I/O faults", () => {
     it.effect(`${scenario.name}: every write is torn`, () =>
       Effect.gen(function*() {
         const tally = yield* tornRuns(scenario, "outside known gaps")
-        report(`${scenario.name} (torn)`, tally)
+        reportTally(`${scenario.name} (torn)`, tally)
         assert.deepStrictEqual(tally.problems, [])
         assert.isAbove(tally.runs, 0)
       }).pipe(Effect.provide(Path.layer)))
@@ -287,7 +289,7 @@ describe("I/O faults after the append and in the lock release", () => {
     it.effect(`${scenario.name}: a fault after the append, or in the lock release`, () =>
       Effect.gen(function*() {
         const tally = yield* errnoRuns(scenario, "known gaps")
-        report(`${scenario.name} (known gaps)`, tally)
+        reportTally(`${scenario.name} (known gaps)`, tally)
         assert.isAbove(tally.runs, 0)
         assert.deepStrictEqual(tally.problems, [])
       }).pipe(Effect.provide(Path.layer)))
@@ -295,7 +297,7 @@ describe("I/O faults after the append and in the lock release", () => {
   it.effect("settle: a torn append that landed the whole receipt", () =>
     Effect.gen(function*() {
       const tally = yield* tornRuns(scenarios.find((scenario) => scenario.name.startsWith("settle a summary (new"))!, "known gaps")
-      report("settle (torn, whole receipt)", tally)
+      reportTally("settle (torn, whole receipt)", tally)
       assert.isAbove(tally.runs, 0)
       assert.deepStrictEqual(tally.problems, [])
     }).pipe(Effect.provide(Path.layer)))

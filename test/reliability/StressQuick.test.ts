@@ -2,7 +2,8 @@
  * The CI configuration of the multi-process stress (`npm run stress --
  * --quick`): our workers alone, then mixed with a reference worker, under
  * SIGKILLs, SIGSTOPs and crashes inside locked sections. Runs the built
- * package (`dist/`), as `npm test` builds it first.
+ * package (`dist/`), as `npm test` builds it first. The run's report goes to
+ * `test-reports/stress-quick.txt`.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { execFile } from "node:child_process"
@@ -10,6 +11,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { report } from "../support/TestReport.js"
 
 const runner = fileURLToPath(new URL("../../stress/run.mjs", import.meta.url))
 
@@ -36,8 +38,10 @@ describe("stress (quick)", () => {
         execFile(process.execPath, [runner, "--quick", "--json", json], { timeout: 170_000 }, (_error, stdout, stderr) =>
           resolve(`${stdout}${stderr}`))
       )
-      console.log(output)
-      const { results } = JSON.parse(await readFile(json, "utf8")) as { results: ReadonlyArray<Figures> }
+      report("stress-quick", output)
+      const figures = await readFile(json, "utf8").catch(() => undefined)
+      assert.isDefined(figures, `the stress run wrote no figures:\n${output}`)
+      const { results } = JSON.parse(figures!) as { results: ReadonlyArray<Figures> }
       assert.deepStrictEqual(results.map((result) => result.configuration), ["ours", "mixed"])
       for (const result of results) {
         assert.deepStrictEqual(result.violationSamples, [], `${result.configuration}: violations`)

@@ -18,6 +18,7 @@ import { open, readFile, truncate, writeFile } from "node:fs/promises"
 import { dirname, join, resolve } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { entry, jobId, makeRoots, type Roots, sessionText, summaryReceipt } from "../support/Reference.js"
+import { report } from "../support/TestReport.js"
 
 const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..")
 const MiB = 1024 * 1024
@@ -270,7 +271,8 @@ describe("Huge Sessions, ours against the reference on the real disk", () => {
       }
     }
     assert.isBelow(ours.peakGrowthMiB, PEAK_GROWTH_BOUND_MIB, `peak RSS growth ${ours.peakGrowthMiB} MiB`)
-    console.log(
+    report(
+      "huge-sessions",
       `huge Sessions on ${ours.version}: peak RSS growth ours ${ours.peakGrowthMiB.toFixed(1)} MiB, reference ${
         reference.peakGrowthMiB.toFixed(1)
       } MiB; ms per operation (ours / reference): ${

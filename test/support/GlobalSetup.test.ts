@@ -1,9 +1,13 @@
-/** The run's own check: a build older than its sources is caught before any test spawns it. */
+/**
+ * The run's own checks: a build older than its sources is caught before any
+ * test spawns it, and the reports of a run hold that run's figures only.
+ */
 import { afterEach, assert, beforeEach, describe, it } from "@effect/vitest"
-import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
-import { staleBuild } from "./GlobalSetup.js"
+import { reportsSince, staleBuild } from "./GlobalSetup.js"
+import { makeReport } from "./TestReport.js"
 
 let repo: string
 
@@ -59,5 +63,32 @@ describe("staleBuild", () => {
     rmSync(join(repo, "dist", "Removed.js"))
     writeAt("tsconfig.base.json", 10)
     assert.match(staleBuild(repo)!, /^the build configuration changed after dist\/.*\.js was built$/)
+  })
+})
+
+describe("reports", () => {
+  it("the first write of a run replaces its report, later ones append", () => {
+    const directory = join(repo, "reports")
+    mkdirSync(directory)
+    writeFileSync(join(directory, "fuzz.txt"), "last run's figures\n")
+    const report = makeReport(directory)
+    report("fuzz", "first")
+    report("fuzz", "second\n")
+    assert.strictEqual(readFileSync(join(directory, "fuzz.txt"), "utf8"), "first\nsecond\n")
+  })
+
+  it("prints the reports written since the run began: short ones in full, long ones as their file", () => {
+    const directory = join(repo, "reports")
+    const report = makeReport(directory)
+    report("older", "from another run")
+    utimesSync(join(directory, "older.txt"), Date.now() / 1000 - 60, Date.now() / 1000 - 60)
+    const startedAt = Date.now() - 1
+    report("short", "one\ntwo")
+    report("long", "1\n2\n3\n4\n5")
+    assert.deepStrictEqual(reportsSince(startedAt, directory), [
+      "long.txt   5 lines",
+      "short.txt  one",
+      "           two"
+    ])
   })
 })

@@ -1,17 +1,26 @@
 /**
- * What vitest does once per run, before any test file.
+ * What vitest does once per run, before the first test file and after the
+ * last.
  *
- * Checks (never builds) that `dist/` is the build of the current `src/`.
- * The tests that spawn a process (the CLI executable, the Promise API under
- * another Node, the reference's tests, the stress runner, the packed
- * package) run `dist/`; a stale build would let them pass on code that is no
- * longer there. So the run fails at once, naming the first stale file, and
- * says to run `npm run build` (which `npm test` does first).
+ * Before: checks (never builds) that `dist/` is the build of the current
+ * `src/`. The tests that spawn a process (the CLI executable, the Promise
+ * API under another Node, the reference's tests, the stress runner, the
+ * packed package) run `dist/`; a stale build would let them pass on code
+ * that is no longer there. So the run fails at once, naming the first
+ * stale file, and says to run `npm run build` (which `npm test` does first).
+ *
+ * After: lists what the tests recorded with `report` (see `TestReport.ts`)
+ * during this run, below vitest's own summary: short reports in full, long
+ * ones by their number of lines.
  */
-import { existsSync, readdirSync, statSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
 import { join, relative } from "node:path"
+import { REPORT_DIRECTORY } from "./TestReport.js"
 
 const REPO = new URL("../../", import.meta.url).pathname.replace(/\/$/, "")
+
+/** Reports of at most this many lines are printed in full at the end of the run. */
+const INLINE_REPORT_LINES = 4
 
 const filesUnder = (directory: string): Array<string> =>
   readdirSync(directory, { withFileTypes: true, recursive: true })
@@ -44,7 +53,24 @@ export const staleBuild = (repo: string = REPO): string | undefined => {
   return undefined
 }
 
-export default function setup(): void {
+/**
+ * The reports written since `since`, as the lines to print: each file's
+ * name, then its lines if it has few, or how many it has.
+ */
+export const reportsSince = (since: number, directory: string = join(REPO, REPORT_DIRECTORY)): Array<string> => {
+  if (!existsSync(directory)) return []
+  const reports = readdirSync(directory)
+    .filter((name) => name.endsWith(".txt") && statSync(join(directory, name)).mtimeMs >= since)
+    .sort()
+    .map((name) => ({ name, lines: readFileSync(join(directory, name), "utf8").trimEnd().split("\n") }))
+  const width = Math.max(0, ...reports.map((report) => report.name.length)) + 2
+  return reports.flatMap(({ name, lines }) => {
+    const shown = lines.length <= INLINE_REPORT_LINES ? lines : [`${lines.length} lines`]
+    return shown.map((line, index) => `${(index === 0 ? name : "").padEnd(width)}${line}`)
+  })
+}
+
+export default function setup(): () => void {
   const stale = staleBuild()
   if (stale !== undefined) {
     const error = new Error(
@@ -54,5 +80,14 @@ export default function setup(): void {
     // The message is the whole story; a stack into this file is noise.
     error.stack = error.message
     throw error
+  }
+  // Reports written from now on belong to this run (less a millisecond, for
+  // the file system's rounding of times).
+  const startedAt = Date.now() - 1
+  return () => {
+    const lines = reportsSince(startedAt)
+    if (lines.length > 0) {
+      process.stdout.write(`\n Reports written by this run, in ${REPORT_DIRECTORY}/:\n${lines.map((line) => `   ${line}`).join("\n")}\n`)
+    }
   }
 }
