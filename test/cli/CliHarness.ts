@@ -22,6 +22,7 @@ import { dirname, join, relative } from "node:path"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Console, Effect, FileSystem, Layer, Path, Stdio, Terminal } from "effect"
 import { ChildProcessSpawner } from "effect/process"
+import { TestConsole } from "effect/testing"
 import { runCli as runCliEffect } from "../../src/cli/Cli.js"
 import * as Ours from "../../src/promise/index.js"
 import type { Receipt } from "../../src/protocol/Receipt.js"
@@ -72,6 +73,16 @@ export const cliTestServices = Layer.mergeAll(
   )
 )
 
+/** Runs the CLI in-process on `args` with a `TestConsole` of its own, and reads back what it printed. */
+const captured = (args: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const console = yield* TestConsole.make
+    const code = yield* runCliEffect(args).pipe(Effect.provideService(Console.Console, console))
+    // The CLI prints one value per call, each a line.
+    const text = (lines: ReadonlyArray<unknown>) => lines.map((line) => `${String(line)}\n`).join("")
+    return { code, stdout: text(yield* console.logLines), stderr: text(yield* console.errorLines) } satisfies CliRun
+  })
+
 /**
  * Runs the CLI in-process on `args` over the `FileSystem` and `Path` of the
  * environment (a test world), capturing what it prints; the result has the
@@ -79,47 +90,15 @@ export const cliTestServices = Layer.mergeAll(
  */
 export const cliIn = (
   args: ReadonlyArray<string>
-): Effect.Effect<CliRun, never, FileSystem.FileSystem | Path.Path> => {
-  const out: Array<string> = []
-  const err: Array<string> = []
-  const capture = (lines: Array<string>) => (...values: ReadonlyArray<unknown>) => {
-    lines.push(`${values.map(String).join(" ")}\n`)
-  }
-  const testConsole: Console.Console = Object.assign(Object.create(console), {
-    log: capture(out),
-    info: capture(out),
-    error: capture(err),
-    warn: capture(err)
-  })
-  return runCliEffect(args).pipe(
-    Effect.map((code): CliRun => ({ code, stdout: out.join(""), stderr: err.join("") })),
-    Effect.provideService(Console.Console, testConsole),
-    Effect.provide(cliTestServices)
-  )
-}
+): Effect.Effect<CliRun, never, FileSystem.FileSystem | Path.Path> =>
+  captured(args).pipe(Effect.provide(cliTestServices))
 
 /**
  * Runs the CLI in-process on `args` over Node's services, capturing what it
  * prints; the result has the shape of a spawned run.
  */
-export const cli = (args: ReadonlyArray<string>): Effect.Effect<CliRun> => {
-  const out: Array<string> = []
-  const err: Array<string> = []
-  const capture = (lines: Array<string>) => (...values: ReadonlyArray<unknown>) => {
-    lines.push(`${values.map(String).join(" ")}\n`)
-  }
-  const testConsole: Console.Console = Object.assign(Object.create(console), {
-    log: capture(out),
-    info: capture(out),
-    error: capture(err),
-    warn: capture(err)
-  })
-  return runCliEffect(args).pipe(
-    Effect.map((code): CliRun => ({ code, stdout: out.join(""), stderr: err.join("") })),
-    Effect.provideService(Console.Console, testConsole),
-    Effect.provide(NodeServices.layer)
-  )
-}
+export const cli = (args: ReadonlyArray<string>): Effect.Effect<CliRun> =>
+  captured(args).pipe(Effect.provide(NodeServices.layer))
 
 /** The global flags that point the CLI at a temporary store. */
 export const rootFlags = (roots: Roots): Array<string> => [

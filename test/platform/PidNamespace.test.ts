@@ -21,7 +21,7 @@ import { Effect, Exit } from "effect"
 import * as NodeStore from "../../src/platform/NodeStore.js"
 import { RarebitStore } from "../../src/store/RarebitStore.js"
 import type { Acquired } from "../../src/store/Reservation.js"
-import { REPO, rootFlags, runCli } from "../cli/CliHarness.js"
+import { cli, REPO, rootFlags } from "../cli/CliHarness.js"
 import { entry, jobId, makeRoots, type Roots, Store, summaryReceipt, writeSession } from "../support/Reference.js"
 import { report } from "../support/TestReport.js"
 
@@ -168,8 +168,9 @@ describe.skipIf(unavailable !== undefined)("a commit lock held from another PID 
       assert.strictEqual(outcome, "LockHeld", "the waiter gives up")
       assert.strictEqual(yield* Effect.promise(() => readFile(lockPath, "utf8")), heldLock, "the lock is untouched")
 
-      // The operator's repair without --force refuses it too (the built CLI).
-      const refused = yield* Effect.promise(() => runCli(["unlock", "--session", roots.sessionFile, ...rootFlags(roots)]))
+      // The operator's repair without --force refuses it too (the CLI, run in
+      // this process of the root namespace).
+      const refused = yield* cli(["unlock", "--session", roots.sessionFile, ...rootFlags(roots)])
       assert.strictEqual(refused.code, 5, refused.stdout + refused.stderr)
       assert.match(refused.stderr, /another PID namespace/)
       assert.include(refused.stderr, JSON.parse(heldLock).owner.pidNamespace)
