@@ -61,6 +61,12 @@ describe("staleBuild", () => {
     writeAt("dist/Removed.js", 50)
     assert.strictEqual(staleBuild(repo), "dist/Removed.js has no source any more")
     rmSync(join(repo, "dist", "Removed.js"))
+    writeAt("dist/cli/Removed.js", 50)
+    assert.strictEqual(staleBuild(repo), "dist/cli/Removed.js has no source any more")
+    rmSync(join(repo, "dist", "cli", "Removed.js"))
+    // A folder src/ has no counterpart of is another build's.
+    writeAt("dist/stress/run.js", 50)
+    assert.isUndefined(staleBuild(repo))
     writeAt("tsconfig.base.json", 10)
     assert.match(staleBuild(repo)!, /^the build configuration changed after dist\/.*\.js was built$/)
   })

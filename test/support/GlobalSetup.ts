@@ -30,7 +30,8 @@ const filesUnder = (directory: string): Array<string> =>
 /**
  * Why `dist/` is not the build of `src/`, or `undefined` when it is: every
  * source has its emitted module, none older than the source or the build
- * configuration, and every emitted module still has its source.
+ * configuration, and every module emitted at the top of `dist/` or in one of
+ * `src/`'s folders still has its source.
  */
 export const staleBuild = (repo: string = REPO): string | undefined => {
   const src = join(repo, "src")
@@ -46,7 +47,12 @@ export const staleBuild = (repo: string = REPO): string | undefined => {
     if (built < statSync(source).mtimeMs) return `${relative(repo, source)} changed after ${relative(repo, emitted)} was built`
     if (built < configured) return `the build configuration changed after ${relative(repo, emitted)} was built`
   }
-  for (const emitted of filesUnder(dist).filter((file) => file.endsWith(".js"))) {
+  // Only where src/ emits: another build may put its own folder in dist/.
+  const emitsTo = (file: string) => {
+    const [first, ...rest] = relative(dist, file).split("/")
+    return rest.length === 0 || existsSync(join(src, first))
+  }
+  for (const emitted of filesUnder(dist).filter((file) => file.endsWith(".js") && emitsTo(file))) {
     const source = join(src, relative(dist, emitted)).replace(/\.js$/, ".ts")
     if (!existsSync(source)) return `${relative(repo, emitted)} has no source any more`
   }
