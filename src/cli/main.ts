@@ -9,8 +9,17 @@
  * process exits 130 (SIGINT) or 143 (SIGTERM), the shell's 128 + signal
  * number; under `--json` that line is the JSON error
  * `{"error":{"tag":"Interrupted",…}}`. A second signal while finalizers run exits at once. Long scans stay
- * interruptible because every file-system call yields to the event loop
- * (Node's file system runs each call on libuv's pool).
+ * interruptible: the file-system calls made on the calling thread are short
+ * (stats, opens, reads of at most 1 MiB), and Effect's runtime yields to the
+ * event loop, where signals are handled, every couple of thousand steps.
+ *
+ * The commands run over `DirectFileSystem` (short calls on the calling
+ * thread, a non-blocking open that refuses FIFOs and devices), as
+ * `NodeStore.layer` does, not over the thread-pool file system. Next to it
+ * come only the Node services the command line needs: path, stdio and the
+ * terminal (`--wizard` prompts). The child-process spawner the CLI's
+ * environment asks for refuses to spawn: no command runs another program,
+ * and Node's `child_process` module is not loaded for it at every start.
  *
  * When stdout is a pipe that closes early (`rarebit-store history --all |
  * head`), the run is interrupted the same way and the process exits 141
@@ -18,9 +27,13 @@
  *
  * @since 0.1.0
  */
+import * as NodePath from "@effect/platform-node/NodePath"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import * as NodeServices from "@effect/platform-node/NodeServices"
-import { Cause, Effect, Exit, Runtime } from "effect"
+import * as NodeStdio from "@effect/platform-node/NodeStdio"
+import * as NodeTerminal from "@effect/platform-node/NodeTerminal"
+import { Cause, Effect, Exit, Layer, PlatformError, Runtime } from "effect"
+import { ChildProcessSpawner } from "effect/process"
+import * as DirectFileSystem from "../platform/DirectFileSystem.js"
 import { errorJson, jsonRequested, runCli } from "./Cli.js"
 
 const BROKEN_PIPE_EXIT = 141
@@ -50,6 +63,25 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
   })
 }
 
+const noSpawning = ChildProcessSpawner.make(() =>
+  Effect.fail(
+    PlatformError.badArgument({
+      module: "ChildProcess",
+      method: "spawn",
+      description: "rarebit-store runs no other programs"
+    })
+  )
+)
+
+/** What the command line runs on: `@effect/platform-node`'s services, with the direct file system. */
+const services = Layer.mergeAll(
+  DirectFileSystem.layer,
+  NodePath.layer,
+  NodeStdio.layer,
+  NodeTerminal.layer,
+  Layer.succeed(ChildProcessSpawner.ChildProcessSpawner, noSpawning)
+)
+
 const args = process.argv.slice(2)
 
 const program = runCli(args).pipe(
@@ -59,7 +91,7 @@ const program = runCli(args).pipe(
       process.exitCode = code
     })
   ),
-  Effect.provide(NodeServices.layer)
+  Effect.provide(services)
 )
 
 NodeRuntime.runMain(program, {

@@ -10,7 +10,7 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { spawn } from "node:child_process"
-import { cp, mkdtemp, rm, stat, symlink, writeFile } from "node:fs/promises"
+import { cp, mkdtemp, readFile, rm, stat, symlink, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { entry, makeRoots, type Roots, summaryReceipt, titleReceipt, writeSession } from "../support/Reference.js"
@@ -48,6 +48,41 @@ describe("node dist/cli/main.js", () => {
       JSON.parse(run.stdout),
       await Ours.readRarebitCurrent({ sessionFile: roots.sessionFile, ...roots.location })
     )
+  })
+
+  it("reads over the direct file system: store files are opened on the calling thread, never on libuv's pool", async () => {
+    // Node's `fs` is wrapped before the executable loads, for CommonJS and ES module users alike.
+    const log = join(roots.root, "opens.json")
+    const preload = join(roots.root, "record-opens.mjs")
+    await writeFile(
+      preload,
+      [
+        "import fs from \"node:fs\"",
+        "import { syncBuiltinESMExports } from \"node:module\"",
+        "const opens = []",
+        "const { open, openSync } = fs",
+        "fs.open = function (path, ...rest) { opens.push([\"pool\", String(path)]); return open.call(this, path, ...rest) }",
+        "fs.openSync = function (path, ...rest) { opens.push([\"direct\", String(path)]); return openSync.call(this, path, ...rest) }",
+        "syncBuiltinESMExports()",
+        `process.on("exit", () => fs.writeFileSync(${JSON.stringify(log)}, JSON.stringify(opens)))`
+      ].join("\n")
+    )
+    const run = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const child = spawn(
+        process.execPath,
+        ["--import", preload, CLI, "current", "--session", roots.sessionFile, "--json", ...rootFlags(roots)],
+        { cwd: REPO, stdio: ["ignore", "ignore", "pipe"] }
+      )
+      let stderr = ""
+      child.stderr.setEncoding("utf8").on("data", (chunk) => (stderr += chunk))
+      child.on("close", (code) => resolve({ code, stderr }))
+    })
+    assert.strictEqual(run.code, 0, run.stderr)
+    const opens = JSON.parse(await readFile(log, "utf8")) as Array<[string, string]>
+    const ofStore = opens.filter(([, path]) => path.startsWith(`${roots.root}/`) && path !== log)
+    assert.deepStrictEqual(ofStore.filter(([how]) => how === "pool"), [])
+    assert.includeDeepMembers(ofStore, [["direct", roots.sessionFile]])
+    assert.isTrue(ofStore.some(([, path]) => path.startsWith(join(roots.rarebitRoot, "materializations-v4"))))
   })
 
   it("exits 3 for a missing Session and 2 for a bad invocation, with one line and a hint, no stack", async () => {
