@@ -21,6 +21,9 @@
  * environment asks for refuses to spawn: no command runs another program,
  * and Node's `child_process` module is not loaded for it at every start.
  *
+ * The package runs this module bundled (`dist/cli/main.bundle.cjs`, see
+ * `scripts/bundle.mjs`), started from a V8 code cache.
+ *
  * When stdout is a pipe that closes early (`rarebit-store history --all |
  * head`), the run is interrupted the same way and the process exits 141
  * (128 + SIGPIPE) without a message.

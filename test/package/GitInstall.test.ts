@@ -35,7 +35,17 @@ describe("a git install in a fresh project", { concurrent: false }, () => {
   })
 
   it("installs the built package: dist, its sources and the examples", () => {
-    for (const file of ["dist/index.js", "dist/index.d.ts", "dist/cli/main.js", "src/index.ts", "examples/main.ts"]) {
+    for (
+      const file of [
+        "dist/index.js",
+        "dist/index.d.ts",
+        "dist/cli/main.js",
+        "dist/cli/main.bundle.cjs",
+        "dist/promise/index.bundle.cjs",
+        "src/index.ts",
+        "examples/main.ts"
+      ]
+    ) {
       assert.isTrue(existsSync(join(installed, file)), `${file} is missing from the git install`)
     }
     assert.isFalse(existsSync(join(installed, "node_modules")), "the package brought its own dependencies")

@@ -68,7 +68,18 @@ describe("the packed package in a fresh project", { concurrent: false }, () => {
     const files = packed.files.map((file) => file.path)
     const allowed = /^(dist\/|src\/|examples\/|README\.md$|package\.json$)/
     assert.deepStrictEqual(files.filter((file) => !allowed.test(file)), [])
-    for (const file of ["dist/index.js", "dist/promise/index.d.ts", "dist/testing/index.js", "examples/main.ts"]) {
+    for (
+      const file of [
+        "dist/index.js",
+        "dist/promise/index.d.ts",
+        "dist/testing/index.js",
+        "examples/main.ts",
+        "dist/cli/main.bundle.cjs",
+        "dist/cli/main.bundle.cjs.map",
+        "dist/promise/index.bundle.cjs",
+        "dist/promise/index.bundle.cjs.map"
+      ]
+    ) {
       assert.include(files, file)
     }
     // No output without its source: a stale build would ship modules nobody maintains.
@@ -92,6 +103,23 @@ describe("the packed package in a fresh project", { concurrent: false }, () => {
     const manifest = JSON.parse(await readFile(join(installed, "package.json"), "utf8"))
     assert.isUndefined(manifest.dependencies)
     assert.hasAllKeys(manifest.peerDependencies, ["effect", "@effect/platform-node"])
+  })
+
+  it("the bin and the Promise API start from their bundles; the Effect entries import the user's Effect", async () => {
+    const text = (file: string) => readFile(join(installed, file), "utf8")
+    for (const [launcher, bundle] of [["dist/cli/main.js", "main.bundle.cjs"], ["dist/promise/index.js", "index.bundle.cjs"]]) {
+      const code = await text(launcher!)
+      // One module to load: the launcher imports nothing, it runs its bundle.
+      assert.notMatch(code, /^\s*import\s/m, launcher)
+      assert.include(code, `new URL("./${bundle}", import.meta.url)`, launcher)
+    }
+    for (const bundle of ["dist/cli/main.bundle.cjs", "dist/promise/index.bundle.cjs"]) {
+      const required = [...(await text(bundle)).matchAll(/require\((["`])([^"`]+)\1\)/g)].map((match) => match[2]!)
+      assert.isAbove(required.length, 0)
+      assert.deepStrictEqual(required.filter((name) => !name.startsWith("node:") && name !== "url"), [], bundle)
+    }
+    assert.match(await text("dist/store/RarebitStore.js"), /from "effect"/)
+    assert.match(await text("dist/testing/MemoryStore.js"), /from "effect"/)
   })
 
   it("promises no Node version that a runtime dependency refuses", async () => {
