@@ -26,6 +26,16 @@ export const median = (values: ReadonlyArray<number>): number => {
   return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
 }
 
+/** The `q`-quantile (0–1) of `values`, interpolated between the nearest ranks. */
+export const quantile = (values: ReadonlyArray<number>, q: number): number => {
+  if (values.length === 0) return Number.NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  const position = (sorted.length - 1) * q
+  const below = Math.floor(position)
+  const above = Math.ceil(position)
+  return sorted[below] + (sorted[above] - sorted[below]) * (position - below)
+}
+
 const collect = () => (globalThis as { gc?: () => void }).gc?.()
 
 /** Runs `operation` once after its setup (and a collection, with `collectFirst`), timing only `run`. */
@@ -133,6 +143,12 @@ export interface Row {
   readonly versus?: string | undefined
   /** The ratio this row must stay at or below. */
   readonly target?: number | undefined
+  /** The 10th and 90th percentiles of each side's timings, and over how many rounds, when reported. */
+  readonly spread?: {
+    readonly ours: { readonly p10: number; readonly p90: number }
+    readonly theirs: { readonly p10: number; readonly p90: number }
+    readonly rounds: number
+  } | undefined
   /** Peak memory growth in MiB, when measured. */
   readonly oursMiB?: number | undefined
   readonly theirsMiB?: number | undefined
@@ -143,11 +159,29 @@ export const ratioOf = (row: Row): number => row.ours / row.theirs
 const formatTime = (ms: number): string =>
   !Number.isFinite(ms) ? "-" : ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms >= 1 ? ms.toFixed(2) : ms.toFixed(3)
 
+const formatSpread = (row: Row): string =>
+  row.spread === undefined
+    ? ""
+    : `${formatTime(row.spread.ours.p10)}–${formatTime(row.spread.ours.p90)} / ${
+      formatTime(row.spread.theirs.p10)
+    }–${formatTime(row.spread.theirs.p90)} (${row.spread.rounds} rounds)`
+
 const formatMiB = (value: number | undefined): string => (value === undefined ? "" : value.toFixed(1))
 
 /** The table as GitHub Markdown. */
 export const markdownTable = (rows: ReadonlyArray<Row>): string => {
-  const header = ["benchmark", "ours (ms)", "reference (ms)", "ratio", "target", "ok", "peak MiB ours", "peak MiB ref", "note"]
+  const header = [
+    "benchmark",
+    "ours (ms)",
+    "reference (ms)",
+    "ratio",
+    "target",
+    "ok",
+    "p10–p90 ours / ref (ms)",
+    "peak MiB ours",
+    "peak MiB ref",
+    "note"
+  ]
   const lines = [`| ${header.join(" | ")} |`, `| ${header.map(() => "---").join(" | ")} |`]
   for (const row of rows) {
     const ratio = ratioOf(row)
@@ -161,6 +195,7 @@ export const markdownTable = (rows: ReadonlyArray<Row>): string => {
           ratio.toFixed(3),
           row.target === undefined ? "" : `≤ ${row.target}`,
           ok,
+          formatSpread(row),
           formatMiB(row.oursMiB),
           formatMiB(row.theirsMiB),
           row.versus ?? ""
@@ -181,14 +216,15 @@ export const textTable = (rows: ReadonlyArray<Row>): string => {
       formatTime(row.theirs),
       ratio.toFixed(3),
       row.target === undefined ? "" : `<=${row.target}${ratio <= row.target ? "" : " MISS"}`,
+      formatSpread(row),
       row.oursMiB === undefined ? "" : `${formatMiB(row.oursMiB)}/${formatMiB(row.theirsMiB)}`,
       row.versus ?? ""
     ]
   })
-  const header = ["benchmark", "ours ms", "ref ms", "ratio", "target", "peak MiB o/r", "versus"]
+  const header = ["benchmark", "ours ms", "ref ms", "ratio", "target", "p10-p90 ours / ref", "peak MiB o/r", "versus"]
   const widths = header.map((title, column) => Math.max(title.length, ...cells.map((row) => row[column].length)))
   const render = (row: ReadonlyArray<string>) =>
-    row.map((cell, column) => (column === 0 || column === 6 ? cell.padEnd(widths[column]) : cell.padStart(widths[column])))
+    row.map((cell, column) => (column === 0 || column === 7 ? cell.padEnd(widths[column]) : cell.padStart(widths[column])))
       .join("  ")
   return [render(header), render(widths.map((width) => "-".repeat(width))), ...cells.map(render)].join("\n")
 }

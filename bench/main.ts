@@ -2,10 +2,12 @@
  * Side-by-side benchmarks of this package's plain API and the reference
  * store, on the same files, in one run.
  *
- * `npm run bench` runs everything (and rewrites BENCHMARKS.md);
- * `npm run bench -- --quick` runs small sizes and few rounds (well under a
- * minute) and only prints. `--only=a,b` runs the named groups
- * (current-native, current-session, history, cycle, contention, effect, lock).
+ * `npm run bench` builds the package, runs everything (and rewrites
+ * BENCHMARKS.md); `npm run bench -- --quick` runs small sizes and few rounds
+ * (well under a minute) and only prints. `--only=a,b` runs the named groups
+ * (current-native, current-session, history, cycle, contention, effect,
+ * lock, cold). `--cold-package=<dir>` times another checkout's build as
+ * "ours" in the cold-start rows (say, the commit before a change).
  *
  * Inputs (Sessions, sidecars, the Sessions' native observations) are
  * generated once under `.bench-data/fixtures` and reused. Everything else a
@@ -19,7 +21,7 @@ import { spawn } from "node:child_process"
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs"
 import { appendFile } from "node:fs/promises"
 import { arch, cpus, loadavg, release as osRelease, totalmem, type as osType, version as osVersion } from "node:os"
-import { join } from "node:path"
+import { join, resolve } from "node:path"
 import { Effect, ManagedRuntime, Stream } from "effect"
 import * as NodeStore from "../src/platform/NodeStore.js"
 import { RarebitStore } from "../src/store/RarebitStore.js"
@@ -33,6 +35,7 @@ import {
   writeSession,
   writeSidecar
 } from "./Fixtures.js"
+import { coldStart } from "./ColdStart.js"
 import { alternate, interleave, markdownTable, median, type Row, runChild, siblingScript, textTable } from "./Harness.js"
 import { loadReferenceSession, loadStore, projectRoot, type Side, type StoreApi } from "./Implementations.js"
 
@@ -40,6 +43,7 @@ const argv = process.argv.slice(2)
 const quick = argv.includes("--quick")
 const only = argv.find((arg) => arg.startsWith("--only="))?.slice("--only=".length).split(",")
 const wanted = (group: string) => only === undefined || only.includes(group)
+const coldPackage = argv.find((arg) => arg.startsWith("--cold-package="))?.slice("--cold-package=".length)
 
 const KiB = 1024
 const MiB = 1024 * KiB
@@ -605,6 +609,22 @@ const effectVersusPlain = async () => {
   })
 }
 
+// ---- cold start -------------------------------------------------------------------------
+
+const cold = () => {
+  rows.push(...coldStart({
+    projectRoot: root,
+    packageRoot: coldPackage === undefined ? root : resolve(coldPackage),
+    referenceStore: join(root, "node_modules/@hypercarrier/rarebit/src/rarebit-store.mjs"),
+    work,
+    sessionFile: smallSession,
+    native: small,
+    rounds: quick ? 10 : 40,
+    warmup: quick ? 2 : 3,
+    log
+  }))
+}
+
 // ---- run ------------------------------------------------------------------------------
 
 const started = performance.now()
@@ -621,6 +641,7 @@ try {
   if (wanted("contention")) await contention()
   if (wanted("lock")) await lockHold()
   if (wanted("effect")) await effectVersusPlain()
+  if (wanted("cold")) cold()
 } finally {
   await runtime?.dispose()
   rmSync(work, { recursive: true, force: true })
@@ -636,18 +657,18 @@ const machine = [
     loadavg().map((load) => load.toFixed(1)).join("/")
   } at end`
 ].join(", ")
-const command = `npm run bench${quick ? " -- --quick" : ""}${only ? ` -- --only=${only.join(",")}` : ""}`
+const command = ["npm run bench", ...(argv.length > 0 ? ["--", ...argv] : [])].join(" ")
 process.stdout.write(`\n${textTable(rows)}\n\n${machine}\n${command} (${elapsed.toFixed(0)} s)\n`)
 const misses = rows.filter((row) => row.target !== undefined && row.ours / row.theirs > row.target)
 if (misses.length > 0) process.stdout.write(`target misses: ${misses.map((row) => row.benchmark).join("; ")}\n`)
 
-if (!quick && only === undefined) {
+if (!quick && only === undefined && coldPackage === undefined) {
   const path = join(root, "BENCHMARKS.md")
   const previous = existsSync(path) ? readFileSync(path, "utf8") : ""
   const notes = previous.includes("<!-- notes -->") ? previous.slice(previous.indexOf("<!-- notes -->")) : "<!-- notes -->\n"
   writeFileSync(
     path,
-    `# Benchmarks\n\nOur plain API against the reference store (\`@hypercarrier/rarebit\` 0.1.0-alpha.4) on the same files, interleaved rounds, median milliseconds per operation; ratio = ours / reference (lower is better). Peak MiB is how much the peak resident set of a fresh process (implementation loaded, nothing read yet) grows over the measured reads: 20 current reads for the sidecar rows, 3 cold reads (2 for 100 MiB) for the Session rows.\n\n- Machine: ${machine}\n- Command: \`${command}\` (${elapsed.toFixed(0)} s, ${new Date().toISOString().slice(0, 10)})\n\n${
+    `# Benchmarks\n\nOur plain API against the reference store (\`@hypercarrier/rarebit\` 0.1.0-alpha.4) on the same files, interleaved rounds, median milliseconds per operation (per process for the cold-start rows, with each side's 10th–90th percentiles); ratio = ours / reference (lower is better). Peak MiB is how much the peak resident set of a fresh process (implementation loaded, nothing read yet) grows over the measured reads: 20 current reads for the sidecar rows, 3 cold reads (2 for 100 MiB) for the Session rows.\n\n- Machine: ${machine}\n- Command: \`${command}\` (${elapsed.toFixed(0)} s, ${new Date().toISOString().slice(0, 10)})\n\n${
       markdownTable(rows)
     }\n\n${notes}`
   )
