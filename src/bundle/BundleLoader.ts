@@ -5,11 +5,11 @@
  *
  * The build (`scripts/bundle.mjs`) turns an entry into one CommonJS file,
  * `<entry>.bundle.cjs`, holding the entry, this package's modules and the
- * Effect modules they use, and replaces the entry's own module with a few
- * lines that call {@link loadBundle}. The bundle is compiled as a
- * `vm.Script` in the process's own context (the same globals and built-in
- * classes as the caller), wrapped in the function Node wraps CommonJS
- * modules in.
+ * Effect modules they use, and replaces the entry's own module with a
+ * launcher: this module's code and a call to {@link loadBundle}. The bundle
+ * is compiled as a `vm.Script` in the process's own context (the same
+ * globals and built-in classes as the caller), wrapped in the function Node
+ * wraps CommonJS modules in.
  *
  * Why not Node's `module.enableCompileCache()`: Node writes its cache when
  * it compiles a module, before the module runs, so the cache holds only what
@@ -24,9 +24,10 @@
  * rejects data made under other flags. A cache that is missing or rejected is
  * written anew when the process exits, to a temporary name that is then
  * renamed, so no reader ever sees part of a file; a directory keeps the four
- * newest caches of a bundle for each Node version. Anything else that goes wrong (no home for the
- * cache, a directory that other users could write to, a failed write) means
- * compiling from source, as without a cache, and is never reported.
+ * newest caches of a bundle for each Node version. Anything else that goes
+ * wrong (no home for the cache, a directory that other users could write
+ * to, a failed write) means compiling from source, as without a cache, and
+ * is never reported. A process killed before it exits writes no cache.
  *
  * Where: `RAREBIT_STORE_CODE_CACHE` names the directory (`off` or `0`
  * disables the cache); by default `rarebit-store-code-cache-<uid>` under the
