@@ -90,7 +90,11 @@ const readCache = (file: string): Buffer | undefined => {
  */
 const CACHES_KEPT = 4
 
-/** Writes the script's cache for the next process, and removes the oldest caches of the same bundle. */
+/**
+ * Writes the script's cache for the next process, and removes the oldest
+ * caches of the same bundle. It runs as the process exits, so it never
+ * throws: an exception here would end the process with exit code 1.
+ */
 const writeCache = (script: VmScript, directory: string, file: string, prefix: string) => {
   const temporary = `${file}.${process.pid}.tmp`
   try {
@@ -102,7 +106,11 @@ const writeCache = (script: VmScript, directory: string, file: string, prefix: s
       .sort((a, b) => b.written - a.written)
     for (const { name } of caches.slice(CACHES_KEPT)) fs.rmSync(path.join(directory, name), { force: true })
   } catch {
-    fs.rmSync(temporary, { force: true })
+    try {
+      fs.rmSync(temporary, { force: true })
+    } catch {
+      // Nothing was written, or the directory refuses us: the next run tries again.
+    }
   }
 }
 

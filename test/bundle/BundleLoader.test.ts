@@ -144,6 +144,38 @@ describe("the bundled entries", () => {
     assert.strictEqual(alsoOff.code, 0, alsoOff.stderr)
   })
 
+  it("a cache that cannot be written, nor its temporary file removed, leaves the run's exit code alone", async () => {
+    // As in a user namespace whose uid owns nothing on disk: every write and removal in the cache directory fails.
+    const cache = await cacheDirectory()
+    const preload = join(scratch, "refuse-cache-writes.mjs")
+    await writeFile(
+      preload,
+      [
+        "import fs from \"node:fs\"",
+        `const inCache = (path) => String(path).startsWith(${JSON.stringify(`${cache}/`)})`,
+        "const refuse = (path) => Object.assign(new Error(`EACCES: permission denied, ${path}`), { code: \"EACCES\" })",
+        "for (const name of [\"writeFileSync\", \"rmSync\", \"renameSync\"]) {",
+        "  const original = fs[name]",
+        "  fs[name] = function (path, ...rest) { if (inCache(path)) throw refuse(path); return original.call(this, path, ...rest) }",
+        "}"
+      ].join("\n")
+    )
+    const executable = await run(["--import", preload, CLI, "current", "--session", roots.sessionFile, "--json", ...rootFlags(roots)], {
+      RAREBIT_STORE_CODE_CACHE: cache
+    })
+    assert.strictEqual(executable.code, 0, executable.stderr)
+    assert.strictEqual(executable.stderr, "")
+    assert.strictEqual(JSON.parse(executable.stdout).availability, "available")
+    const script = `const api = await import(${JSON.stringify(pathToFileURL(PROMISE_API).href)})
+console.log(api.rarebitMaterializationPath(process.argv[1], { sessionRoot: process.argv[2], rarebitRoot: process.argv[3] }))`
+    const plain = await run(["--import", preload, "--input-type=module", "-e", script, roots.sessionFile, roots.sessionRoot, roots.rarebitRoot], {
+      RAREBIT_STORE_CODE_CACHE: cache
+    })
+    assert.strictEqual(plain.code, 0, plain.stderr)
+    assert.strictEqual(plain.stderr, "")
+    assert.deepStrictEqual(await readdir(cache), [])
+  })
+
   it("each command has a cache of its own; the Promise API one for all its uses", async () => {
     const cache = await cacheDirectory()
     assert.strictEqual((await current(cache)).code, 0)
