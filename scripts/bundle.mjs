@@ -89,8 +89,8 @@ const lazySegmenter = {
 const builtins = new Set(builtinModules.flatMap((name) => [name, `node:${name}`]))
 
 /**
- * The bundle's map with only the mappings into `src/`, and without the
- * sources' text (the package ships them).
+ * The bundle's map with only the mappings into `src/` and the names they
+ * use, without the sources' text (the package ships them).
  *
  * @param {import("rolldown").SourceMap} map
  * @param {string} mapFile
@@ -106,6 +106,9 @@ const mapIntoSources = (map, mapFile) => {
       sources.push(source)
     }
   })
+  /** The names the kept mappings use, in their new order. */
+  /** @type {Map<string, number>} */
+  const nameIndex = new Map()
   /** @type {Array<Array<import("@jridgewell/sourcemap-codec").SourceMapSegment>>} */
   const lines = []
   for (const segments of decode(map.mappings)) {
@@ -121,11 +124,16 @@ const mapIntoSources = (map, mapFile) => {
       /** @type {import("@jridgewell/sourcemap-codec").SourceMapSegment} */
       const moved = [...segment]
       moved[1] = source
+      if (moved.length === 5) {
+        const name = map.names[moved[4]] ?? ""
+        if (!nameIndex.has(name)) nameIndex.set(name, nameIndex.size)
+        moved[4] = /** @type {number} */ (nameIndex.get(name))
+      }
       line.push(moved)
     }
     lines.push(line)
   }
-  return { version: 3, file: map.file, sources, names: map.names, mappings: encode(lines) }
+  return { version: 3, file: map.file, sources, names: [...nameIndex.keys()], mappings: encode(lines) }
 }
 
 /**
