@@ -17,9 +17,10 @@
  * thread, a non-blocking open that refuses FIFOs and devices), as
  * `NodeStore.layer` does, not over the thread-pool file system. Next to it
  * come only the Node services the command line needs: path, stdio and the
- * terminal (`--wizard` prompts). The child-process spawner the CLI's
- * environment asks for refuses to spawn: no command runs another program,
- * and Node's `child_process` module is not loaded for it at every start.
+ * terminal (`--wizard` prompts), made when first used. The child-process
+ * spawner the CLI's environment asks for refuses to spawn: no command runs
+ * another program, and Node's `child_process` module is not loaded for it
+ * at every start.
  *
  * The package runs this module bundled (`dist/cli/main.bundle.cjs`, see
  * `scripts/bundle.mjs`), started from a V8 code cache.
@@ -34,7 +35,7 @@ import * as NodePath from "@effect/platform-node/NodePath"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeStdio from "@effect/platform-node/NodeStdio"
 import * as NodeTerminal from "@effect/platform-node/NodeTerminal"
-import { Cause, Effect, Exit, Layer, PlatformError, Runtime } from "effect"
+import { Cause, Effect, Exit, Layer, PlatformError, Runtime, Scope, Terminal } from "effect"
 import { ChildProcessSpawner } from "effect/process"
 import * as DirectFileSystem from "../platform/DirectFileSystem.js"
 import { errorJson, jsonRequested, runCli } from "./Cli.js"
@@ -76,12 +77,33 @@ const noSpawning = ChildProcessSpawner.make(() =>
   )
 )
 
+/**
+ * Node's terminal, made when a command first uses it (`--wizard`): making it
+ * opens `process.stdin`, which costs most when stdin is `/dev/null` (a cron
+ * job, a script's `< /dev/null`) and no command reads it.
+ */
+const terminalOnFirstUse = Layer.effect(
+  Terminal.Terminal,
+  Effect.gen(function*() {
+    const scope = yield* Effect.scope
+    const terminal = yield* Effect.cached(NodeTerminal.make().pipe(Scope.provide(scope)))
+    return Terminal.make({
+      columns: Effect.flatMap(terminal, (made) => made.columns),
+      rows: Effect.flatMap(terminal, (made) => made.rows),
+      size: Effect.flatMap(terminal, (made) => made.size),
+      readInput: Effect.flatMap(terminal, (made) => made.readInput),
+      readLine: Effect.flatMap(terminal, (made) => made.readLine),
+      display: (text) => Effect.flatMap(terminal, (made) => made.display(text))
+    })
+  })
+)
+
 /** What the command line runs on: `@effect/platform-node`'s services, with the direct file system. */
 const services = Layer.mergeAll(
   DirectFileSystem.layer,
   NodePath.layer,
   NodeStdio.layer,
-  NodeTerminal.layer,
+  terminalOnFirstUse,
   Layer.succeed(ChildProcessSpawner.ChildProcessSpawner, noSpawning)
 )
 

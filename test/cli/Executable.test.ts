@@ -85,6 +85,41 @@ describe("node dist/cli/main.js", () => {
     assert.isTrue(ofStore.some(([, path]) => path.startsWith(join(roots.rarebitRoot, "materializations-v4"))))
   })
 
+  it("opens stdin only for a command that reads it: not for current, for the wizard", async () => {
+    const preload = join(roots.root, "record-stdin.mjs")
+    await writeFile(
+      preload,
+      [
+        "const stdin = Object.getOwnPropertyDescriptor(process, \"stdin\")",
+        "Object.defineProperty(process, \"stdin\", { ...stdin, get() { process.env.STDIN_OPENED = \"yes\"; return stdin.get.call(process) } })",
+        "process.on(\"exit\", () => process.stderr.write(`stdin opened: ${process.env.STDIN_OPENED ?? \"no\"}\\n`))"
+      ].join("\n")
+    )
+    const spawned = (args: ReadonlyArray<string>) =>
+      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, ["--import", preload, CLI, ...args], {
+          cwd: REPO,
+          env: { ...process.env, NO_COLOR: "1" },
+          stdio: ["pipe", "pipe", "pipe"]
+        })
+        let stdout = ""
+        let stderr = ""
+        child.stdout.setEncoding("utf8").on("data", (chunk) => (stdout += chunk))
+        child.stderr.setEncoding("utf8").on("data", (chunk) => (stderr += chunk))
+        child.stdin.end()
+        child.on("close", (code) => resolve({ code, stdout, stderr }))
+      })
+    const current = await spawned(["current", "--session", roots.sessionFile, "--json", ...rootFlags(roots)])
+    assert.strictEqual(current.code, 0, current.stderr)
+    assert.strictEqual(current.stderr, "stdin opened: no\n")
+    // The wizard asks on the terminal; with its input at an end, it stops there.
+    const wizard = await spawned(["--wizard"])
+    assert.strictEqual(wizard.code, 0, wizard.stderr)
+    assert.include(wizard.stdout, "Command wizard")
+    assert.include(wizard.stdout, "Wizard cancelled.")
+    assert.include(wizard.stderr, "stdin opened: yes\n")
+  })
+
   it("exits 3 for a missing Session and 2 for a bad invocation, with one line and a hint, no stack", async () => {
     const missing = await runCli(["current", "--session", join(roots.sessionRoot, "gone.jsonl"), ...rootFlags(roots)])
     assert.strictEqual(missing.code, 3)
