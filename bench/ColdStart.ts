@@ -14,9 +14,10 @@
  * caller waits for. The two sides alternate process by process over many
  * rounds, the side going first alternating, after untimed warm-up rounds (in
  * which our code cache is written, as by any first run after an install).
- * Rows report medians with their 10th–90th percentiles, and the ratio of the
- * medians; every round's output is checked (available, and both sides
- * print the same answer).
+ * Rows report each side's median with its 10th–90th percentiles, and the
+ * median of the rounds' ratios (a round's two processes run back to back,
+ * under the same load); every round's output is checked (available, and
+ * both sides print the same answer).
  *
  * Two rows without a target show what the first start after an install or
  * upgrade costs: ours with its code cache disabled.
@@ -24,7 +25,7 @@
  * @since 0.1.0
  */
 import { execFileSync, spawnSync } from "node:child_process"
-import { accessSync, constants, copyFileSync, mkdirSync, realpathSync, writeFileSync } from "node:fs"
+import { accessSync, constants, copyFileSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs"
 import { delimiter, join } from "node:path"
 import { pathToFileURL } from "node:url"
 import { writeSidecar } from "./Fixtures.js"
@@ -77,9 +78,37 @@ export const systemNode = (): { readonly path: string; readonly version: string 
   return undefined
 }
 
+/** Clock ticks per second of `/proc`'s CPU times. */
+const ticksPerSecond = (() => {
+  try {
+    return Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100
+  } catch {
+    return 100
+  }
+})()
+
+/**
+ * The CPU time (user + system, ms) of this process's children that have been
+ * waited for, from `/proc/self/stat`; `undefined` where there is no `/proc`.
+ * In ticks (10 ms), so only sums over many processes mean anything: the
+ * rows report the mean over all rounds, which is exact to a fraction of a
+ * millisecond.
+ */
+const childrenCpuMs = (): number | undefined => {
+  try {
+    const stat = readFileSync("/proc/self/stat", "utf8")
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    // After the command name: state is field 3, cutime 16 and cstime 17 (man 5 proc).
+    return ((Number(fields[13]) + Number(fields[14])) * 1000) / ticksPerSecond
+  } catch {
+    return undefined
+  }
+}
+
 /** Runs one process to its exit; its wall time in ms and what it printed. */
-const runOnce = (launch: Launch): { readonly ms: number; readonly stdout: string } => {
+const runOnce = (launch: Launch): { readonly ms: number; readonly cpuMs: number | undefined; readonly stdout: string } => {
   const [command, ...args] = launch.argv
+  const cpuBefore = childrenCpuMs()
   const started = performance.now()
   const ran = spawnSync(command!, args, {
     encoding: "utf8",
@@ -87,10 +116,11 @@ const runOnce = (launch: Launch): { readonly ms: number; readonly stdout: string
     maxBuffer: 16 * 1024 * 1024
   })
   const ms = performance.now() - started
+  const cpuAfter = childrenCpuMs()
   if (ran.status !== 0) {
     throw new Error(`${launch.argv.join(" ")} exited ${ran.status ?? ran.signal}\n${ran.stderr}`)
   }
-  return { ms, stdout: ran.stdout }
+  return { ms, cpuMs: cpuBefore === undefined || cpuAfter === undefined ? undefined : cpuAfter - cpuBefore, stdout: ran.stdout }
 }
 
 /** What a current read printed, checked: available, and the same on both sides. */
@@ -106,17 +136,26 @@ const answerOf = (stdout: string): string => {
  */
 const alternateProcesses = (ours: Launch, theirs: Launch, rounds: number, warmup: number) => {
   const times = { ours: [] as Array<number>, theirs: [] as Array<number> }
+  const cpu = { ours: 0 as number | undefined, theirs: 0 as number | undefined }
   for (let round = -warmup; round < rounds; round++) {
     const order = round % 2 === 0 ? (["ours", "theirs"] as const) : (["theirs", "ours"] as const)
     const answers: Array<string> = []
     for (const side of order) {
-      const { ms, stdout } = runOnce(side === "ours" ? ours : theirs)
+      const { ms, cpuMs, stdout } = runOnce(side === "ours" ? ours : theirs)
       answers.push(answerOf(stdout))
-      if (round >= 0) times[side].push(ms)
+      if (round >= 0) {
+        times[side].push(ms)
+        cpu[side] = cpu[side] === undefined || cpuMs === undefined ? undefined : cpu[side] + cpuMs
+      }
     }
     if (answers[0] !== answers[1]) throw new Error(`ours and the reference printed different reads:\n${answers.join("\n")}`)
   }
-  return times
+  // Each round's two processes ran back to back, under the same load: the
+  // median of their ratios is steadier than the ratio of the two medians
+  // when the machine's load drifts during the run.
+  const pairedRatio = median(times.ours.map((ms, round) => ms / times.theirs[round]!))
+  const meanCpu = (total: number | undefined) => (total === undefined ? undefined : total / rounds)
+  return { ...times, pairedRatio, cpu: { ours: meanCpu(cpu.ours), theirs: meanCpu(cpu.theirs) } }
 }
 
 const spreadOf = (samples: ReadonlyArray<number>) => ({ p10: quantile(samples, 0.1), p90: quantile(samples, 0.9) })
@@ -190,8 +229,13 @@ export const coldStart = (options: ColdStartOptions): Array<Row> => {
       benchmark,
       ours: median(times.ours),
       theirs: median(times.theirs),
+      ratio: times.pairedRatio,
       target,
-      versus,
+      versus: times.cpu.ours === undefined || times.cpu.theirs === undefined
+        ? versus
+        : `${versus}; CPU per process (user + system, mean) ${times.cpu.ours.toFixed(1)} / ${
+          times.cpu.theirs.toFixed(1)
+        } ms = ${(times.cpu.ours / times.cpu.theirs).toFixed(2)}`,
       spread: { ours: spreadOf(times.ours), theirs: spreadOf(times.theirs), rounds: options.rounds }
     })
   }

@@ -141,6 +141,11 @@ export interface Row {
   readonly theirs: number
   /** What "ours" and "theirs" are, when not our plain API and the reference. */
   readonly versus?: string | undefined
+  /**
+   * The ratio, when it is not the ratio of the medians: for paired samples,
+   * the median of the pairs' ratios.
+   */
+  readonly ratio?: number | undefined
   /** The ratio this row must stay at or below. */
   readonly target?: number | undefined
   /** The 10th and 90th percentiles of each side's timings, and over how many rounds, when reported. */
@@ -154,7 +159,7 @@ export interface Row {
   readonly theirsMiB?: number | undefined
 }
 
-export const ratioOf = (row: Row): number => row.ours / row.theirs
+export const ratioOf = (row: Row): number => row.ratio ?? row.ours / row.theirs
 
 const formatTime = (ms: number): string =>
   !Number.isFinite(ms) ? "-" : ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms >= 1 ? ms.toFixed(2) : ms.toFixed(3)

@@ -36,7 +36,17 @@ import {
   writeSidecar
 } from "./Fixtures.js"
 import { coldStart } from "./ColdStart.js"
-import { alternate, interleave, markdownTable, median, type Row, runChild, siblingScript, textTable } from "./Harness.js"
+import {
+  alternate,
+  interleave,
+  markdownTable,
+  median,
+  ratioOf,
+  type Row,
+  runChild,
+  siblingScript,
+  textTable
+} from "./Harness.js"
 import { loadReferenceSession, loadStore, projectRoot, type Side, type StoreApi } from "./Implementations.js"
 
 const argv = process.argv.slice(2)
@@ -619,7 +629,7 @@ const cold = () => {
     work,
     sessionFile: smallSession,
     native: small,
-    rounds: quick ? 10 : 40,
+    rounds: quick ? 10 : 60,
     warmup: quick ? 2 : 3,
     log
   }))
@@ -659,7 +669,7 @@ const machine = [
 ].join(", ")
 const command = ["npm run bench", ...(argv.length > 0 ? ["--", ...argv] : [])].join(" ")
 process.stdout.write(`\n${textTable(rows)}\n\n${machine}\n${command} (${elapsed.toFixed(0)} s)\n`)
-const misses = rows.filter((row) => row.target !== undefined && row.ours / row.theirs > row.target)
+const misses = rows.filter((row) => row.target !== undefined && ratioOf(row) > row.target)
 if (misses.length > 0) process.stdout.write(`target misses: ${misses.map((row) => row.benchmark).join("; ")}\n`)
 
 if (!quick && only === undefined && coldPackage === undefined) {
