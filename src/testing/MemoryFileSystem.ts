@@ -11,10 +11,26 @@
  * conformance suite in `test/testing` runs the same bodies against both.
  *
  * What it does not model: permissions are stored and reported but never
- * enforced (the process behaves like root), there is no size limit, times come
- * from the `Clock` (the `TestClock` inside `it.effect`), and recursive
- * `readDirectory` does not descend into symlinked directories (Node does).
- * `copy` and `watch` are outside what the store uses: they die with a message that says so.
+ * enforced (the process may act as any `uid`, but behaves like root), there
+ * is no size limit, times come from the `Clock` (the `TestClock` inside
+ * `it.effect`), and recursive `readDirectory` does not descend into
+ * symlinked directories (Node does). `copy` and `watch` are outside what the
+ * store uses: they die with a message that says so.
+ *
+ * Special files (the hostile things a store may find at a path it expects
+ * to be a regular file): `makeFifo`, `makeCharacterDevice` (`zero`,
+ * `urandom`, `null`) and `makeSocket` create them, with Linux's answers to
+ * `stat`, `lstat`, directory listings and opens: a non-blocking open of a
+ * FIFO succeeds for reading and fails `ENXIO` for writing without a reader,
+ * a read-write open succeeds, a socket never opens (`ENXIO`), a handle's
+ * read of a FIFO is positional and fails `ESPIPE` (as Node's handles do).
+ * Where Linux would hang — a blocking open of a FIFO with no peer, or
+ * `readFile` of a FIFO — the model dies with a message saying "would block
+ * forever", and a whole-file read of `zero` or `urandom` (which never reach
+ * end of file) dies with "unbounded read": a test then fails at once instead
+ * of hanging or exhausting memory. Positional reads of the devices return as
+ * many zero or random bytes as asked. Data written into a FIFO is not
+ * modelled (such a write dies saying so).
  *
  * Crash model: directory operations (create, rename, unlink, chmod, symlink)
  * are durable as soon as they return; file data is durable only up to the last
@@ -28,6 +44,14 @@
  */
 import { ByteSize, Clock, Context, Effect, FileSystem, Layer, Option, PlatformError, Stream } from "effect"
 import type { Scope } from "effect"
+import {
+  type HandleChmodCapable,
+  HandleChmodTypeId,
+  type NonBlockingOpenCapable,
+  NonBlockingOpenTypeId,
+  type ProcessUidCapable,
+  ProcessUidTypeId
+} from "../io/NonBlockingOpen.js"
 import { type ErrnoCode, errnoError } from "./Errno.js"
 
 /**
@@ -45,7 +69,25 @@ export interface MemoryFileSystemOptions {
   readonly tmpdir?: string | undefined
   /** Files to start with (parents are created 0755, files 0644); their contents count as synced. */
   readonly files?: Readonly<Record<string, string | Uint8Array>> | undefined
+  /**
+   * The user id the process acts as: every node it creates is owned by it,
+   * and the store checks its directories against it. Default 0; the
+   * directories made at construction (`/`, `tmpdir`, `cwd`) are owned by 0.
+   */
+  readonly uid?: number | undefined
+  /** The group id of the nodes the process creates. Default 0. */
+  readonly gid?: number | undefined
 }
+
+/**
+ * The character devices the model can create: `/dev/zero` (endless zeros),
+ * `/dev/urandom` (endless random bytes) and `/dev/null` (empty, swallows
+ * writes).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type CharacterDeviceKind = "zero" | "urandom" | "null"
 
 /**
  * What survives a simulated crash: `"process"` keeps every completed write,
@@ -64,10 +106,14 @@ export type CrashMode = "process" | "power"
  */
 export interface MemoryEntry {
   readonly path: string
-  readonly type: "File" | "Directory" | "SymbolicLink"
+  readonly type: "File" | "Directory" | "SymbolicLink" | "FIFO" | "CharacterDevice" | "Socket"
   /** Permission bits only (e.g. `0o600`); `File.Info.mode` adds the type bits. */
   readonly mode: number
   readonly ino: bigint
+  /** The owner's user id. */
+  readonly uid: number
+  /** Character devices: which one. */
+  readonly device?: CharacterDeviceKind
   /** Files: the current contents. */
   readonly data?: Uint8Array
   /** Files: the contents a power cut would leave. */
@@ -103,6 +149,15 @@ export interface MemoryFileSystemShape extends FileSystem.FileSystem {
   readonly openDescriptors: () => ReadonlyArray<MemoryDescriptor>
   /** A new file system holding what a crash of the given kind leaves behind. */
   readonly crashImage: (mode: CrashMode) => MemoryFileSystemShape
+  /** `mkfifo(path, mode)`: a named pipe (default mode 0644 before the umask); `EEXIST` if the path exists. */
+  readonly makeFifo: (path: string, mode?: number) => Effect.Effect<void, PlatformError.PlatformError>
+  /** `mknod` of a character device behaving like `/dev/<kind>` (mode 0666); `EEXIST` if the path exists. */
+  readonly makeCharacterDevice: (
+    path: string,
+    kind: CharacterDeviceKind
+  ) => Effect.Effect<void, PlatformError.PlatformError>
+  /** A Unix socket file, as a `bind` leaves it (mode 0755 before the umask); `EEXIST` if the path exists. */
+  readonly makeSocket: (path: string) => Effect.Effect<void, PlatformError.PlatformError>
 }
 
 interface Stamps {
@@ -138,11 +193,21 @@ interface LinkNode extends Stamps {
   readonly target: string
 }
 
-type Node = FileNode | DirNode | LinkNode
+interface SpecialNode extends Stamps {
+  readonly kind: "FIFO" | "CharacterDevice" | "Socket"
+  readonly ino: bigint
+  mode: number
+  links: number
+  readonly device: CharacterDeviceKind | undefined
+}
+
+type Node = FileNode | DirNode | LinkNode | SpecialNode
+
+type OpenNode = FileNode | DirNode | SpecialNode
 
 interface Handle {
   readonly fd: number
-  readonly node: FileNode | DirNode
+  readonly node: OpenNode
   readonly path: string
   readonly flag: FileSystem.OpenFlag
   readonly readable: boolean
@@ -162,6 +227,8 @@ interface Volume {
   readonly cwd: string
   readonly umask: number
   readonly tmpdir: string
+  uid: number
+  gid: number
 }
 
 interface Found {
@@ -197,7 +264,16 @@ const raise = (code: ErrnoCode, syscall?: string): never => {
 const DEVICE = 1n
 const BLOCK = 4096
 const MAX_SYMLINK_HOPS = 40
-const TYPE_BITS = { File: 0o100000, Directory: 0o040000, SymbolicLink: 0o120000 } as const
+const TYPE_BITS = {
+  File: 0o100000,
+  Directory: 0o040000,
+  SymbolicLink: 0o120000,
+  FIFO: 0o010000,
+  CharacterDevice: 0o020000,
+  Socket: 0o140000
+} as const
+/** `makedev(1, minor)` of the memory devices, as Linux numbers them. */
+const DEVICE_NUMBERS: Record<CharacterDeviceKind, bigint> = { null: 259n, zero: 261n, urandom: 265n }
 const NAME_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 const FLAGS: Record<FileSystem.OpenFlag, {
@@ -249,7 +325,13 @@ const dirnameOf = (path: string): string => {
 
 const byteLength = (text: string): number => new TextEncoder().encode(text).length
 
-const newStamps = (now: number): Stamps => ({ atime: now, mtime: now, birthtime: now, uid: 0, gid: 0 })
+const newStamps = (volume: Volume, now: number): Stamps => ({
+  atime: now,
+  mtime: now,
+  birthtime: now,
+  uid: volume.uid,
+  gid: volume.gid
+})
 
 const allocIno = (volume: Volume): bigint => {
   const ino = volume.nextIno
@@ -262,7 +344,7 @@ const newDirectory = (volume: Volume, mode: number, now: number): DirNode => ({
   ino: allocIno(volume),
   mode,
   entries: new Map(),
-  ...newStamps(now)
+  ...newStamps(volume, now)
 })
 
 const newFile = (volume: Volume, mode: number, now: number): FileNode => ({
@@ -273,10 +355,27 @@ const newFile = (volume: Volume, mode: number, now: number): FileNode => ({
   bytes: new Uint8Array(0),
   size: 0,
   durable: new Uint8Array(0),
-  ...newStamps(now)
+  ...newStamps(volume, now)
+})
+
+const newSpecial = (
+  volume: Volume,
+  kind: SpecialNode["kind"],
+  mode: number,
+  device: CharacterDeviceKind | undefined,
+  now: number
+): SpecialNode => ({
+  kind,
+  ino: allocIno(volume),
+  mode,
+  links: 1,
+  device,
+  ...newStamps(volume, now)
 })
 
 const contents = (file: FileNode): Uint8Array => file.bytes.slice(0, file.size)
+
+
 
 // Bytes past `size` are kept zeroed so that growing a file (truncate up, or a
 // write past EOF) exposes a hole of zeros, as on disk.
@@ -304,7 +403,13 @@ const resize = (file: FileNode, length: number, now: number): void => {
 }
 
 const sizeOf = (node: Node): number =>
-  node.kind === "File" ? node.size : node.kind === "Directory" ? BLOCK : byteLength(node.target)
+  node.kind === "File"
+    ? node.size
+    : node.kind === "Directory"
+    ? BLOCK
+    : node.kind === "SymbolicLink"
+    ? byteLength(node.target)
+    : 0
 
 const linkCount = (node: Node): number => {
   if (node.kind !== "Directory") return node.links
@@ -326,7 +431,7 @@ const infoOf = (node: Node): FileSystem.File.Info => {
     nlink: Option.some(BigInt(linkCount(node))),
     uid: Option.some(node.uid),
     gid: Option.some(node.gid),
-    rdev: Option.some(0n),
+    rdev: Option.some(node.kind === "CharacterDevice" && node.device !== undefined ? DEVICE_NUMBERS[node.device] : 0n),
     size: ByteSize.bytes(size),
     blksize: Option.some(ByteSize.bytes(BLOCK)),
     blocks: Option.some(BigInt(Math.ceil(size / BLOCK) * (BLOCK / 512)))
@@ -454,6 +559,13 @@ const cloneVolume = (volume: Volume, mode: CrashMode): Volume => {
         copies.set(node, link)
         return link
       }
+      case "FIFO":
+      case "CharacterDevice":
+      case "Socket": {
+        const special: SpecialNode = { ...node }
+        copies.set(node, special)
+        return special
+      }
       case "Directory": {
         const dir: DirNode = { ...node, entries: new Map() }
         copies.set(node, dir)
@@ -471,7 +583,9 @@ const cloneVolume = (volume: Volume, mode: CrashMode): Volume => {
     handles: new Map(),
     cwd: volume.cwd,
     umask: volume.umask,
-    tmpdir: volume.tmpdir
+    tmpdir: volume.tmpdir,
+    uid: volume.uid,
+    gid: volume.gid
   }
 }
 
@@ -511,13 +625,53 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
       }
     })
 
+  /** Open handles on `node` that can read (`"read"`) or write (`"write"`): a FIFO's peers. */
+  const peers = (node: Node, side: "read" | "write"): number => {
+    let count = 0
+    for (const handle of volume.handles.values()) {
+      if (handle.node === node && !handle.closed && (side === "read" ? handle.readable : handle.writable)) count++
+    }
+    return count
+  }
+
+  /**
+   * Where Linux would wait for good, the model dies instead, so a test that
+   * reaches it fails at once rather than hanging.
+   */
+  const wouldBlock = (what: string): never => {
+    throw new Error(`MemoryFileSystem: ${what} would block forever`)
+  }
+
+  /** Data through a FIFO is not modelled: nothing the store does needs it. */
+  const unmodelled = (what: string): never => {
+    throw new Error(`MemoryFileSystem does not model ${what}`)
+  }
+
+  /** Opens a FIFO or a device as Linux does (see the module documentation). */
+  const openSpecial = (node: SpecialNode, path: string, flag: FileSystem.OpenFlag, nonBlocking: boolean): void => {
+    if (node.kind === "Socket") return raise("ENXIO")
+    if (node.kind !== "FIFO") return
+    const { read, write } = FLAGS[flag]
+    if (read && write) return
+    if (read) {
+      if (!nonBlocking && peers(node, "write") === 0) wouldBlock(`opening the FIFO ${path} for reading without a writer`)
+      return
+    }
+    if (peers(node, "read") === 0) {
+      if (nonBlocking) return raise("ENXIO")
+      wouldBlock(`opening the FIFO ${path} for writing without a reader`)
+    }
+  }
+
   const openNode = (
     path: string,
     flag: FileSystem.OpenFlag,
     mode: number,
     noFollow: boolean,
-    now: number
-  ): { readonly node: FileNode | DirNode; readonly path: string } => {
+    now: number,
+    nonBlocking = false,
+    directory = false
+  ): { readonly node: OpenNode; readonly path: string } => {
     const flags = FLAGS[flag]
     // O_CREAT|O_EXCL never follows a final symlink: the link itself "exists".
     const result = resolve(volume, path, !noFollow && !(flags.create && flags.exclusive))
@@ -530,14 +684,36 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
     }
     if (flags.create && flags.exclusive) return raise("EEXIST")
     const node = result.node
-    if (node.kind === "SymbolicLink") return raise("ELOOP")
+    // Linux checks O_DIRECTORY before O_NOFOLLOW on a final symlink.
+    if (node.kind === "SymbolicLink") return raise(directory ? "ENOTDIR" : "ELOOP")
     if (node.kind === "Directory") {
       if (flags.write) return raise("EISDIR")
+      return { node, path: result.path }
+    }
+    if (directory) return raise("ENOTDIR")
+    if (node.kind !== "File") {
+      // O_TRUNC means nothing to a FIFO or a device.
+      openSpecial(node, result.path, flag, nonBlocking)
       return { node, path: result.path }
     }
     if (flags.truncate) resize(node, 0, now)
     return { node, path: result.path }
   }
+
+  /** `mknod`: a special file at a path that must not exist yet. */
+  const makeSpecial = (
+    method: string,
+    path: string,
+    kind: SpecialNode["kind"],
+    mode: number,
+    device: CharacterDeviceKind | undefined
+  ) =>
+    attempt(method, "mknod", path, (now) => {
+      const result = resolve(volume, path, false)
+      if (result.found) return raise("EEXIST")
+      if (result.trailing) return raise("ENOENT")
+      attach(result.parent, result.name, newSpecial(volume, kind, mode & 0o7777 & ~volume.umask, device, now), now)
+    })
 
   const removeTree = (method: string, path: string, options?: {
     readonly recursive?: boolean | undefined
@@ -585,9 +761,11 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
     attempt(method, "open", path, (now) => {
       const flag = options?.flag ?? "w"
       const opened = openNode(path, flag, options?.mode ?? 0o666, false, now)
-      if (!FLAGS[flag].write || opened.node.kind !== "File") return raise("EBADF", "write")
+      const node = opened.node
+      if (!FLAGS[flag].write || node.kind === "Directory") return raise("EBADF", "write")
       if (data.length === 0) return
-      writeAt(opened.node, FLAGS[flag].append ? opened.node.size : 0, data, now)
+      if (node.kind === "File") return writeAt(node, FLAGS[flag].append ? node.size : 0, data, now)
+      if (node.kind === "FIFO") return unmodelled(`writing to the FIFO ${opened.path}`)
     })
 
   const makeTempFile = (method: string, options?: {
@@ -609,16 +787,37 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
       if (!handle.readable) return raise("EBADF")
       const node = handle.node
       if (node.kind === "Directory") return raise("EISDIR")
+      if (node.kind !== "File") return readSpecial(node, buffer)
       const start = Number(position)
       if (start >= node.size) return 0
       const count = Math.min(buffer.length, node.size - start)
       buffer.set(node.bytes.subarray(start, start + count))
       return count
     }
+    // Handle reads are positional (`pread`), which a FIFO refuses; the devices never run dry, except null.
+    const readSpecial = (node: SpecialNode, buffer: Uint8Array): number => {
+      if (node.kind === "FIFO") return raise("ESPIPE")
+      if (buffer.length === 0) return 0
+      if (node.device === "zero") {
+        buffer.fill(0)
+        return buffer.length
+      }
+      if (node.device === "urandom") {
+        for (let offset = 0; offset < buffer.length; offset += 65536) {
+          globalThis.crypto.getRandomValues(buffer.subarray(offset, Math.min(buffer.length, offset + 65536)))
+        }
+        return buffer.length
+      }
+      return 0
+    }
     const writeChunk = (buffer: Uint8Array, now: number): number => {
       ensureOpen("write")
       const node = handle.node
-      if (!handle.writable || node.kind !== "File") return raise("EBADF")
+      if (!handle.writable || node.kind === "Directory") return raise("EBADF")
+      if (node.kind !== "File") {
+        if (node.kind === "FIFO") return unmodelled(`writing to the FIFO ${handle.path}`)
+        return buffer.length
+      }
       if (buffer.length === 0) return 0
       // O_APPEND: every write lands at the current EOF and leaves the cursor alone.
       const position = handle.append ? node.size : Number(handle.position)
@@ -628,8 +827,13 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
     }
     // `fd` is not part of `File`, but Node's handles carry it too and
     // FaultFileSystem reads it to report failures against the descriptor.
-    const file: FileSystem.File & { readonly fd: number } = {
+    const file: FileSystem.File & HandleChmodCapable & { readonly fd: number } = {
       [FileSystem.FileTypeId]: FileSystem.FileTypeId,
+      [HandleChmodTypeId]: (mode) =>
+        attempt("chmod", "fchmod", handle.fd, () => {
+          ensureOpen("fchmod")
+          handle.node.mode = mode & 0o7777
+        }),
       fd: handle.fd,
       stat: attempt("stat", "fstat", handle.fd, () => {
         ensureOpen("fstat")
@@ -700,10 +904,21 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
     readonly flag?: FileSystem.OpenFlag | undefined
     readonly mode?: number | undefined
     readonly noFollow?: boolean | undefined
+    readonly nonBlocking?: boolean | undefined
+    readonly directory?: boolean | undefined
   }): Effect.Effect<FileSystem.File, PlatformError.PlatformError, Scope.Scope> => {
     const flag = options?.flag ?? "r"
+    const nonBlocking = options?.nonBlocking === true
     const acquire = attempt("open", "open", path, (now): Handle => {
-      const opened = openNode(path, flag, options?.mode ?? 0o666, options?.noFollow === true, now)
+      const opened = openNode(
+        path,
+        flag,
+        options?.mode ?? 0o666,
+        options?.noFollow === true,
+        now,
+        nonBlocking,
+        options?.directory === true
+      )
       const handle: Handle = {
         fd: volume.nextFd++,
         node: opened.node,
@@ -744,7 +959,8 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
     copyFile: (fromPath, toPath) =>
       attempt("copyFile", "copyfile", fromPath, (now) => {
         const source = existing(volume, fromPath, true).node
-        if (source.kind !== "File") return raise("EISDIR")
+        if (source.kind === "Directory") return raise("EISDIR")
+        if (source.kind !== "File") return raise("EINVAL")
         const target = resolve(volume, toPath, true)
         if (target.found) {
           if (target.node.kind !== "File") return raise("EISDIR")
@@ -818,8 +1034,12 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
     readFile: (path) =>
       attempt("readFile", "open", path, (now) => {
         const opened = openNode(path, "r", 0o666, false, now)
-        if (opened.node.kind !== "File") return raise("EISDIR", "read")
-        return contents(opened.node)
+        const node = opened.node
+        if (node.kind === "Directory") return raise("EISDIR", "read")
+        if (node.kind === "File") return contents(node)
+        if (node.kind === "FIFO") return wouldBlock(`reading the FIFO ${opened.path} to its end`)
+        if (node.device === "null") return new Uint8Array(0)
+        throw new Error(`MemoryFileSystem: unbounded read of ${opened.path} (/dev/${node.device} never ends)`)
       }),
     readLink: (path) =>
       attempt("readLink", "readlink", path, () => {
@@ -872,14 +1092,15 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
           mode: 0o777,
           links: 1,
           target,
-          ...newStamps(now)
+          ...newStamps(volume, now)
         }
         attach(result.parent, result.name, link, now)
       }, path),
     truncate: (path, length) =>
       attempt("truncate", "open", path, (now) => {
         const opened = openNode(path, "r+", 0o666, false, now)
-        if (opened.node.kind !== "File") return raise("EISDIR")
+        if (opened.node.kind === "Directory") return raise("EISDIR")
+        if (opened.node.kind !== "File") return raise("EINVAL")
         if (length !== undefined && length < 0) return raise("EINVAL", "ftruncate")
         resize(opened.node, length ?? 0, now)
       }),
@@ -912,15 +1133,28 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
             type: "File",
             mode: node.mode,
             ino: node.ino,
+            uid: node.uid,
             data: contents(node),
             durable: node.durable.slice()
           })
           return
         case "SymbolicLink":
-          entries.push({ path, type: "SymbolicLink", mode: node.mode, ino: node.ino, target: node.target })
+          entries.push({ path, type: "SymbolicLink", mode: node.mode, ino: node.ino, uid: node.uid, target: node.target })
+          return
+        case "FIFO":
+        case "CharacterDevice":
+        case "Socket":
+          entries.push({
+            path,
+            type: node.kind,
+            mode: node.mode,
+            ino: node.ino,
+            uid: node.uid,
+            ...(node.device === undefined ? {} : { device: node.device })
+          })
           return
         case "Directory":
-          entries.push({ path, type: "Directory", mode: node.mode, ino: node.ino })
+          entries.push({ path, type: "Directory", mode: node.mode, ino: node.ino, uid: node.uid })
           for (const name of [...node.entries.keys()].sort()) {
             visit(path === "/" ? `/${name}` : `${path}/${name}`, node.entries.get(name)!)
           }
@@ -930,8 +1164,24 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
     return entries.filter((entry) => entry.path !== "/")
   }
 
+  const capabilities: NonBlockingOpenCapable & ProcessUidCapable = {
+    [NonBlockingOpenTypeId]: (path, options) =>
+      open(path, {
+        flag: options.flag,
+        mode: options.mode,
+        noFollow: options.noFollow,
+        directory: options.directory,
+        nonBlocking: true
+      }),
+    [ProcessUidTypeId]: () => volume.uid
+  }
+
   return {
     ...base,
+    ...capabilities,
+    makeFifo: (path, mode) => makeSpecial("makeFifo", path, "FIFO", mode ?? 0o644, undefined),
+    makeCharacterDevice: (path, kind) => makeSpecial("makeCharacterDevice", path, "CharacterDevice", 0o666, kind),
+    makeSocket: (path) => makeSpecial("makeSocket", path, "Socket", 0o755, undefined),
     snapshot,
     syncCount: (path) => volume.syncs.get(absoluteFrom(volume.cwd, path)) ?? 0,
     openDescriptors: () => [...volume.handles.values()].map(({ fd, flag, path }) => ({ fd, path, flag })),
@@ -966,7 +1216,11 @@ export const makeMemoryFileSystem = (options?: MemoryFileSystemOptions): MemoryF
     ino: 2n,
     mode: 0o755,
     entries: new Map(),
-    ...newStamps(0)
+    atime: 0,
+    mtime: 0,
+    birthtime: 0,
+    uid: 0,
+    gid: 0
   }
   const cwd = normalize(options?.cwd === undefined ? "/" : `/${options.cwd}`)
   const volume: Volume = {
@@ -978,11 +1232,16 @@ export const makeMemoryFileSystem = (options?: MemoryFileSystemOptions): MemoryF
     handles: new Map(),
     cwd,
     umask,
-    tmpdir: normalize(`/${options?.tmpdir ?? "/tmp"}`)
+    tmpdir: normalize(`/${options?.tmpdir ?? "/tmp"}`),
+    // The tree made here belongs to root; what the process makes from now on, to its uid.
+    uid: 0,
+    gid: 0
   }
   makeDirectoryPath(volume, volume.tmpdir, 0o755, 0)
   if (volume.tmpdir === "/tmp") (root.entries.get("tmp") as DirNode).mode = 0o1777
   makeDirectoryPath(volume, cwd, 0o755, 0)
+  volume.uid = options?.uid ?? 0
+  volume.gid = options?.gid ?? 0
   for (const [path, data] of Object.entries(options?.files ?? {})) {
     const absolute = absoluteFrom(cwd, path)
     makeDirectoryPath(volume, dirnameOf(absolute), 0o755, 0)
