@@ -93,7 +93,12 @@ const evidenceLines = (s: Style, lock: LockReport, reader: OwnerEvidence | undef
   const owner = lock.owner
   return [
     field("Commit lock", lock.path),
-    field("Token", lock.tokenPrefix === null ? s.red("none (torn lock file)") : `${lock.tokenPrefix}…`),
+    field(
+      "Token",
+      lock.tokenPrefix !== null
+        ? `${lock.tokenPrefix}…`
+        : s.red(lock.unreadable === null ? "none (torn lock file)" : `none (cannot be read: ${lock.unreadable})`)
+    ),
     field(
       "Claimed at",
       `${displayText(lock.claimedAt ?? "unknown", 40)}${

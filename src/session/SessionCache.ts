@@ -59,6 +59,7 @@
  */
 import { Clock, Effect, Exit, FileSystem, Option, Path, Result, Scope, ScopedCache, Semaphore } from "effect"
 import type { PlatformError } from "effect/PlatformError"
+import type { FileNotRegular } from "../io/RegularFile.js"
 import { sha256Hex, stableJson } from "../protocol/CanonicalJson.js"
 import { sameBytes } from "../protocol/internal/Bytes.js"
 import { fileIdentity, modifiedMs } from "../protocol/internal/FileInfo.js"
@@ -76,6 +77,7 @@ import {
   RAREBIT_SELECTOR_VERSION
 } from "./Selector.js"
 import { isSessionMissing, type SessionError, SessionInvalid, SessionTooLarge } from "./SessionErrors.js"
+import { openSessionFile } from "./SessionFile.js"
 import type { SessionHeader } from "./SessionParse.js"
 import {
   type SessionObservation,
@@ -87,7 +89,6 @@ import {
 import {
   DEFAULT_SESSION_LIMITS,
   fileTooLarge,
-  openSessionFile,
   READ_CHUNK_BYTES,
   type ScanEnd,
   scanBytes,
@@ -1036,13 +1037,12 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
     return Effect.gen(function*() {
       yield* letGo(slot)
       const scope = yield* Scope.make()
-      const file = yield* Effect.uninterruptible(
+      const { file, info } = yield* Effect.uninterruptible(
         Scope.provide(openSessionFile(fs, sessionFile), scope).pipe(
-          Effect.tap((file) => Effect.sync(() => slot.held = { file, identity: undefined, scope })),
+          Effect.tap(({ file }) => Effect.sync(() => slot.held = { file, identity: undefined, scope })),
           Effect.onError(() => Scope.close(scope, Exit.void))
         )
       )
-      const info = yield* file.stat
       slot.held = { file, identity: fileIdentity(info), scope }
       return { file, info }
     })
@@ -1125,7 +1125,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
         refresh(slot, sessionFile, info.value).pipe(Effect.onError(() => letGo(slot)))
       ).pipe(
         Effect.map(Option.some),
-        Effect.catch((_: PlatformError) => Effect.succeedNone)
+        Effect.catch((_: PlatformError | FileNotRegular) => Effect.succeedNone)
       )
       if (Option.isNone(outcome)) return yield* uncached(reference, options)
       yield* enforceBudget(slot)

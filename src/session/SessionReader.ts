@@ -27,6 +27,7 @@
  */
 import { Effect, FileSystem, Option, Path, Result } from "effect"
 import type { PlatformError } from "effect/PlatformError"
+import type { FileNotRegular } from "../io/RegularFile.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { measureRarebits, type RarebitMeasurement } from "./Measurement.js"
 import { RAREBIT_SELECTOR_VERSION, type RarebitSelection, selectRarebits } from "./Selector.js"
@@ -42,12 +43,12 @@ import { type ParsedSession, resolveActiveBranchResult, SessionRecords } from ".
 import {
   DEFAULT_SESSION_LIMITS,
   fileTooLarge,
-  openSessionFile,
   READ_CHUNK_BYTES,
   scanFile,
   SessionLineScanner,
   type SessionLimits
 } from "./SessionStream.js"
+import { openSessionFile } from "./SessionFile.js"
 
 /**
  * The schema version of a Session read result.
@@ -131,7 +132,7 @@ export type SessionObservation =
 
 const HEADER_PROBE_BYTES = 16384
 
-const ioAt = (path: string) => (cause: PlatformError) => new SessionIo({ path, cause })
+const ioAt = (path: string) => (cause: PlatformError | FileNotRegular) => new SessionIo({ path, cause })
 
 // Mirrors `stat().isFile()` with ENOENT meaning "no": symlinks to files count,
 // every other failure (ENOTDIR, EACCES, ELOOP, ...) is an I/O error.
@@ -145,7 +146,7 @@ const isRegularFile = Effect.fnUntraced(function*(fs: FileSystem.FileSystem, pat
 // The header of a candidate file, or null when its first line is not one.
 const probeHeader = Effect.fnUntraced(function*(fs: FileSystem.FileSystem, file: string) {
   const bytes = yield* Effect.scoped(
-    Effect.flatMap(openSessionFile(fs, file), (handle) => handle.readAlloc(HEADER_PROBE_BYTES, { position: 0n }))
+    Effect.flatMap(openSessionFile(fs, file), ({ file: handle }) => handle.readAlloc(HEADER_PROBE_BYTES, { position: 0n }))
   ).pipe(Effect.mapError(ioAt(file)))
   const firstLine = Option.match(bytes, { onNone: () => "", onSome: (chunk) => decodeUtf8(chunk) })
     .split("\n", 1)[0]
@@ -273,8 +274,8 @@ export const readSession = Effect.fn("SessionReader.readSession")(function*(
   const limits = options.limits ?? DEFAULT_SESSION_LIMITS
   const records = new SessionRecords(sessionFile)
   const scanned = yield* Effect.scoped(Effect.gen(function*() {
-    const file = yield* openSessionFile(fs, sessionFile)
-    const size = Number((yield* file.stat).size)
+    const { file, info } = yield* openSessionFile(fs, sessionFile)
+    const size = Number(info.size)
     const tooLarge = fileTooLarge(sessionFile, size, limits)
     if (tooLarge !== undefined) return yield* tooLarge
     return yield* scanFile(file, new SessionLineScanner(records, { maxTextUnits: limits.maxTextUnits }), {
@@ -286,7 +287,10 @@ export const readSession = Effect.fn("SessionReader.readSession")(function*(
       // limit, which a file no longer than the limit cannot pass.
       stopWhenSettled: size > 0 && size <= limits.maxTextUnits
     })
-  })).pipe(Effect.catchTag("PlatformError", (error) => Effect.fail(ioAt(sessionFile)(error))))
+  })).pipe(Effect.catchTags({
+    PlatformError: (error) => Effect.fail(ioAt(sessionFile)(error)),
+    FileNotRegular: (error) => Effect.fail(ioAt(sessionFile)(error))
+  }))
   const parsed = yield* Effect.fromResult(records.finish(scanned.trailing))
   const branch = yield* Effect.fromResult(resolveActiveBranchResult(parsed, sessionFile))
   const read: SessionRead = { sessionFile, parsed, branch, ...projectSession(parsed, branch) }

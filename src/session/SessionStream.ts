@@ -44,8 +44,7 @@
  * @since 0.1.0
  */
 import { Buffer, constants as bufferConstants } from "node:buffer"
-import { Effect, type FileSystem, type Scope } from "effect"
-import type { PlatformError } from "effect/PlatformError"
+import { Effect, type FileSystem } from "effect"
 import { SessionTooLarge } from "./SessionErrors.js"
 
 /**
@@ -199,18 +198,6 @@ export class Utf8Pieces {
     return held.length === 0 ? "" : utf8.decode(held)
   }
 }
-
-/**
- * Opens a Session file for reading: the one place every Session read opens
- * its file (the cache, the reader, the id lookup's header probe).
- *
- * @category reading
- * @since 0.1.0
- */
-export const openSessionFile = (
-  fs: FileSystem.FileSystem,
-  path: string
-): Effect.Effect<FileSystem.File, PlatformError, Scope.Scope> => fs.open(path, { flag: "r" })
 
 /**
  * The verdict of the file-size rule for a file of `size` bytes, checked

@@ -27,6 +27,11 @@
  * - A lock is decoded exactly as the reference's `readFile(path, "utf8")`
  *   decodes it (`decodeUtf8`): a BOM is kept, so a lock that starts with one
  *   is not JSON, holds no token or evidence, and is never broken.
+ * - A lock file is read without blocking and at most `MAX_LOCK_FILE_BYTES`
+ *   of it (`io/RegularFile`): one that cannot be read as a lock — a FIFO, a
+ *   device, a socket or a symlink at the path, or an oversized file — is
+ *   held exactly like a torn lock: never broken, never removed by a
+ *   release, `LockHeld` once the retries run out.
  *
  * @since 0.1.0
  */
@@ -34,8 +39,11 @@ import { Clock, Effect, Scope, Semaphore } from "effect"
 import * as SecureRandom from "effect/crypto/SecureRandom"
 import type { FileSystem } from "effect/FileSystem"
 import type { PlatformError } from "effect/PlatformError"
+import { describeType, type FileNotRegular, readBounded } from "../io/RegularFile.js"
 import { encodeLockLine, MAX_LOCK_LINE_BYTES } from "../protocol/CommitLockFile.js"
+import { fileIdentity } from "../protocol/internal/FileInfo.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
+import { MAX_LOCK_FILE_BYTES } from "../protocol/Limits.js"
 import { LockHeld, StoreIo, storeIo } from "./Errors.js"
 import { isOwnEvidence, LockOwner, type OwnerEvidence, ownerEvidenceOf } from "./LockOwner.js"
 import type { LockRetry } from "./StoreConfig.js"
@@ -106,25 +114,78 @@ const isNotFound = (error: PlatformError) => error.reason._tag === "NotFound"
 /** The token of a parsed lock file, whatever else it holds. */
 const tokenOf = (content: unknown): unknown => (content as { token?: unknown } | null | undefined)?.token
 
-/** Reads and parses a small JSON file; `undefined` when absent, `null` when unparsable. */
-const readJsonFile = (fs: FileSystem, path: string): Effect.Effect<unknown, PlatformError> =>
-  fs.readFile(path).pipe(
-    Effect.map((bytes) => parseJsonOrNull(decodeUtf8(bytes))),
-    Effect.catchIf(isNotFound, () => Effect.succeed(undefined))
+/**
+ * A lock file as read once.
+ *
+ * - `Absent`: no file at the path.
+ * - `Read`: its text and what it parses to (`null` when it does not: torn).
+ * - `Unreadable`: not a regular file, or longer than `MAX_LOCK_FILE_BYTES`;
+ *   `reason` says which, `identity` is its device and inode (from `lstat`)
+ *   so a repair can tell whether the same file is still there.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type LockFileRead =
+  | { readonly _tag: "Absent" }
+  | { readonly _tag: "Read"; readonly raw: string; readonly content: unknown }
+  | { readonly _tag: "Unreadable"; readonly reason: string; readonly identity: string }
+
+const unreadable = (fs: FileSystem, path: string, reason: string): Effect.Effect<LockFileRead> =>
+  fs.lstat(path).pipe(
+    Effect.map((info) => fileIdentity(info) ?? "unknown"),
+    Effect.orElseSucceed(() => "unknown"),
+    Effect.map((identity): LockFileRead => ({ _tag: "Unreadable", reason, identity }))
   )
+
+/**
+ * Reads a lock file without following a symlink, without blocking and
+ * without reading more than `MAX_LOCK_FILE_BYTES + 1` bytes.
+ *
+ * @internal
+ */
+export const readLockFile = (fs: FileSystem, path: string): Effect.Effect<LockFileRead, PlatformError> =>
+  readBounded(fs, path, { maxBytes: MAX_LOCK_FILE_BYTES, followSymlinks: false }).pipe(
+    Effect.flatMap((read): Effect.Effect<LockFileRead> => {
+      if (read._tag === "Read") {
+        const raw = decodeUtf8(read.bytes)
+        return Effect.succeed({ _tag: "Read", raw, content: parseJsonOrNull(raw) })
+      }
+      return unreadable(fs, path, `larger than ${MAX_LOCK_FILE_BYTES} bytes`)
+    }),
+    Effect.catchTag(
+      "FileNotRegular",
+      (error: FileNotRegular) => unreadable(fs, path, `${describeType(error.type)}, not a regular file`)
+    ),
+    Effect.catchIf(isNotFound, () => Effect.succeed<LockFileRead>({ _tag: "Absent" }))
+  )
+
+/** A lock's parsed content; `undefined` when absent, `null` when it cannot be read as a lock (torn, or not one). */
+const readJsonFile = (fs: FileSystem, path: string): Effect.Effect<unknown, PlatformError> =>
+  Effect.map(readLockFile(fs, path), (read) =>
+    read._tag === "Absent" ? undefined : read._tag === "Read" ? read.content : null)
 
 /**
  * Writes `content` to a fresh private file and fsyncs it, so it can be
  * linked or renamed into place whole.
+ *
+ * **Details**
+ *
+ * The exclusive create (`wx`: `O_CREAT | O_EXCL`) never follows a symlink
+ * and never opens anything already at the path, a FIFO included: it fails
+ * with `AlreadyExists`. Only a file this call created is removed when a
+ * later step fails.
  *
  * @internal
  */
 export const writeDurableTemp = Effect.fnUntraced(function*(fs: FileSystem, tempPath: string, content: string) {
   yield* Effect.scoped(Effect.gen(function*() {
     const file = yield* fs.open(tempPath, { flag: "wx", mode: 0o600 })
-    yield* file.writeAll(encoder.encode(content))
-    yield* file.sync
-  })).pipe(Effect.onError(() => Effect.ignore(removeIgnoringMissing(fs, tempPath))))
+    yield* Effect.gen(function*() {
+      yield* file.writeAll(encoder.encode(content))
+      yield* file.sync
+    }).pipe(Effect.onError(() => Effect.ignore(removeIgnoringMissing(fs, tempPath))))
+  }))
 })
 
 const removeIgnoringMissing = (fs: FileSystem, path: string) =>

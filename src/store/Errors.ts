@@ -13,6 +13,7 @@
 import { Schema } from "effect"
 import type { PlatformError } from "effect/PlatformError"
 import { clipText } from "../protocol/internal/Text.js"
+import type { FileNotRegular, NotDirectory } from "../io/RegularFile.js"
 
 /** The JavaScript error class the reference throws for a condition. @category models @since 0.1.0 */
 export type PlainErrorClass = "Error" | "TypeError" | "RangeError"
@@ -217,7 +218,8 @@ export class StoreIo extends Schema.TaggedError<StoreIo>()("StoreIo", {
 }
 
 /**
- * Wraps a platform error with the operation and path it came from.
+ * Wraps a platform error (or a refusal to open something that is not what
+ * the store expects at a path) with the operation and path it came from.
  *
  * **Details**
  *
@@ -228,7 +230,7 @@ export class StoreIo extends Schema.TaggedError<StoreIo>()("StoreIo", {
  * @category constructors
  * @since 0.1.0
  */
-export const storeIo = (operation: string, path: string) => (cause: PlatformError): StoreIo =>
+export const storeIo = (operation: string, path: string) => (cause: PlatformError | FileNotRegular | NotDirectory): StoreIo =>
   new StoreIo({ operation, path: typeof path === "string" ? path : describeNonString(path), cause })
 
 // The string form of any value, cut short, even where `String` throws (a

@@ -28,10 +28,13 @@
  */
 import { Clock, Context, Effect, Layer, Option, Result, Stream } from "effect"
 import { SecureRandom } from "effect/crypto/SecureRandom"
-import { FileSystem } from "effect/FileSystem"
+import { type File, FileSystem } from "effect/FileSystem"
 import { Path } from "effect/Path"
 import type { PlatformError } from "effect/PlatformError"
+import { handleChmodOf } from "../io/NonBlockingOpen.js"
+import { openRegular } from "../io/RegularFile.js"
 import { sha256Hex, SHA256_HEX_PATTERN } from "../protocol/CanonicalJson.js"
+import { fileIdentity } from "../protocol/internal/FileInfo.js"
 import { withVerifiedSummaries } from "../protocol/internal/VerifiedReceipts.js"
 import { encodeHeadLine, headFor, makeHead, type ReceiptReference } from "../protocol/Head.js"
 import {
@@ -644,7 +647,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
   /** The exact byte range of the line starting at `offset`. */
   const receiptRefAt = (sidecar: string, offset: number) =>
     Effect.scoped(Effect.gen(function*() {
-      const file = yield* fs.open(sidecar, { flag: "r", noFollow: true })
+      const { file } = yield* openRegular(fs, sidecar, { flag: "r", followSymlinks: false })
       const bytes = Option.getOrElse(
         yield* file.readAlloc(MAX_RECEIPT_BYTES, { position: BigInt(offset) }),
         () => new Uint8Array(0)
@@ -686,15 +689,25 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
 
   /**
    * Appends, in one write, the bytes `build` makes for the offset they will
-   * start at, fsyncs, and returns that offset. Under the commit lock nobody
-   * else appends, so the size read through the open handle is where the
-   * bytes land.
+   * start at, fsyncs, sets the mode to 0600, and returns that offset. Under
+   * the commit lock nobody else appends, so the size read through the open
+   * handle is where the bytes land.
+   *
+   * The sidecar is opened without following a symlink and without blocking,
+   * and must be a regular file (a `StoreIo` carrying `FileNotRegular`
+   * otherwise: settle has refused a non-regular sidecar with
+   * `NotRegularFile` just before, so only a swap in between gets here); its mode is set
+   * through that same handle, so a path swapped meanwhile for a symlink
+   * never has its target's mode changed.
    */
   const appendToSidecar = <E>(sidecar: string, build: (offset: number) => Effect.Effect<Uint8Array, E>) => {
     const io = storeIo("append to sidecar", sidecar)
     return Effect.scoped(Effect.gen(function*() {
-      const file = yield* Effect.mapError(fs.open(sidecar, { flag: "a+", mode: 0o600, noFollow: true }), io)
-      const size = Number((yield* Effect.mapError(file.stat, io)).size)
+      const { file, info } = yield* Effect.mapError(
+        openRegular(fs, sidecar, { flag: "a+", mode: 0o600, followSymlinks: false }),
+        io
+      )
+      const size = Number(info.size)
       // A torn write can leave an unterminated line at the end. Appended
       // straight after it, our record would share its line: readers would
       // skip the record, and so would the recovery scan. Ending the fragment
@@ -710,8 +723,24 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
       }
       yield* Effect.mapError(file.writeAll(bytes), io)
       yield* Effect.mapError(file.sync, io)
+      yield* Effect.mapError(setPrivateMode(file, info, sidecar), io)
       return offset
-    })).pipe(Effect.tap(() => Effect.mapError(fs.chmod(sidecar, 0o600), io)))
+    }))
+  }
+
+  /**
+   * Makes an open sidecar 0600, through its handle (`fchmod`). A file system
+   * without a handle-level chmod leaves a file that is already 0600 alone,
+   * and otherwise changes it by path only while the path still names the
+   * file that is open (a swap in the instant between that check and the
+   * chmod is the one window it cannot close).
+   */
+  const setPrivateMode = (file: File, info: File.Info, sidecar: string) => {
+    const chmod = handleChmodOf(file)
+    if (chmod !== undefined) return chmod(0o600)
+    if ((info.mode & 0o7777) === 0o600) return Effect.void
+    return Effect.flatMap(fs.lstat(sidecar), (now) =>
+      now.type === "File" && fileIdentity(now) === fileIdentity(info) ? fs.chmod(sidecar, 0o600) : Effect.void)
   }
 
   // ---- settle -------------------------------------------------------------

@@ -98,7 +98,8 @@ import { claimExpired, settledReceiptRef } from "../protocol/JobClaim.js"
 import { MAX_HISTORY_BYTES, MAX_RECEIPT_BYTES } from "../protocol/Limits.js"
 import { explainSummaryReceipt, validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
 import { explainTitleReceipt } from "../protocol/TitleReceipt.js"
-import { breakFilePath, createBreakFile } from "./CommitLock.js"
+import { describeType, openRegular } from "../io/RegularFile.js"
+import { breakFilePath, createBreakFile, readLockFile } from "./CommitLock.js"
 import { storeIo } from "./Errors.js"
 import { readClaim } from "./JobClaims.js"
 import { LockOwner, type OwnerEvidence, ownerEvidenceOf } from "./LockOwner.js"
@@ -253,6 +254,12 @@ export interface LockReport {
   readonly owner: OwnerEvidence | null
   readonly liveness: OwnerLiveness
   readonly torn: boolean
+  /**
+   * Why the lock cannot be read at all, e.g. "a FIFO, not a regular file" or
+   * "larger than 4096 bytes" (then `torn` is `true` too); `null` when it
+   * could be read.
+   */
+  readonly unreadable: string | null
   /** Break files next to the lock: a repair in progress, or one that crashed. */
   readonly breakFiles: ReadonlyArray<string>
 }
@@ -460,16 +467,21 @@ const scanSidecar = (
       return empty(null)
     }
     if (info.success.type !== "File") {
-      const what = info.success.type === "SymbolicLink" ? "a symlink" : `a ${info.success.type.toLowerCase()}`
       findings.push(
-        finding("sidecar_not_regular", "damage", path, `is ${what}, not a regular file; the store never reads it`)
+        finding(
+          "sidecar_not_regular",
+          "damage",
+          path,
+          `is ${describeType(info.success.type)}, not a regular file; the store never reads it`
+        )
       )
       return empty(null)
     }
     const size = Number(info.success.size)
 
     const scanned = yield* Effect.result(Effect.scoped(Effect.gen(function*() {
-      const file = yield* fs.open(path, { flag: "r", noFollow: true })
+      // Never blocks, and refuses whatever replaced the file since the lstat.
+      const { file } = yield* openRegular(fs, path, { flag: "r", followSymlinks: false })
       let lines = 0
       let receipts = 0
       let heads = 0
@@ -594,7 +606,12 @@ const scanSidecar = (
       return { lines, receipts, heads }
     })))
     if (scanned._tag === "Failure") {
-      findings.push(finding("sidecar_unreadable", "damage", path, describeError(scanned.failure)))
+      const failure = scanned.failure
+      findings.push(
+        failure._tag === "FileNotRegular"
+          ? finding("sidecar_not_regular", "damage", path, `is ${describeType(failure.type)}, not a regular file; the store never reads it`)
+          : finding("sidecar_unreadable", "damage", path, describeError(failure))
+      )
       return empty(size)
     }
     return {
@@ -655,6 +672,13 @@ const inspectClaim = (
     Effect.map((read): ClaimRead | undefined => {
       if (read._tag === "Absent") return undefined
       if (read._tag === "Torn") {
+        if (read.unreadable !== undefined) {
+          const detail = `is ${read.unreadable}; it counts as in flight until its lease has passed`
+          return {
+            report: { ...emptyClaim(path, jobId), state: "unreadable", detail },
+            findings: [finding("claim_unreadable", "damage", path, detail, { jobId })]
+          }
+        }
         return invalidClaim(path, jobId, "empty or unparsable (a writer crashed while writing it)")
       }
       const claim = read.claim
@@ -726,17 +750,26 @@ const modifiedAt = (fs: FileSystem, path: string) =>
 // The longest file name most file systems accept, in bytes.
 const NAME_MAX = 255
 
+/** A lock file as read once: its text and parse, or why it cannot be read (and which file that is). */
+interface LockRead {
+  readonly raw: string
+  readonly content: unknown
+  readonly unreadable: { readonly reason: string; readonly identity: string } | undefined
+}
+
 /**
  * The break-file name a lock is broken under: the token, or for a torn lock
- * (no hex token) a digest of its exact content.
+ * (no hex token) a digest of its exact content, or for a lock that cannot be
+ * read (not a regular file, oversized) a digest of its device and inode.
  *
  * A token too long to fit in a break file's name also gets a digest: the
  * store's own breaker, which names the file after the raw token, cannot
  * create that file, so no other party can be using the raw name.
  */
-const breakKey = (lockPath: string, content: unknown, raw: string): string => {
-  const token = isRecord(content) ? content.token : undefined
-  if (typeof token !== "string" || !/^[0-9a-f]+$/.test(token)) return `torn-${sha256Hex(raw).slice(0, 32)}`
+const breakKey = (lockPath: string, read: LockRead): string => {
+  if (read.unreadable !== undefined) return `torn-${sha256Hex(`unreadable ${read.unreadable.identity}`).slice(0, 32)}`
+  const token = isRecord(read.content) ? read.content.token : undefined
+  if (typeof token !== "string" || !/^[0-9a-f]+$/.test(token)) return `torn-${sha256Hex(read.raw).slice(0, 32)}`
   const name = breakFilePath(lockPath.slice(lockPath.lastIndexOf("/") + 1), token)
   return utf8Encoder.encode(name).length <= NAME_MAX ? token : `long-${sha256Hex(token).slice(0, 32)}`
 }
@@ -752,12 +785,20 @@ const reportedOwner = (owner: OwnerEvidence): OwnerEvidence => ({
 })
 
 const readLockRaw = (fs: FileSystem, lockPath: string) =>
-  fs.readFile(lockPath).pipe(
-    Effect.map(decodeUtf8),
-    Effect.map((raw) => ({ raw, content: parseJsonOrNull(raw) })),
-    Effect.map(Option.some),
-    Effect.catchIf(isNotFound, () => Effect.succeed(Option.none()))
-  )
+  Effect.map(readLockFile(fs, lockPath), (read): Option.Option<LockRead> => {
+    switch (read._tag) {
+      case "Absent":
+        return Option.none()
+      case "Read":
+        return Option.some({ raw: read.raw, content: read.content, unreadable: undefined })
+      case "Unreadable":
+        return Option.some({
+          raw: "",
+          content: null,
+          unreadable: { reason: read.reason, identity: read.identity }
+        })
+    }
+  })
 
 /**
  * A commit lock as read once: its evidence, and the key `removeCommitLock`
@@ -818,9 +859,10 @@ export const inspectCommitLock = Effect.fn("SidecarAudit.inspectCommitLock")(fun
     owner: owner === null ? null : reportedOwner(owner),
     liveness,
     torn,
+    unreadable: read.value.unreadable?.reason ?? null,
     breakFiles
   }
-  return { lock, key: breakKey(lockPath, content, read.value.raw) } satisfies InspectedLock
+  return { lock, key: breakKey(lockPath, read.value) } satisfies InspectedLock
 })
 
 /**
@@ -907,9 +949,8 @@ export const removeCommitLock = Effect.fn("SidecarAudit.removeCommitLock")(funct
   const io = storeIo("remove commit lock", lockPath)
   const first = yield* readLockRaw(fs, lockPath).pipe(Effect.mapError(io))
   if (Option.isNone(first)) return { _tag: "Absent" } as LockRemoval
-  const matches = (read: { readonly raw: string; readonly content: unknown }) =>
-    keyMatches(breakKey(lockPath, read.content, read.raw), expectedKey)
-  const tokenPrefixOf = (read: { readonly raw: string; readonly content: unknown }) =>
+  const matches = (read: LockRead) => keyMatches(breakKey(lockPath, read), expectedKey)
+  const tokenPrefixOf = (read: LockRead) =>
     isRecord(read.content) && typeof read.content.token === "string" ? read.content.token.slice(0, 12) : null
   if (!matches(first.value)) return { _tag: "Changed", tokenPrefix: tokenPrefixOf(first.value) } as LockRemoval
   if (options.force !== true) {
@@ -920,7 +961,7 @@ export const removeCommitLock = Effect.fn("SidecarAudit.removeCommitLock")(funct
     const probe = yield* LockOwner
     if (!(yield* probe.isProvablyDead(owner))) return { _tag: "OwnerMayBeAlive", liveness: "unknown" } as LockRemoval
   }
-  const key = breakKey(lockPath, first.value.content, first.value.raw)
+  const key = breakKey(lockPath, first.value)
   const breakPath = breakFilePath(lockPath, key)
   const claimBreak = createBreakFile(fs, lockPath, key).pipe(Effect.mapError(io))
   let created = yield* claimBreak
@@ -941,7 +982,7 @@ export const removeCommitLock = Effect.fn("SidecarAudit.removeCommitLock")(funct
   return yield* Effect.gen(function*() {
     const again = yield* readLockRaw(fs, lockPath).pipe(Effect.mapError(io))
     if (Option.isNone(again)) return { _tag: "Absent" } as LockRemoval
-    if (breakKey(lockPath, again.value.content, again.value.raw) !== key) {
+    if (breakKey(lockPath, again.value) !== key) {
       return { _tag: "Changed", tokenPrefix: tokenPrefixOf(again.value) } as LockRemoval
     }
     yield* fs.remove(lockPath).pipe(Effect.catchIf(isNotFound, () => Effect.void), Effect.mapError(io))
@@ -953,6 +994,12 @@ export const removeCommitLock = Effect.fn("SidecarAudit.removeCommitLock")(funct
 
 const lockFindings = (lock: LockReport, staleAfterMs: number): ReadonlyArray<AuditFinding> => {
   const age = ageText(lock.ageMs)
+  // No commit is ever in progress behind a lock that cannot be read: it blocks its sidecar until removed.
+  if (lock.unreadable !== null) {
+    return [
+      finding("commit_lock_leftover", "damage", lock.path, `${lock.unreadable}, ${age}; only unlock --force removes it`)
+    ]
+  }
   const stale = lock.ageMs === null || lock.ageMs >= staleAfterMs
   if (lock.liveness === "dead") {
     return [finding("commit_lock_leftover", "damage", lock.path, `owner pid ${lock.owner?.pid} is gone (${age})`)]

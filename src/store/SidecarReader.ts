@@ -34,6 +34,7 @@ import { MAX_HISTORY_BYTES, MAX_HISTORY_RECORDS, MAX_TAIL_BYTES } from "../proto
 import type { Receipt } from "../protocol/Receipt.js"
 import { type SummaryReceipt, validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
 import { validateTitleReceipt } from "../protocol/TitleReceipt.js"
+import { openRegular } from "../io/RegularFile.js"
 import { NotRegularFile } from "./Errors.js"
 
 const NEWLINE = 10
@@ -244,24 +245,31 @@ const invalidHeadAfter = (lines: ReadonlyArray<TailLine>, lastValidHeadOffset: n
   )
 
 /**
- * Opens a sidecar for reading after checking that it is a regular file.
+ * Opens a sidecar for reading, refusing anything but a regular file.
  *
  * **Details**
  *
- * `lstat` refuses symlinks and special files before anything is opened (so a
- * FIFO is never opened), and `noFollow` closes the window in which the path
- * could be swapped for a symlink in between.
+ * The open never follows a symlink and never blocks, and the handle's
+ * `fstat` decides (`io/RegularFile`): a symlink, FIFO, socket, device or
+ * directory at the path is `NotRegularFile`, and nothing of it is read. Size
+ * and identity are the opened file's.
  *
  * @internal
  */
-export const openRegularFile = Effect.fnUntraced(function*(fs: FileSystem, path: string) {
-  const info = yield* fs.lstat(path)
-  if (info.type !== "File") return yield* new NotRegularFile({ path })
-  const file = yield* fs.open(path, { flag: "r", noFollow: true })
-  return { file, size: Number(info.size), identity: fileIdentity(info) }
-})
+export const openRegularFile = (
+  fs: FileSystem,
+  path: string
+): Effect.Effect<
+  { readonly file: File; readonly size: number; readonly identity: string | undefined },
+  PlatformError | NotRegularFile,
+  Scope.Scope
+> =>
+  openRegular(fs, path, { flag: "r", followSymlinks: false }).pipe(
+    Effect.map(({ file, info }) => ({ file, size: Number(info.size), identity: fileIdentity(info) })),
+    Effect.catchTag("FileNotRegular", () => Effect.fail(new NotRegularFile({ path })))
+  )
 
-type OpenFile = Effect.Success<ReturnType<typeof openRegularFile>>["file"]
+type OpenFile = File
 
 const readRange = (file: OpenFile, position: number, length: number): Effect.Effect<Uint8Array, PlatformError> =>
   Effect.map(file.readAlloc(length, { position: BigInt(position) }), Option.getOrElse(() => new Uint8Array(0)))
@@ -531,7 +539,7 @@ export const makeSidecarCurrentCache = Effect.fnUntraced(function*(fs: FileSyste
    * again in between, used once and described by its own `fstat`).
    */
   const acquire = (path: string, entry: CachedSidecar, pathInfo: FileInfo) =>
-    Effect.suspend((): Effect.Effect<{ readonly held: HeldSidecar; readonly info: FileInfo }, PlatformError> => {
+    Effect.suspend((): Effect.Effect<{ readonly held: HeldSidecar; readonly info: FileInfo }, PlatformError | NotRegularFile> => {
       const identity = fileIdentity(pathInfo)
       const held = entry.held
       if (held !== undefined && !held.retired && identity !== undefined && held.identity === identity) {
@@ -540,10 +548,11 @@ export const makeSidecarCurrentCache = Effect.fnUntraced(function*(fs: FileSyste
       }
       return Effect.gen(function*() {
         const scope = yield* Scope.make()
-        const file = yield* Scope.provide(fs.open(path, { flag: "r", noFollow: true }), scope).pipe(
-          Effect.onError(() => Scope.close(scope, Exit.void))
-        )
-        const opened = yield* file.stat.pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
+        const { file, info: opened } = yield* Scope.provide(openRegular(fs, path, { flag: "r", followSymlinks: false }), scope)
+          .pipe(
+            Effect.catchTag("FileNotRegular", () => Effect.fail(new NotRegularFile({ path }))),
+            Effect.onError(() => Scope.close(scope, Exit.void))
+          )
         counters.opened++
         const fresh: HeldSidecar = { file, identity: fileIdentity(opened), scope, users: 1, retired: false }
         // Whatever was held is not the path's file any more.

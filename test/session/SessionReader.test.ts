@@ -3,6 +3,7 @@ import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Effect, FileSystem, Path, Result } from "effect"
 import * as PlatformError from "effect/PlatformError"
 import fc from "fast-check"
+import { nonBlockingOpenOf, NonBlockingOpenTypeId } from "../../src/io/NonBlockingOpen.js"
 import {
   nativeObservation,
   readSession,
@@ -72,18 +73,20 @@ const failureOf = <A>(outcome: Outcome<A>): Error & { code?: string } => {
 }
 
 /**
- * A file system that fails every `readFile` and `open` (how a Session is
- * read) with the given reason, as if the file changed under us.
+ * A file system that fails every read of a file's bytes (`readFile`, and
+ * every open, the store's non-blocking one included) with the given reason,
+ * as if the file changed under us between the stat and the read.
  */
 const withReadFileFailure = (tag: PlatformError.SystemErrorTag) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    const failure = (method: string, path: string) =>
+    const fail = (method: string, path: string) =>
       Effect.fail(PlatformError.systemError({ _tag: tag, module: "FileSystem", method, pathOrDescriptor: path }))
     const failing: FileSystem.FileSystem = {
       ...fs,
-      readFile: (path) => failure("readFile", path),
-      open: (path) => failure("open", path)
+      readFile: (path) => fail("readFile", path),
+      open: (path) => fail("open", path),
+      ...(nonBlockingOpenOf(fs) === undefined ? {} : { [NonBlockingOpenTypeId]: (path: string) => fail("open", path) })
     }
     return yield* Effect.provideService(effect, FileSystem.FileSystem, failing)
   })

@@ -12,6 +12,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, FileSystem, Layer, Option, Path, PlatformError, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import { sampleSession, summaryReceipt, titleReceipt } from "../../src/cli/DemoSession.js"
+import { type NonBlockingOpenCapable, nonBlockingOpenOf, NonBlockingOpenTypeId } from "../../src/io/NonBlockingOpen.js"
 import { makeHead } from "../../src/protocol/Head.js"
 import { MAX_HISTORY_BYTES } from "../../src/protocol/Limits.js"
 import { LockOwner, makeLockOwnerProbe } from "../../src/store/LockOwner.js"
@@ -244,6 +245,7 @@ fileSystemSuite("SidecarAudit", (it) => {
           owner,
           liveness: "unknown",
           torn: false,
+          unreadable: null,
           breakFiles: []
         }
       )
@@ -318,18 +320,20 @@ describe("SidecarAudit on a file system that refuses reads", () => {
       yield* fs.makeDirectory("/store/materializations-v4/p", { recursive: true })
       yield* fs.writeFile("/store/materializations-v4/p/a.jsonl", good.bytes())
       yield* fs.writeFile("/store/materializations-v4/p/b.jsonl", good.bytes())
-      const refusing: FileSystem.FileSystem = {
+      const denied = (path: string) =>
+        Effect.fail(PlatformError.systemError({
+          _tag: "PermissionDenied",
+          module: "FileSystem",
+          method: "open",
+          pathOrDescriptor: path,
+          cause: Object.assign(new Error("EACCES"), { code: "EACCES" })
+        }))
+      const open = nonBlockingOpenOf(fs)!
+      // Both ways of opening refuse it: `open`, and the non-blocking open the store uses.
+      const refusing: FileSystem.FileSystem & NonBlockingOpenCapable = {
         ...fs,
-        open: (path, options) =>
-          path.endsWith("/a.jsonl")
-            ? Effect.fail(PlatformError.systemError({
-              _tag: "PermissionDenied",
-              module: "FileSystem",
-              method: "open",
-              pathOrDescriptor: path,
-              cause: Object.assign(new Error("EACCES"), { code: "EACCES" })
-            }))
-            : fs.open(path, options)
+        open: (path, options) => path.endsWith("/a.jsonl") ? denied(path) : fs.open(path, options),
+        [NonBlockingOpenTypeId]: (path, options) => path.endsWith("/a.jsonl") ? denied(path) : open(path, options)
       }
       const report = yield* auditStore({ rarebitRoot: "/store" }).pipe(
         Effect.provideService(FileSystem.FileSystem, refusing)

@@ -7,6 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, FileSystem, Path, Scope } from "effect"
 import fc from "fast-check"
+import { NonBlockingOpenTypeId } from "../../src/io/NonBlockingOpen.js"
 import { makeSidecarCurrentCache, readSidecarCurrent } from "../../src/store/SidecarReader.js"
 import { makeMemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
@@ -316,7 +317,7 @@ describe("sidecar current cache holds each sidecar open between reads", () => {
         const swapping = new Proxy(memory as FileSystem.FileSystem, {
           get: (target, key) => {
             const value = Reflect.get(target, key, target)
-            if (key !== "open") return value
+            if (key !== "open" && key !== NonBlockingOpenTypeId) return value
             return (...args: Array<unknown>) =>
               Effect.andThen(
                 swapOnOpen ? Effect.andThen(Effect.sync(() => swapOnOpen = false), replaceWithNewer(kit)) : Effect.void,

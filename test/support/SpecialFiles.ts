@@ -11,7 +11,10 @@
  */
 import { Effect, FileSystem, Scope } from "effect"
 import { execFileSync } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
 import * as Net from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import type { MemoryFileSystemShape } from "../../src/testing/MemoryFileSystem.js"
 
 /** What `makeSpecial` can make. */
@@ -48,16 +51,26 @@ export const makeSpecial = (path: string, kind: SpecialKind) =>
       if (kind === "socket") return yield* Effect.orDie(fs.makeSocket(path))
       return yield* Effect.orDie(Effect.flatMap(memoryDevice(fs, kind), (device) => fs.symlink(device, path)))
     }
-    if (kind === "fifo") return execFileSync("mkfifo", [path])
+    if (kind === "fifo") return void execFileSync("mkfifo", [path])
     if (kind === "socket") {
+      // A socket path is at most 107 bytes (longer ones are truncated or refused), so
+      // the socket is bound in a short temporary directory and renamed into place.
+      const directory = mkdtempSync(join(tmpdir(), "rb-"))
       const server = Net.createServer()
       yield* Effect.acquireRelease(
         Effect.callback<void>((resume) => {
-          server.listen(path, () => resume(Effect.void))
+          server.once("error", (error) => resume(Effect.die(error)))
+          server.listen(join(directory, "s"), () => resume(Effect.void))
         }),
-        () => Effect.callback<void>((resume) => void server.close(() => resume(Effect.void)))
+        () =>
+          Effect.callback<void>((resume) =>
+            void server.close(() => {
+              rmSync(directory, { recursive: true, force: true })
+              resume(Effect.void)
+            })
+          )
       )
-      return
+      return yield* Effect.orDie(fs.rename(join(directory, "s"), path))
     }
     return yield* Effect.orDie(fs.symlink(`/dev/${kind}`, path))
   })
