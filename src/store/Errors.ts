@@ -47,6 +47,25 @@ export class NotRegularFile extends Schema.TaggedError<NotRegularFile>()("NotReg
   }
 }
 
+/**
+ * A directory the store would create or write into under the rarebit root
+ * is not one it may use: a symlink, not a directory, or owned by another
+ * user. Nothing was written there.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class UnsafeDirectory extends Schema.TaggedError<UnsafeDirectory>()("UnsafeDirectory", {
+  path: Schema.String,
+  /** e.g. "a symlink", "a FIFO, not a directory", "owned by uid 1001, not by uid 1000". */
+  reason: Schema.String
+}) {
+  readonly plainClass: PlainErrorClass = "Error"
+  override get message() {
+    return `Rarebit store directory ${this.path} is ${this.reason}; refusing to use it`
+  }
+}
+
 /** A job id is not 64 lower-case hex digits. @category errors @since 0.1.0 */
 export class InvalidJobId extends Schema.TaggedError<InvalidJobId>()("InvalidJobId", {
   jobId: Schema.Unknown
@@ -262,6 +281,7 @@ export type StoreError =
   | SettleHookFailed
   | StoreIo
   | HistoryUnreadable
+  | UnsafeDirectory
 
 /** The history stream met a sidecar it cannot read. @category errors @since 0.1.0 */
 export class HistoryUnreadable extends Schema.TaggedError<HistoryUnreadable>()("HistoryUnreadable", {

@@ -72,10 +72,12 @@ import {
   type SessionOutsideRoot,
   SettleHookFailed,
   StoreIo,
-  storeIo
+  storeIo,
+  type UnsafeDirectory
 } from "./Errors.js"
 import { type ClaimRead, createClaimExclusive, readClaim, removeClaim, replaceClaim, syncDirectory } from "./JobClaims.js"
-import { claimPath as claimPathOf, commitLockPath, JOBS_DIR, materializationPath } from "./MirroredPath.js"
+import { claimPath as claimPathOf, commitLockPath, materializationPath } from "./MirroredPath.js"
+import { ensurePrivateDirectories } from "./PrivateDirectory.js"
 import type { Acquired, Duplicate, InFlight, Reservation, ReservationLocation, SettledReceipt } from "./Reservation.js"
 import {
   type HistoryPage,
@@ -169,7 +171,15 @@ export type JobOutcome = Settled | Duplicate | InFlight
 export type PathError = SessionFileRequired | SessionOutsideRoot
 
 /** Failures of `reserve`. @category errors @since 0.1.0 */
-export type ReserveError = PathError | InvalidJobId | InvalidLease | HeadInvalid | NotRegularFile | LockHeld | StoreIo
+export type ReserveError =
+  | PathError
+  | InvalidJobId
+  | InvalidLease
+  | HeadInvalid
+  | NotRegularFile
+  | LockHeld
+  | StoreIo
+  | UnsafeDirectory
 
 /** Failures of `settle`. @category errors @since 0.1.0 */
 export type SettleError =
@@ -184,6 +194,7 @@ export type SettleError =
   | NotRegularFile
   | SettleHookFailed
   | StoreIo
+  | UnsafeDirectory
 
 /**
  * The sidecar store.
@@ -215,7 +226,7 @@ export class RarebitStore extends Context.Service<RarebitStore, {
     options?: SettleOptions
   ) => Effect.Effect<SettledReceipt, SettleError>
   /** Deletes the claim if this reservation still owns it; does nothing for other outcomes. */
-  readonly release: (reservation: Reservation) => Effect.Effect<void, LockHeld | StoreIo>
+  readonly release: (reservation: Reservation) => Effect.Effect<void, LockHeld | StoreIo | UnsafeDirectory>
   /**
    * Reserves, runs `derive` for an acquired job, settles its receipt, and
    * releases the claim if `derive` or the settlement fails or is interrupted.
@@ -311,19 +322,11 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
   const project = (input: ProjectionInput) =>
     Result.match(projectArtifactStateResult(input), { onFailure: Effect.fail, onSuccess: Effect.succeed })
 
-  // One stat when the directory is already there and private, instead of
-  // mkdir, its existence check and a chmod on every reserve and settle.
-  const makePrivateDirectory = (directory: string) =>
-    fs.stat(directory).pipe(
-      Effect.map((info) => info.type === "Directory" && (info.mode & 0o777) === 0o700),
-      Effect.orElseSucceed(() => false),
-      Effect.flatMap((ready) =>
-        ready ? Effect.void : fs.makeDirectory(directory, { recursive: true, mode: 0o700 }).pipe(
-          Effect.andThen(fs.chmod(directory, 0o700)),
-          Effect.mapError(storeIo("create private directory", directory))
-        )
-      )
-    )
+  // Every directory a job writes into (its claim's and its sidecar's), checked
+  // from the rarebit root down: one lstat each when they are already there
+  // and private; refused when one is a symlink or someone else's.
+  const privateDirectoriesOf = (rarebitRoot: string, claimPath: string, sidecar: string, options = { create: true }) =>
+    ensurePrivateDirectories(fs, path, rarebitRoot, [path.dirname(claimPath), path.dirname(sidecar)], options)
 
   // The lock is created through a temp file and a link, so a lock path the
   // file system refuses outright (a NUL byte, a name longer than NAME_MAX)
@@ -480,9 +483,8 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     const location = locate(config, options)
     const sidecar = yield* sidecarPath(options.sessionFile, location)
     const now = options.now ?? (yield* Clock.currentTimeMillis)
-    yield* makePrivateDirectory(path.join(path.resolve(location.rarebitRoot), JOBS_DIR))
-    yield* makePrivateDirectory(path.dirname(sidecar))
     const claimPath = claimPathOf(path, location.rarebitRoot, jobId)
+    yield* privateDirectoriesOf(location.rarebitRoot, claimPath, sidecar)
     const reservationLocation: ReservationLocation = {
       jobId,
       materializationPath: sidecar,
@@ -776,7 +778,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     // The type says Acquired, but plain callers and casts can pass any outcome.
     if (!isRecord(reservation) || reservation._tag !== "Acquired") return yield* new ReservationNotAcquired()
     const sidecar = reservation.materializationPath
-    yield* makePrivateDirectory(path.dirname(sidecar))
+    yield* privateDirectoriesOf(reservation.rarebitRoot, reservation.claimPath, sidecar)
     const { line, settled } = yield* validateForSettle(reservation, receipt)
     // Made only when needed: a hand-made reservation may carry a claim path
     // that is not a string, which the claim read reports first.
@@ -877,6 +879,14 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
 
   const release = Effect.fn("RarebitStore.release")(function*(reservation: Reservation) {
     if (reservation._tag !== "Acquired") return
+    // Checked before the claim is even read: a planted symlink is refused, not read through.
+    // (A plain caller's reservation may carry only its two paths; the claim's says where the root is.)
+    yield* privateDirectoriesOf(
+      reservation.rarebitRoot ?? path.dirname(path.dirname(reservation.claimPath)),
+      reservation.claimPath,
+      reservation.materializationPath,
+      { create: false }
+    )
     // A claim this lease does not own now can never be owned by it again
     // (tokens are unique), so only an owned claim is worth taking the lock for.
     if (!(yield* owns(reservation))) return

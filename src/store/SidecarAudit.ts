@@ -19,7 +19,11 @@
  * - `sidecar_not_regular`: a sidecar path that is a symlink or another
  *   non-regular file (the store never reads or writes it).
  * - `sidecar_unreadable` / `directory_unreadable` / `claim_unreadable`: the
- *   file system refused to open or read it.
+ *   file system refused to open or read it (or, for a claim, it is not a
+ *   regular file or is larger than any claim can be).
+ * - `directory_unsafe`: `jobs-v4` or `materializations-v4` is a symlink or
+ *   not a directory; the store refuses to write there, and the audit does
+ *   not read through it.
  * - `torn_tail` (crash trace): bytes after the last newline (an append that
  *   crashed); readers ignore them.
  * - `uncommitted_tail` (crash trace): complete lines after the last valid
@@ -128,6 +132,7 @@ export const DEFAULT_STALE_AFTER_MS = 10_000
 /** What an audit finding is about. @category models @since 0.1.0 */
 export type FindingKind =
   | "directory_unreadable"
+  | "directory_unsafe"
   | "sidecar_not_regular"
   | "sidecar_unreadable"
   | "torn_tail"
@@ -1039,9 +1044,40 @@ interface Tree {
   readonly findings: Array<AuditFinding>
 }
 
+/**
+ * Lists one of the store's top directories, unless it is a symlink or not a
+ * directory: then what it names is not the store's, and is not read.
+ */
+type StoreDirectory =
+  | { readonly _tag: "Listed"; readonly entries: ReadonlyArray<{ readonly name: string; readonly type: string }> }
+  | { readonly _tag: "Unsafe"; readonly type: string }
+
+const listStoreDirectory = (fs: FileSystem, directory: string) =>
+  fs.lstat(directory).pipe(
+    Effect.flatMap((info): Effect.Effect<StoreDirectory, PlatformError> =>
+      info.type === "Directory"
+        ? Effect.map(fs.readDirectoryEntries(directory), (entries) => ({ _tag: "Listed", entries }))
+        : Effect.succeed({ _tag: "Unsafe", type: info.type })
+    ),
+    Effect.result
+  )
+
+const unsafeDirectoryFinding = (directory: string, type: string) =>
+  finding(
+    "directory_unsafe",
+    "damage",
+    directory,
+    `is ${type === "SymbolicLink" ? "a symlink" : `${describeType(type)}, not a directory`}; the store refuses to use it`
+  )
+
 const walkMaterializations = (fs: FileSystem, path: Path, root: string): Effect.Effect<Tree> =>
   Effect.gen(function*() {
     const tree: Tree = { files: [], findings: [] }
+    const top = yield* listStoreDirectory(fs, root)
+    if (top._tag === "Success" && top.success._tag === "Unsafe") {
+      tree.findings.push(unsafeDirectoryFinding(root, top.success.type))
+      return tree
+    }
     const visit = (directory: string): Effect.Effect<void> =>
       Effect.gen(function*() {
         const listed = yield* Effect.result(fs.readDirectoryEntries(directory))
@@ -1088,15 +1124,17 @@ export const auditStore = Effect.fn("SidecarAudit.auditStore")(function*(options
 
   // Claims first, so the sidecar scan can note which of their jobs it meets.
   const jobsDir = path.join(rarebitRoot, JOBS_DIR)
-  const claimEntries = yield* Effect.result(fs.readDirectoryEntries(jobsDir))
+  const claimEntries = yield* listStoreDirectory(fs, jobsDir)
   const claimReads: Array<ClaimRead> = []
   const claimLeftovers: Array<string> = []
   if (claimEntries._tag === "Failure") {
     if (!isNotFound(claimEntries.failure)) {
       findings.push(finding("directory_unreadable", "damage", jobsDir, describeError(claimEntries.failure)))
     }
+  } else if (claimEntries.success._tag === "Unsafe") {
+    findings.push(unsafeDirectoryFinding(jobsDir, claimEntries.success.type))
   } else {
-    const entries = [...claimEntries.success].sort((a, b) => (a.name < b.name ? -1 : 1))
+    const entries = [...claimEntries.success.entries].sort((a, b) => (a.name < b.name ? -1 : 1))
     for (const entry of entries) {
       const child = path.join(jobsDir, entry.name)
       const match = CLAIM_FILE.exec(entry.name)
