@@ -132,27 +132,29 @@ const refusalOf = (
   )
 }
 
+/** Checks an open handle: a regular file, or the refusal (the caller closes what was opened). */
+const checkRegular = (path: string, file: FileSystem.File): Effect.Effect<OpenedRegular, PlatformError.PlatformError | FileNotRegular> =>
+  Effect.flatMap(file.stat, (info) =>
+    info.type === "File" ? Effect.succeed({ file, info }) : Effect.fail(new FileNotRegular({ path, type: info.type })))
+
 /**
  * Opens through `open` in a child of the caller's scope, checks the handle,
- * and closes the child at once unless it is a regular file.
+ * and closes the child at once unless it is a regular file. (Registered in
+ * the caller's scope as soon as it exists, so an interruption anywhere
+ * leaves nothing open past that scope.)
  */
 const openChecked = (
   path: string,
   open: Effect.Effect<FileSystem.File, PlatformError.PlatformError, Scope.Scope>,
   onOpenFailure: (error: PlatformError.PlatformError) => Effect.Effect<never, PlatformError.PlatformError | FileNotRegular>
 ): Effect.Effect<OpenedRegular, PlatformError.PlatformError | FileNotRegular, Scope.Scope> =>
-  Effect.flatMap(Effect.scope, (parent) =>
-    Effect.flatMap(Scope.fork(parent), (child) => {
-      const close = Scope.close(child, Exit.void)
-      return Scope.provide(open, child).pipe(
-        Effect.catch(onOpenFailure),
-        Effect.flatMap((file) =>
-          Effect.flatMap(file.stat, (info): Effect.Effect<OpenedRegular, FileNotRegular> =>
-            info.type === "File" ? Effect.succeed({ file, info }) : Effect.fail(new FileNotRegular({ path, type: info.type })))
-        ),
-        Effect.onError(() => close)
-      )
-    }))
+  Effect.flatMap(Effect.scope, (parent) => {
+    const child = Scope.forkUnsafe(parent)
+    return Effect.onError(
+      Effect.flatMap(Effect.catch(Scope.provide(open, child), onOpenFailure), (file) => checkRegular(path, file)),
+      () => Scope.close(child, Exit.void)
+    )
+  })
 
 /**
  * Opens a file that must be a regular file, without blocking, for the
@@ -248,19 +250,35 @@ export const readBounded = (
   fs: FileSystem.FileSystem,
   path: string,
   options: { readonly maxBytes: number; readonly followSymlinks: boolean }
-): Effect.Effect<BoundedRead, PlatformError.PlatformError | FileNotRegular> =>
-  Effect.scoped(
-    Effect.flatMap(
-      openRegular(fs, path, { flag: "r", followSymlinks: options.followSymlinks }),
-      ({ file, info }) =>
-        Effect.map(readUpTo(file, options.maxBytes + 1), (bytes): BoundedRead =>
-          bytes.length > options.maxBytes ? { _tag: "TooLarge", info } : { _tag: "Read", bytes, info })
+): Effect.Effect<BoundedRead, PlatformError.PlatformError | FileNotRegular> => {
+  const open = nonBlockingOpenOf(fs)
+  // Its own scope holds the handle, so a refused file is closed when that scope
+  // ends; no child scope is needed (this runs on every claim and lock read).
+  const opened = open !== undefined
+    ? Effect.flatMap(
+      Effect.catch(
+        open(path, { flag: "r", noFollow: !options.followSymlinks }),
+        (error) => refusalOf(fs, path, options.followSymlinks, error)
+      ),
+      (file) => checkRegular(path, file)
     )
+    : openPortably(fs, path, { flag: "r", followSymlinks: options.followSymlinks })
+  return Effect.scoped(
+    Effect.flatMap(opened, ({ file, info }) =>
+      Effect.map(readUpTo(file, options.maxBytes + 1), (bytes): BoundedRead =>
+        bytes.length > options.maxBytes ? { _tag: "TooLarge", info } : { _tag: "Read", bytes, info }))
   )
+}
 
 /**
- * Reads from the start of `file` until end of file or `limit` bytes,
- * whichever comes first.
+ * Reads from the start of a regular file until end of file or `limit`
+ * bytes, whichever comes first.
+ *
+ * **Details**
+ *
+ * A read of a regular file returns fewer bytes than asked only at end of
+ * file, so a short read ends the loop without a second read to see it
+ * return nothing.
  *
  * @category readers
  * @since 0.1.0
@@ -272,7 +290,8 @@ export const readUpTo = (file: FileSystem.File, limit: number): Effect.Effect<Ui
       ? Effect.succeed(buffer)
       : Effect.flatMap(
         file.read(buffer.subarray(filled), { position: BigInt(filled) }),
-        (count) => (count === 0 ? Effect.succeed(buffer.subarray(0, filled)) : loop(filled + count))
+        (count) =>
+          count < limit - filled ? Effect.succeed(buffer.subarray(0, filled + count)) : loop(filled + count)
       )
   return loop(0)
 }

@@ -345,9 +345,12 @@ const nonBlockingOpen = (pooled: boolean): NonBlockingOpen => (path, options) =>
   )
 }
 
+// Read once: a process's uid does not change under the store (a getuid per directory check adds up).
+const processUid = process.getuid?.()
+
 const capabilities = (pooled: boolean): NonBlockingOpenCapable & ProcessUidCapable => ({
   [NonBlockingOpenTypeId]: nonBlockingOpen(pooled),
-  [ProcessUidTypeId]: () => process.getuid?.()
+  [ProcessUidTypeId]: () => processUid
 })
 
 const make = (pool: FileSystem.FileSystem): FileSystem.FileSystem =>

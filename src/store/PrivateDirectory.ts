@@ -50,11 +50,25 @@ const refusalOf = (info: File.Info, uid: number | undefined): string | undefined
   return undefined
 }
 
+/** The component lists of recent calls: a store asks for the same few directories again and again. */
+const componentCache = new Map<string, ReadonlyArray<string>>()
+const COMPONENT_CACHE_SIZE = 256
+
 /**
  * The directories from just below `root` down to each of `targets`, parents
  * first, each once.
  */
 const componentsOf = (path: Path, root: string, targets: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const key = `${path.sep}${root}\u0000${targets.join("\u0000")}`
+  const cached = componentCache.get(key)
+  if (cached !== undefined) return cached
+  const components = computeComponents(path, root, targets)
+  if (componentCache.size >= COMPONENT_CACHE_SIZE) componentCache.delete(componentCache.keys().next().value as string)
+  componentCache.set(key, components)
+  return components
+}
+
+const computeComponents = (path: Path, root: string, targets: ReadonlyArray<string>): ReadonlyArray<string> => {
   const seen = new Set<string>()
   const components: Array<string> = []
   for (const target of targets) {
@@ -110,13 +124,12 @@ const ensureComponent = (
     if ((info.mode & 0o777) === 0o700) return Effect.void
     return Effect.mapError(makePrivate(fs, directory, info, uid), (error) => error._tag === "UnsafeDirectory" ? error : io(error))
   }
-  return fs.lstat(directory).pipe(
-    Effect.map(Option.some),
-    Effect.catchIf(isNotFound, () => Effect.succeed(Option.none<File.Info>())),
-    Effect.mapError(io),
-    Effect.flatMap((found) =>
-      Option.isSome(found)
-        ? check(found.value)
+  // One step when the directory is there (the usual case, on every reserve, settle and release).
+  return Effect.matchEffect(fs.lstat(directory), {
+    onSuccess: check,
+    onFailure: (error) =>
+      !isNotFound(error)
+        ? Effect.fail(io(error))
         : !create
         ? Effect.void
         // Created here, or by a racing process: either way it is checked as found.
@@ -126,8 +139,7 @@ const ensureComponent = (
           Effect.mapError(io),
           Effect.flatMap(check)
         )
-    )
-  )
+  })
 }
 
 /**
