@@ -19,6 +19,12 @@
  * such a settlement when it takes the expired claim over, instead of running
  * the job twice.
  *
+ * Files on disk are treated as hostile: every file is opened without
+ * blocking and must be a regular file (`io/RegularFile`), and every
+ * directory a job writes into is checked from the rarebit root down
+ * (`PrivateDirectory`), so nothing found on disk makes an operation hang,
+ * read without bound, or write outside the root.
+ *
  * The store asks for `FileSystem`, `Path` and `SecureRandom`: lease and lock
  * tokens come from the `SecureRandom` it was built with, never from the
  * caller's `Random`, so a program that seeds `Random` cannot make two
@@ -696,11 +702,11 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
    * handle is where the bytes land.
    *
    * The sidecar is opened without following a symlink and without blocking,
-   * and must be a regular file (a `StoreIo` carrying `FileNotRegular`
-   * otherwise: settle has refused a non-regular sidecar with
-   * `NotRegularFile` just before, so only a swap in between gets here); its mode is set
-   * through that same handle, so a path swapped meanwhile for a symlink
-   * never has its target's mode changed.
+   * and must be a regular file: otherwise a `StoreIo` carrying
+   * `FileNotRegular` (settle refuses a non-regular sidecar with
+   * `NotRegularFile` just before, so only a swap in between gets here). Its
+   * mode is set through that same handle, so a path swapped meanwhile for a
+   * symlink never has its target's mode changed.
    */
   const appendToSidecar = <E>(sidecar: string, build: (offset: number) => Effect.Effect<Uint8Array, E>) => {
     const io = storeIo("append to sidecar", sidecar)
