@@ -133,7 +133,10 @@ const refusalOf = (
 }
 
 /** Checks an open handle: a regular file, or the refusal (the caller closes what was opened). */
-const checkRegular = (path: string, file: FileSystem.File): Effect.Effect<OpenedRegular, PlatformError.PlatformError | FileNotRegular> =>
+const checkRegular = (
+  path: string,
+  file: FileSystem.File
+): Effect.Effect<OpenedRegular, PlatformError.PlatformError | FileNotRegular> =>
   Effect.flatMap(file.stat, (info) =>
     info.type === "File" ? Effect.succeed({ file, info }) : Effect.fail(new FileNotRegular({ path, type: info.type })))
 
