@@ -81,7 +81,8 @@ describe("a symlink swapped in for the sidecar during settles", () => {
     const location = { sessionRoot, rarebitRoot }
     // One settle first, so the sidecar exists for the attacker to swap.
     const first = await Ours.reserveRarebitJob({ jobId: jobId(1), sessionFile, ...location })
-    await Ours.settleRarebitJob(first, summaryReceipt(branch, "swap"))
+    assert.isTrue(first.acquired)
+    if (first.acquired) await Ours.settleRarebitJob(first, summaryReceipt(branch, "swap"))
     const sidecar = Ours.rarebitMaterializationPath(sessionFile, location)
 
     attacker = spawn(process.execPath, ["-e", ATTACKER, sidecar, target], { stdio: ["ignore", "pipe", "inherit"] })
@@ -92,7 +93,7 @@ describe("a symlink swapped in for the sidecar during settles", () => {
     const outcomes: Record<string, number> = {}
     for (let n = 2; n < 2 + SETTLES; n++) {
       const outcome = await Ours.reserveRarebitJob({ jobId: jobId(n), sessionFile, ...location }).then(
-        (reservation: any) => reservation.acquired ? Ours.settleRarebitJob(reservation, summaryReceipt(branch, "swap")) : undefined
+        (reservation) => reservation.acquired ? Ours.settleRarebitJob(reservation, summaryReceipt(branch, "swap")) : undefined
       ).then(
         () => "settled",
         (error: Error) => error.message.split(":")[0]
