@@ -7,12 +7,12 @@
  * the process died; here each run is killed after `DEADLINE_MS` and then
  * fails the test.
  */
-import { afterEach, assert, beforeAll, beforeEach, describe, it } from "@effect/vitest"
+import { afterEach, assert, beforeEach, describe, it } from "@effect/vitest"
 import { execFileSync, spawn } from "node:child_process"
 import { lstat, mkdir, rm, symlink } from "node:fs/promises"
 import { join } from "node:path"
 import { entry, makeRoots, type Roots, Store, summaryReceipt, writeSession } from "../support/Reference.js"
-import { CLI, ensureBuilt, REPO, rootFlags, settleWith } from "./CliHarness.js"
+import { CLI, REPO, rootFlags, settleWith } from "./CliHarness.js"
 
 /** Generous on a loaded machine; a hang is unbounded. */
 const DEADLINE_MS = 40_000
@@ -57,10 +57,6 @@ const jobIdOf = (n: number) => n.toString(16).padStart(64, "0")
 let roots: Roots
 let sidecar: string
 let lockPath: string
-
-beforeAll(async () => {
-  await ensureBuilt()
-})
 
 beforeEach(async () => {
   roots = await makeRoots("rarebit-cli-hostile-")
