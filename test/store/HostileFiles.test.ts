@@ -104,8 +104,14 @@ fileSystemSuite("Hostile files at the store's paths", (it) => {
         const report = yield* auditStore({ rarebitRoot: kit.rarebitRoot })
         const findings = report.findings.filter((item) => item.path === kit.lockPath)
         assert.deepStrictEqual(findings.map((item) => [item.kind, item.severity]), [["commit_lock_leftover", "damage"]], hostile)
-        // The repair names exactly this file; afterwards the sidecar is usable again.
-        assert.deepStrictEqual(yield* removeCommitLock(kit.lockPath, key), { _tag: "Removed" })
+        // Nothing in it proves its owner dead, so only a forced repair takes it; that one
+        // names exactly this file, and afterwards the sidecar is usable again.
+        assert.deepStrictEqual(yield* removeCommitLock(kit.lockPath, key), {
+          _tag: "OwnerMayBeAlive",
+          liveness: "no_evidence"
+        }, hostile)
+        assert.isTrue(Option.isSome(yield* typeAt(kit, kit.lockPath)), `${hostile}: an unforced repair left it`)
+        assert.deepStrictEqual(yield* removeCommitLock(kit.lockPath, key, { force: true }), { _tag: "Removed" })
         assert.isTrue(Option.isNone(yield* typeAt(kit, kit.lockPath)))
         const reservation = yield* reserveAcquired(kit, JOB)
         yield* kit.store.settle(reservation, summaryReceipt(kit.branch, "s"))
