@@ -13,6 +13,7 @@
  */
 import { isPlatformError } from "effect/PlatformError"
 import { type SessionError, toReferenceError } from "../session/SessionErrors.js"
+import { CREATE_PRIVATE_DIRECTORY } from "../store/PrivateDirectory.js"
 
 const sessionTags: ReadonlySet<unknown> = new Set([
   "SessionInvalid",
@@ -70,6 +71,21 @@ const onTargetInsteadOfTemp = (target: string, error: unknown): unknown => {
   return moved
 }
 
+// A private directory is looked up with lstat before anything is made; the
+// reference's recursive mkdir resolves the same path and fails there with
+// the same code, naming mkdir.
+const asMkdir = (error: unknown): unknown => {
+  const system = error as NodeSystemError
+  if (!(error instanceof Error) || system.syscall !== "lstat" || typeof system.path !== "string") return error
+  const named = `, lstat '${system.path}'`
+  if (!system.message.endsWith(named)) return error
+  const moved: NodeSystemError = Object.assign(
+    new Error(`${system.message.slice(0, -named.length)}, mkdir '${system.path}'`),
+    { errno: system.errno, code: system.code, syscall: "mkdir", path: system.path }
+  )
+  return moved
+}
+
 /**
  * Converts a failure of the Effect API into what the reference would throw.
  *
@@ -86,6 +102,7 @@ export const toPlainError = (error: unknown): unknown => {
     const ours = !isPlatformError(cause) && typeof cause === "object" && cause !== null && plainClassOf(cause) !== undefined
     if (ours) return toPlainError(cause)
     const { operation, path } = error as { readonly operation: string; readonly path: string }
+    if (operation === CREATE_PRIVATE_DIRECTORY) return asMkdir(nodeErrorOf(cause))
     return TEMP_WRITES.has(operation) ? onTargetInsteadOfTemp(path, nodeErrorOf(cause)) : nodeErrorOf(cause)
   }
   if (tag === "SettleHookFailed") return (error as { readonly cause: unknown }).cause

@@ -19,6 +19,22 @@
  * - The rarebit root itself is the user's choice: it may be a symlink and
  *   may belong to someone else (`/tmp`-like); it is created (with its
  *   parents) if missing, and otherwise not checked.
+ * - A failure of the file system is the one the reference's recursive
+ *   `mkdir` meets on the same tree, at the same path (the plain API
+ *   reports it as that `mkdir`): the walk looks from the target up for the
+ *   deepest component that exists, as Node's `mkdir -p` does, with `lstat`
+ *   (which fails where `mkdir` would, for any reason but a missing last
+ *   name); it checks everything from the root down to that component, and
+ *   only then creates what is missing below it. A path the file system
+ *   refuses (too long, not searchable, through a file) is refused before
+ *   anything is created, as by the reference.
+ * - A check that creates nothing (`create: false`: a release, and a
+ *   settle for the claim's directory, which the reference does not make)
+ *   stops at the first missing component, and at one whose path cannot be
+ *   resolved, since every later call through it fails the same way.
+ * - A directory that is not under the rarebit root (only a hand-made
+ *   reservation can name one) is not the store's: it is made and chmodded
+ *   0700 by path, exactly as the reference makes it.
  *
  * What it cannot promise: the check and the later use of a path are
  * separate system calls. Inside our own 0700 directories only our own user
@@ -41,6 +57,22 @@ import { type StoreIo, storeIo, UnsafeDirectory } from "./Errors.js"
 const isNotFound = (error: PlatformError) => error.reason._tag === "NotFound"
 const isAlreadyExists = (error: PlatformError) => error.reason._tag === "AlreadyExists"
 
+// Failures in resolving a path: every later call through the same
+// components fails the same way, so a check can leave them to that call.
+const RESOLUTION_ERRNOS: ReadonlySet<unknown> = new Set(["EACCES", "ENOTDIR", "ENAMETOOLONG", "ELOOP"])
+const isResolutionFailure = (error: PlatformError) =>
+  RESOLUTION_ERRNOS.has((error.reason as { readonly cause?: { readonly code?: unknown } }).cause?.code)
+
+/**
+ * The `StoreIo` operation of a failed creation. Its cause is what the
+ * reference's recursive `mkdir` fails with at that path, or (when the
+ * walk's `lstat` found it) the same failure from the `lstat`.
+ *
+ * @category constants
+ * @since 0.1.0
+ */
+export const CREATE_PRIVATE_DIRECTORY = "create private directory"
+
 /** Why `info` (an `lstat`) is not a directory the store may use, or `undefined` when it is. */
 const refusalOf = (info: File.Info, uid: number | undefined): string | undefined => {
   if (info.type === "SymbolicLink") return "a symlink"
@@ -51,37 +83,30 @@ const refusalOf = (info: File.Info, uid: number | undefined): string | undefined
 }
 
 /** The component lists of recent calls: a store asks for the same few directories again and again. */
-const componentCache = new Map<string, ReadonlyArray<string>>()
+const componentCache = new Map<string, ReadonlyArray<string> | undefined>()
 const COMPONENT_CACHE_SIZE = 256
 
 /**
- * The directories from just below `root` down to each of `targets`, parents
- * first, each once.
+ * The directories from just below `root` down to `target`, parents first;
+ * `undefined` when `target` is not below `root`.
  */
-const componentsOf = (path: Path, root: string, targets: ReadonlyArray<string>): ReadonlyArray<string> => {
-  const key = `${path.sep}${root}\u0000${targets.join("\u0000")}`
-  const cached = componentCache.get(key)
-  if (cached !== undefined) return cached
-  const components = computeComponents(path, root, targets)
+const componentsOf = (path: Path, root: string, target: string): ReadonlyArray<string> | undefined => {
+  const key = `${path.sep}${root}\u0000${target}`
+  if (componentCache.has(key)) return componentCache.get(key)
+  const components = computeComponents(path, root, target)
   if (componentCache.size >= COMPONENT_CACHE_SIZE) componentCache.delete(componentCache.keys().next().value as string)
   componentCache.set(key, components)
   return components
 }
 
-const computeComponents = (path: Path, root: string, targets: ReadonlyArray<string>): ReadonlyArray<string> => {
-  const seen = new Set<string>()
+const computeComponents = (path: Path, root: string, target: string): ReadonlyArray<string> | undefined => {
+  const relative = path.relative(root, target)
+  if (relative === "" || relative.startsWith("..") || path.isAbsolute(relative)) return undefined
   const components: Array<string> = []
-  for (const target of targets) {
-    const relative = path.relative(root, target)
-    if (relative === "" || relative.startsWith("..") || path.isAbsolute(relative)) continue
-    let current = root
-    for (const part of relative.split(path.sep)) {
-      current = path.join(current, part)
-      if (!seen.has(current)) {
-        seen.add(current)
-        components.push(current)
-      }
-    }
+  let current = root
+  for (const part of relative.split(path.sep)) {
+    current = path.join(current, part)
+    components.push(current)
   }
   return components
 }
@@ -104,49 +129,112 @@ const makePrivate = (fs: FileSystem, directory: string, checked: File.Info, uid:
     yield* chmod !== undefined ? chmod(0o700) : fs.chmod(directory, 0o700)
   }))
 
-/**
- * Checks (creating it if missing) one directory below the root. For a
- * directory right under the root, `createRoot` makes the root (and its
- * parents) first if they are missing too (a recursive `mkdir`, which does
- * nothing when they exist).
- */
-const ensureComponent = (
-  fs: FileSystem,
-  directory: string,
-  uid: number | undefined,
-  create: boolean,
-  createRoot: Effect.Effect<void, PlatformError> | undefined
-): Effect.Effect<void, UnsafeDirectory | StoreIo> => {
-  const io = storeIo("create private directory", directory)
-  const check = (info: File.Info): Effect.Effect<void, UnsafeDirectory | StoreIo> => {
-    const refusal = refusalOf(info, uid)
-    if (refusal !== undefined) return Effect.fail(new UnsafeDirectory({ path: directory, reason: refusal }))
-    if ((info.mode & 0o777) === 0o700) return Effect.void
-    return Effect.mapError(makePrivate(fs, directory, info, uid), (error) => error._tag === "UnsafeDirectory" ? error : io(error))
-  }
-  // One step when the directory is there (the usual case, on every reserve, settle and release).
-  return Effect.matchEffect(fs.lstat(directory), {
-    onSuccess: check,
-    onFailure: (error) =>
-      !isNotFound(error)
-        ? Effect.fail(io(error))
-        : !create
-        ? Effect.void
-        // Created here, or by a racing process: either way it is checked as found.
-        : Effect.andThen(createRoot ?? Effect.void, fs.makeDirectory(directory, { mode: 0o700 })).pipe(
-          Effect.catchIf(isAlreadyExists, () => Effect.void),
-          Effect.andThen(fs.lstat(directory)),
-          Effect.mapError(io),
-          Effect.flatMap(check)
-        )
-  })
+type Walk = Effect.Effect<void, UnsafeDirectory | StoreIo>
+
+/** Accepts `info` (an `lstat` of `directory`) as one of ours, making it 0700 if it is not. */
+const checkFound = (fs: FileSystem, directory: string, info: File.Info, uid: number | undefined, operation: string): Walk => {
+  const refusal = refusalOf(info, uid)
+  if (refusal !== undefined) return Effect.fail(new UnsafeDirectory({ path: directory, reason: refusal }))
+  if ((info.mode & 0o777) === 0o700) return Effect.void
+  return Effect.mapError(
+    makePrivate(fs, directory, info, uid),
+    (error) => error._tag === "UnsafeDirectory" ? error : storeIo(operation, directory)(error)
+  )
 }
 
 /**
+ * Checks the components that exist, parents first, creating nothing: stops
+ * at the first missing one (nothing below it exists), and at one whose path
+ * cannot be resolved (nothing can be written below it either, and the
+ * operation that tries fails as the reference's does).
+ */
+const checkExisting = (fs: FileSystem, components: ReadonlyArray<string>, uid: number | undefined, operation: string): Walk =>
+  Effect.suspend(() => {
+    const step = (index: number): Walk =>
+      index >= components.length
+        ? Effect.void
+        : Effect.matchEffect(fs.lstat(components[index]), {
+          onSuccess: (info) => Effect.andThen(checkFound(fs, components[index], info, uid, operation), step(index + 1)),
+          onFailure: (error) =>
+            isNotFound(error) || isResolutionFailure(error)
+              ? Effect.void
+              : Effect.fail(storeIo(operation, components[index])(error))
+        })
+    return step(0)
+  })
+
+/**
+ * Makes every one of `components` (the directories from just below the
+ * root down to the target) exist as a private directory; see the module
+ * documentation for the order of the steps.
+ */
+const ensureComponents = (
+  fs: FileSystem,
+  components: ReadonlyArray<string>,
+  uid: number | undefined,
+  createRoot: Effect.Effect<void, PlatformError>
+): Walk =>
+  Effect.gen(function*() {
+    const io = (directory: string) => storeIo(CREATE_PRIVATE_DIRECTORY, directory)
+    // From the target up to the deepest component that is there: one `lstat`
+    // when the target exists (the usual case, on every reserve and settle).
+    let deepest = components.length - 1
+    let found: File.Info | undefined
+    for (; deepest >= 0; deepest--) {
+      const looked = yield* Effect.result(fs.lstat(components[deepest]))
+      if (looked._tag === "Success") {
+        found = looked.success
+        break
+      }
+      if (isNotFound(looked.failure)) continue
+      // A path the file system refuses: nothing is created. A planted
+      // component above it is still named as such.
+      yield* checkExisting(fs, components.slice(0, deepest), uid, CREATE_PRIVATE_DIRECTORY)
+      return yield* io(components[deepest])(looked.failure)
+    }
+    // Everything down to the deepest existing one must be ours before anything is made below it.
+    for (let index = 0; index < deepest; index++) {
+      const info = yield* Effect.mapError(fs.lstat(components[index]), io(components[index]))
+      yield* checkFound(fs, components[index], info, uid, CREATE_PRIVATE_DIRECTORY)
+    }
+    if (found !== undefined) yield* checkFound(fs, components[deepest], found, uid, CREATE_PRIVATE_DIRECTORY)
+    else yield* Effect.mapError(createRoot, io(components[0]))
+    for (let index = deepest + 1; index < components.length; index++) {
+      const directory = components[index]
+      // Created here, or by a racing process: either way it is checked as found.
+      const info = yield* fs.makeDirectory(directory, { mode: 0o700 }).pipe(
+        Effect.catchIf(isAlreadyExists, () => Effect.void),
+        Effect.andThen(fs.lstat(directory)),
+        Effect.mapError(io(directory))
+      )
+      yield* checkFound(fs, directory, info, uid, CREATE_PRIVATE_DIRECTORY)
+    }
+  })
+
+/**
+ * A directory outside the rarebit root, made as the reference makes it:
+ * `mkdir -p` and `chmod 0700` by path (skipped when it already is a 0700
+ * directory).
+ */
+const makeAsReference = (fs: FileSystem, directory: string): Walk =>
+  fs.stat(directory).pipe(
+    Effect.map((info) => info.type === "Directory" && (info.mode & 0o777) === 0o700),
+    Effect.orElseSucceed(() => false),
+    Effect.flatMap((ready) =>
+      ready ? Effect.void : fs.makeDirectory(directory, { recursive: true, mode: 0o700 }).pipe(
+        Effect.andThen(fs.chmod(directory, 0o700)),
+        Effect.mapError(storeIo(CREATE_PRIVATE_DIRECTORY, directory))
+      )
+    )
+  )
+
+/**
  * Makes sure every directory from the rarebit root down to each of
- * `directories` exists and is private to this user, creating what is
- * missing (or, with `create: false`, only checking what exists). See the
- * module documentation for what is checked.
+ * `directories` (in that order) exists and is private to this user,
+ * creating what is missing; with `create: false`, only checks what exists
+ * and creates nothing. See the module documentation for what is checked.
+ * Without a root (a hand-made reservation that names none), every
+ * directory is outside it.
  *
  * @category constructors
  * @since 0.1.0
@@ -154,24 +242,26 @@ const ensureComponent = (
 export const ensurePrivateDirectories = (
   fs: FileSystem,
   path: Path,
-  rarebitRoot: string,
+  rarebitRoot: string | undefined,
   directories: ReadonlyArray<string>,
   options: { readonly create: boolean } = { create: true }
-): Effect.Effect<void, UnsafeDirectory | StoreIo> => {
-  const root = path.resolve(rarebitRoot)
-  const uid = processUidOf(fs)
-  // The root (and its parents) are made only when a directory right under it is missing:
-  // the usual call, on an existing store, costs one `lstat` per component and nothing more.
-  let rootExists = false
-  const createRoot = Effect.suspend(() =>
-    rootExists ? Effect.void : Effect.map(fs.makeDirectory(root, { recursive: true, mode: 0o700 }), () => {
-      rootExists = true
-    })
-  )
-  return Effect.forEach(
-    componentsOf(path, root, directories),
-    (directory) =>
-      ensureComponent(fs, directory, uid, options.create, path.dirname(directory) === root ? createRoot : undefined),
-    { discard: true }
-  )
-}
+): Effect.Effect<void, UnsafeDirectory | StoreIo> =>
+  Effect.suspend(() => {
+    const root = rarebitRoot === undefined ? undefined : path.resolve(rarebitRoot)
+    const uid = processUidOf(fs)
+    // The root (and its parents) are made only when a directory right under it is missing:
+    // the usual call, on an existing store, costs one `lstat` per component and nothing more.
+    let rootExists = false
+    const createRoot = Effect.suspend(() =>
+      rootExists || root === undefined ? Effect.void : Effect.map(fs.makeDirectory(root, { recursive: true, mode: 0o700 }), () => {
+        rootExists = true
+      })
+    )
+    return Effect.forEach(directories, (directory) => {
+      const components = root === undefined ? undefined : componentsOf(path, root, directory)
+      if (components === undefined) return options.create ? makeAsReference(fs, directory) : Effect.void
+      return options.create
+        ? ensureComponents(fs, components, uid, createRoot)
+        : checkExisting(fs, components, uid, "check private directory")
+    }, { discard: true })
+  })

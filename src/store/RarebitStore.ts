@@ -334,6 +334,17 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
   const privateDirectoriesOf = (rarebitRoot: string, claimPath: string, sidecar: string, options = { create: true }) =>
     ensurePrivateDirectories(fs, path, rarebitRoot, [path.dirname(claimPath), path.dirname(sidecar)], options)
 
+  // Where a reservation's directories are checked from. A plain caller's
+  // reservation may lack the root (the claim's path says where it is) or be
+  // hand-made with paths that are not strings: those are left to the steps
+  // that use them, which fail as the reference's do.
+  const rootOf = (reservation: Acquired): string | undefined =>
+    typeof reservation.rarebitRoot === "string"
+      ? reservation.rarebitRoot
+      : typeof reservation.claimPath === "string"
+      ? path.dirname(path.dirname(reservation.claimPath))
+      : undefined
+
   // The lock is created through a temp file and a link, so a lock path the
   // file system refuses outright (a NUL byte, a name longer than NAME_MAX)
   // would fail naming the temp file or the link. The reference opens the lock
@@ -784,7 +795,16 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     // The type says Acquired, but plain callers and casts can pass any outcome.
     if (!isRecord(reservation) || reservation._tag !== "Acquired") return yield* new ReservationNotAcquired()
     const sidecar = reservation.materializationPath
-    yield* privateDirectoriesOf(reservation.rarebitRoot, reservation.claimPath, sidecar)
+    // As the reference does first: the sidecar's directory is made (its
+    // dirname fails on a path that is not a string, as the reference's does).
+    // The claim's directory is only checked, before anything is written there:
+    // the reference does not make it.
+    const root = rootOf(reservation)
+    const sidecarDirectory = path.dirname(sidecar)
+    yield* ensurePrivateDirectories(fs, path, root, [sidecarDirectory])
+    if (root !== undefined && typeof reservation.claimPath === "string") {
+      yield* ensurePrivateDirectories(fs, path, root, [path.dirname(reservation.claimPath)], { create: false })
+    }
     const { line, settled } = yield* validateForSettle(reservation, receipt)
     // Made only when needed: a hand-made reservation may carry a claim path
     // that is not a string, which the claim read reports first.
@@ -886,13 +906,12 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
   const release = Effect.fn("RarebitStore.release")(function*(reservation: Reservation) {
     if (reservation._tag !== "Acquired") return
     // Checked before the claim is even read: a planted symlink is refused, not read through.
-    // (A plain caller's reservation may carry only its two paths; the claim's says where the root is.)
-    yield* privateDirectoriesOf(
-      reservation.rarebitRoot ?? path.dirname(path.dirname(reservation.claimPath)),
-      reservation.claimPath,
-      reservation.materializationPath,
-      { create: false }
-    )
+    // Paths that are not strings are left to the lock and the claim read, which fail as the reference's do.
+    const root = rootOf(reservation)
+    const directories = [reservation.claimPath, reservation.materializationPath]
+      .filter((file): file is string => typeof file === "string")
+      .map((file) => path.dirname(file))
+    if (root !== undefined) yield* ensurePrivateDirectories(fs, path, root, directories, { create: false })
     // A claim this lease does not own now can never be owned by it again
     // (tokens are unique), so only an owned claim is worth taking the lock for.
     if (!(yield* owns(reservation))) return

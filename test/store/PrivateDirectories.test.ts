@@ -21,6 +21,7 @@ import { auditStore } from "../../src/store/SidecarAudit.js"
 import { MemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { jobId, summaryReceipt } from "../support/Receipts.js"
+import { Store as Reference } from "../support/Reference.js"
 import { claimOf, type Kit, reserveAcquired, setup } from "./StoreKit.js"
 
 const JOB = jobId(1)
@@ -184,6 +185,45 @@ describe("Private directories through the Promise API", () => {
     } finally {
       await rm(root, { recursive: true, force: true })
     }
+  })
+})
+
+describe("Private directories the file system refuses (disk)", () => {
+  /** What a reserve rejects with, and whether it made anything below the rarebit root's materializations-v4. */
+  const attempt = async (api: typeof Ours | typeof Reference, sessionFile: (root: string) => string) => {
+    const root = await mkdtemp(join(tmpdir(), "rarebit-private-"))
+    try {
+      const sessionRoot = join(root, "sessions")
+      const rarebitRoot = join(root, "rarebit")
+      const error = await api.reserveRarebitJob({ jobId: JOB, sessionFile: sessionFile(sessionRoot), sessionRoot, rarebitRoot })
+        .then(() => undefined, (failure: Error & { code?: unknown }) => failure)
+      const made = await readdir(join(rarebitRoot, "materializations-v4"), { recursive: true }).catch(() => [])
+      const described: [string, unknown, string] | undefined = error === undefined
+        ? undefined
+        : [error.constructor.name, error.code, error.message.replaceAll(root, "<root>")]
+      return { error: described, made }
+    } finally {
+      await rm(root, { recursive: true, force: true })
+    }
+  }
+
+  it("a sidecar directory whose path is too long is refused before anything is made, with the reference's error", async () => {
+    // 25 components of 200 bytes: longer than PATH_MAX, though each name is short enough.
+    const tooLong = (sessionRoot: string) => join(sessionRoot, `${"d".repeat(200)}/`.repeat(25), "x.jsonl")
+    const ours = await attempt(Ours, tooLong)
+    const reference = await attempt(Reference, tooLong)
+    assert.deepStrictEqual(ours, reference)
+    assert.deepStrictEqual(ours.error?.slice(0, 2), ["Error", "ENAMETOOLONG"])
+    assert.match(ours.error?.[2] ?? "", /^ENAMETOOLONG: name too long, mkdir '<root>\/rarebit\/materializations-v4\/d{200}\//)
+    assert.deepStrictEqual(ours.made, [])
+  })
+
+  it("a name too long below a missing directory is refused where the reference's mkdir -p refuses it, after making its parents", async () => {
+    const nameTooLong = (sessionRoot: string) => join(sessionRoot, "project", "n".repeat(300), "x.jsonl")
+    const ours = await attempt(Ours, nameTooLong)
+    assert.deepStrictEqual(ours, await attempt(Reference, nameTooLong))
+    assert.strictEqual(ours.error?.[2], `ENAMETOOLONG: name too long, mkdir '<root>/rarebit/materializations-v4/project/${"n".repeat(300)}'`)
+    assert.deepStrictEqual(ours.made, ["project"])
   })
 })
 
