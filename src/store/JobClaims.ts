@@ -20,6 +20,10 @@
  *   `lstat` modification time and why), so it is in flight until the lease
  *   has passed since then, and is then replaced by a rename that never
  *   touches what it pointed at.
+ * - A directory at a claim path is not waited for: no rename can replace
+ *   it, and the reference's read of it fails at once. Reading it fails
+ *   with the file system's own `EISDIR` from a read of the directory, the
+ *   error the reference meets.
  *
  * @since 0.1.0
  */
@@ -55,6 +59,22 @@ const unreadableClaim = (fs: FileSystem, claimPath: string, unreadable: string):
   Effect.map(fs.lstat(claimPath), (info): ClaimRead => ({ _tag: "Torn", modifiedAtMs: modifiedMs(info) ?? 0, unreadable }))
 
 /**
+ * A directory at the claim path: the read the reference makes fails with
+ * `EISDIR`, and so does this one, on a handle that can only be a directory
+ * (so nothing swapped in can make it wait). Anything else found there by
+ * then is unreadable like any other non-regular file.
+ */
+const directoryClaim = (fs: FileSystem, claimPath: string): Effect.Effect<ClaimRead, PlatformError> =>
+  Effect.scoped(
+    openDirectory(fs, claimPath).pipe(Effect.flatMap(({ file }) => file.readAlloc(1)))
+  ).pipe(
+    Effect.catchTag("NotDirectory", (error) => Effect.succeed(error.type)),
+    Effect.flatMap((found) =>
+      unreadableClaim(fs, claimPath, `${describeType(typeof found === "string" ? found : "Directory")}, not a regular file`)
+    )
+  )
+
+/**
  * Reads a claim.
  *
  * @category readers
@@ -70,7 +90,9 @@ export const readClaim = (fs: FileSystem, claimPath: string): Effect.Effect<Clai
       return parsed._tag === "Parsed" ? parsed : { _tag: "Torn", modifiedAtMs }
     }),
     Effect.catchTag("FileNotRegular", (error) =>
-      unreadableClaim(fs, claimPath, `${describeType(error.type)}, not a regular file`)),
+      error.type === "Directory"
+        ? directoryClaim(fs, claimPath)
+        : unreadableClaim(fs, claimPath, `${describeType(error.type)}, not a regular file`)),
     Effect.catchIf(isNotFound, () => Effect.succeed<ClaimRead>({ _tag: "Absent" }))
   )
 

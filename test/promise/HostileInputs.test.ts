@@ -143,11 +143,13 @@ describe("hostile inputs to the Promise API", { concurrent: false }, () => {
       { fn: "reserveThenRelease", slot: "rarebitRoot", value: "throughFile" },
       // A hand-made reservation: a sidecar outside the root is made there as the reference makes
       // it; a root, a claim path or a sidecar path that is not a string fails where the
-      // reference's does.
+      // reference's does; a directory as the claim fails reading it.
       { fn: "settle", slot: "materializationPath", value: "outside" },
       { fn: "settle", slot: "materializationPath", value: "deniedSession" },
       { fn: "settle", slot: "rarebitRoot", value: "number" },
+      { fn: "settle", slot: "claimPath", value: "directory" },
       { fn: "release", slot: "claimPath", value: "number" },
+      { fn: "release", slot: "claimPath", value: "readonlyJobsRoot" },
       { fn: "release", slot: "materializationPath", value: "symbol" },
       // Refusals of the file system name the lock file the reference opens, not our temp file.
       { fn: "release", slot: "materializationPath", value: "throughFile" },

@@ -208,6 +208,32 @@ fileSystemSuite("Hostile files at the store's paths", (it) => {
       }
     }), TIMEOUT_MS)
 
+  it.effect("a directory at a claim: reserve, settle and release fail with the EISDIR of reading it, and leave it", ({ root }) =>
+    Effect.gen(function*() {
+      const kit = yield* setup(root, { config: { lockRetry: FAST_RETRY } })
+      const owner = yield* reserveAcquired(kit, JOB)
+      yield* kit.fs.remove(kit.claimPath(JOB))
+      yield* kit.fs.makeDirectory(kit.claimPath(JOB), { mode: 0o700 })
+      // No rename can replace a directory, so it is not waited for as in flight: the
+      // reference's read of it fails at once, with this error.
+      const eisdir = (error: { readonly _tag: string }, label: string) => {
+        assert.strictEqual(error._tag, "StoreIo", label)
+        const cause = (error as any).cause?.reason?.cause
+        assert.deepStrictEqual([cause?.code, cause?.message], ["EISDIR", "EISDIR: illegal operation on a directory, read"], label)
+      }
+      eisdir(yield* Effect.flip(kit.store.reserve({ jobId: JOB, sessionFile: kit.sessionFile })), "reserve")
+      eisdir(yield* Effect.flip(kit.store.settle(owner, summaryReceipt(kit.branch, "s"))), "settle")
+      eisdir(yield* Effect.flip(kit.store.release(owner)), "release")
+      assert.deepStrictEqual(yield* typeAt(kit, kit.claimPath(JOB)), Option.some("Directory"))
+      const report = yield* auditStore({ rarebitRoot: kit.rarebitRoot })
+      assert.deepStrictEqual(
+        report.findings.filter((item) => item.jobId === JOB).map((item) => item.kind),
+        ["claim_unreadable"]
+      )
+      assert.deepStrictEqual(yield* strayFiles(kit), [])
+      assert.isFalse(yield* kit.fs.exists(kit.lockPath))
+    }), TIMEOUT_MS)
+
   it.effect("at the sidecar: reads are unreadable, the history stream fails typed, a settle is NotRegularFile", ({ root }) =>
     Effect.gen(function*() {
       for (const hostile of SPECIAL) {
