@@ -328,11 +328,12 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
   const project = (input: ProjectionInput) =>
     Result.match(projectArtifactStateResult(input), { onFailure: Effect.fail, onSuccess: Effect.succeed })
 
-  // Every directory a job writes into (its claim's and its sidecar's), checked
-  // from the rarebit root down: one lstat each when they are already there
-  // and private; refused when one is a symlink or someone else's.
-  const privateDirectoriesOf = (rarebitRoot: string, claimPath: string, sidecar: string, options = { create: true }) =>
-    ensurePrivateDirectories(fs, path, rarebitRoot, [path.dirname(claimPath), path.dirname(sidecar)], options)
+  // Every directory a job writes into (its claim's and its sidecar's, in the
+  // reference's order), checked from the rarebit root down: one lstat each
+  // when they are already there and private; refused when one is a symlink
+  // or someone else's.
+  const privateDirectoriesOf = (rarebitRoot: string, claimPath: string, sidecar: string) =>
+    ensurePrivateDirectories(fs, path, rarebitRoot, [path.dirname(claimPath), path.dirname(sidecar)])
 
   // Where a reservation's directories are checked from. A plain caller's
   // reservation may lack the root (the claim's path says where it is) or be
