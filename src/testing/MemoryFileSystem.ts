@@ -14,8 +14,20 @@
  * enforced (the process may act as any `uid`, but behaves like root), there
  * is no size limit, times come from the `Clock` (the `TestClock` inside
  * `it.effect`), and recursive `readDirectory` does not descend into
- * symlinked directories (Node does). `copy` and `watch` are outside what the
- * store uses: they die with a message that says so.
+ * symlinked directories (Node does). `copy` and a recursive `watch` are
+ * outside what the store uses: they die with a message that says so.
+ *
+ * `watch` reports what Node's `fs.watch` reports on Linux, through Effect's
+ * `watch` (a `rename` becomes `Create` or `Remove` by a `stat` of the name):
+ * a watched directory reports each entry created, removed or renamed, and
+ * each write, truncation or attribute change through one of its entries
+ * (under the entry's current name, even after a rename or unlink of it);
+ * a watched file reports its own writes. Watches are on inodes, as
+ * inotify's are: a watched directory that is deleted reports its entries,
+ * then itself twice, then nothing, and its stream stays open until its
+ * scope closes. Events are delivered when the step that caused them is
+ * done, one per change (Linux may fold repeats). `openWatchers` lists the
+ * watches whose scope is still open.
  *
  * Special files (the hostile things a store may find at a path it expects
  * to be a regular file): `makeFifo`, `makeCharacterDevice` (`zero`,
@@ -42,7 +54,7 @@
  *
  * @since 0.1.0
  */
-import { ByteSize, Clock, Context, Effect, FileSystem, Layer, Option, PlatformError, Stream } from "effect"
+import { ByteSize, Clock, Context, Effect, FileSystem, Layer, Option, PlatformError, Queue, Stream } from "effect"
 import type { Scope } from "effect"
 import {
   type HandleChmodCapable,
@@ -135,6 +147,19 @@ export interface MemoryDescriptor {
 }
 
 /**
+ * A watcher as `openWatchers` reports it.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface MemoryWatcherInfo {
+  /** The watched path, absolute. */
+  readonly path: string
+  /** False once what it watches was deleted: it reports nothing more, but stays open until its scope closes. */
+  readonly active: boolean
+}
+
+/**
  * A `FileSystem` plus the inspection and crash tools of the in-memory model.
  *
  * @category models
@@ -147,6 +172,8 @@ export interface MemoryFileSystemShape extends FileSystem.FileSystem {
   readonly syncCount: (path: string) => number
   /** Handles whose scope has not closed yet. */
   readonly openDescriptors: () => ReadonlyArray<MemoryDescriptor>
+  /** Watchers (`watch` streams) whose scope has not closed yet, in the order they were made. */
+  readonly openWatchers: () => ReadonlyArray<MemoryWatcherInfo>
   /** A new file system holding what a crash of the given kind leaves behind. */
   readonly crashImage: (mode: CrashMode) => MemoryFileSystemShape
   /** `mkfifo(path, mode)`: a named pipe (default mode 0644 before the umask); `EEXIST` if the path exists. */
@@ -205,10 +232,24 @@ type Node = FileNode | DirNode | LinkNode | SpecialNode
 
 type OpenNode = FileNode | DirNode | SpecialNode
 
+/** A node `openNode` opened, and the entry it was found or created at. */
+interface OpenedNode {
+  readonly node: OpenNode
+  readonly path: string
+  readonly parent: DirNode | undefined
+  readonly name: string
+}
+
 interface Handle {
   readonly fd: number
   readonly node: OpenNode
   readonly path: string
+  /**
+   * The directory entry the handle was opened through, where Linux reports
+   * its writes: it follows a rename of that entry, and stays after an unlink.
+   */
+  parent: DirNode | undefined
+  name: string
   readonly flag: FileSystem.OpenFlag
   readonly readable: boolean
   readonly writable: boolean
@@ -229,7 +270,35 @@ interface Volume {
   readonly tmpdir: string
   uid: number
   gid: number
+  readonly watchers: Map<number, MemoryWatcher>
+  nextWatcherId: number
+  /** What the step running now changed, reported to watchers once it is done. */
+  readonly notices: Array<Notice>
 }
+
+/**
+ * One `watch` of a directory or file, on its inode as inotify watches: it
+ * keeps reporting after a rename of what it watches, and falls silent once
+ * that is deleted (the stream stays open, as Node's watcher does).
+ */
+interface MemoryWatcher {
+  readonly id: number
+  readonly path: string
+  readonly node: Node
+  /** Where reported names are looked up: the watched directory, or a watched file's directory. */
+  readonly directory: string
+  readonly deliver: (event: FileSystem.WatchEvent) => void
+  active: boolean
+}
+
+/**
+ * A change as inotify sees it, before Node turns it into an event: `rename`
+ * (an entry created, removed or renamed) or `change` (data or attributes),
+ * for an entry of a directory or for a watched node itself.
+ */
+type Notice =
+  | { readonly on: "entry"; readonly directory: DirNode; readonly name: string; readonly kind: "rename" | "change" }
+  | { readonly on: "self"; readonly node: Node; readonly kind: "rename" | "change"; readonly last: boolean }
 
 interface Found {
   readonly found: true
@@ -317,6 +386,8 @@ const normalize = (path: string): string => {
 }
 
 const absoluteFrom = (cwd: string, path: string): string => normalize(path.startsWith("/") ? path : `${cwd}/${path}`)
+
+const basenameOf = (path: string): string => path.slice(path.lastIndexOf("/") + 1)
 
 const dirnameOf = (path: string): string => {
   const index = path.lastIndexOf("/")
@@ -505,16 +576,68 @@ const existing = (volume: Volume, path: string, follow: boolean): Found => {
   return result.found ? result : raise("ENOENT")
 }
 
-const attach = (parent: DirNode, name: string, node: Node, now: number): void => {
-  parent.entries.set(name, node)
-  parent.mtime = now
+// ---- watch notices: only recorded while someone watches ---------------------
+
+const watching = (volume: Volume): boolean => volume.watchers.size > 0
+
+const noticeEntry = (volume: Volume, directory: DirNode | undefined, name: string, kind: "rename" | "change") => {
+  if (directory !== undefined && watching(volume)) volume.notices.push({ on: "entry", directory, name, kind })
 }
 
-const detach = (parent: DirNode, name: string, now: number): void => {
+const noticeSelf = (volume: Volume, node: Node, kind: "rename" | "change", last = false) => {
+  if (watching(volume)) volume.notices.push({ on: "self", node, kind, last })
+}
+
+/**
+ * Data or attributes of `node` changed through the entry `name` of `parent`:
+ * a `change` for both (a watched directory's own attributes are reported as
+ * `rename` by Node).
+ */
+const noticeChange = (volume: Volume, parent: DirNode | undefined, name: string, node: Node) => {
+  if (!watching(volume)) return
+  noticeEntry(volume, parent, name, "change")
+  noticeSelf(volume, node, node.kind === "Directory" ? "rename" : "change")
+}
+
+/**
+ * `node` is gone from the tree: a deleted file reports its link count
+ * (`change`) then its deletion; a deleted directory, each entry it held
+ * (as `rm -r` removes them) then its own deletion. Either is reported twice
+ * (`IN_DELETE_SELF`, then `IN_IGNORED`), after which its watchers fall silent.
+ */
+const noticeDropped = (volume: Volume, node: Node) => {
+  if (!watching(volume)) return
+  if (node.kind === "Directory") {
+    for (const [name, child] of node.entries) {
+      noticeEntry(volume, node, name, "rename")
+      if (child.kind === "Directory" || child.links <= 1) noticeDropped(volume, child)
+    }
+  } else {
+    noticeSelf(volume, node, "change")
+  }
+  noticeSelf(volume, node, "rename")
+  noticeSelf(volume, node, "rename", true)
+}
+
+const attach = (volume: Volume, parent: DirNode, name: string, node: Node, now: number): void => {
+  parent.entries.set(name, node)
+  parent.mtime = now
+  noticeEntry(volume, parent, name, "rename")
+}
+
+const detach = (volume: Volume, parent: DirNode, name: string, now: number): void => {
   const node = parent.entries.get(name)
   parent.entries.delete(name)
   parent.mtime = now
-  if (node !== undefined && node.kind !== "Directory") node.links--
+  noticeEntry(volume, parent, name, "rename")
+  if (node === undefined) return
+  if (node.kind !== "Directory") {
+    node.links--
+    if (node.links > 0) noticeSelf(volume, node, "change")
+    else noticeDropped(volume, node)
+  } else {
+    noticeDropped(volume, node)
+  }
 }
 
 const makeDirectoryPath = (volume: Volume, path: string, mode: number, now: number): void => {
@@ -527,7 +650,7 @@ const makeDirectoryPath = (volume: Volume, path: string, mode: number, now: numb
       if (result.node.kind === "Directory") continue
       return raise(depth === parts.length ? "EEXIST" : "ENOTDIR")
     }
-    attach(result.parent, result.name, newDirectory(volume, mode, now), now)
+    attach(volume, result.parent, result.name, newDirectory(volume, mode, now), now)
   }
 }
 
@@ -585,7 +708,10 @@ const cloneVolume = (volume: Volume, mode: CrashMode): Volume => {
     umask: volume.umask,
     tmpdir: volume.tmpdir,
     uid: volume.uid,
-    gid: volume.gid
+    gid: volume.gid,
+    watchers: new Map(),
+    nextWatcherId: 1,
+    notices: []
   }
 }
 
@@ -622,8 +748,82 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
           }))
         }
         throw error
+      } finally {
+        deliverNotices()
       }
     })
+
+  /**
+   * Hands what the step just done changed to the watchers, as Node's
+   * `fs.watch` callback and Effect's `watch` report it: a `change` is an
+   * `Update`; a `rename` is a `Create` if the reported name now resolves
+   * (following symlinks, as Effect's `stat` does) and a `Remove` if not.
+   * Names are resolved once the step is done, as Node resolves them after
+   * the fact.
+   */
+  const deliverNotices = (): void => {
+    if (volume.notices.length === 0) return
+    const notices = volume.notices.splice(0)
+    for (const notice of notices) {
+      for (const watcher of [...volume.watchers.values()]) {
+        if (!watcher.active) continue
+        let name: string
+        if (notice.on === "entry") {
+          if (watcher.node !== notice.directory) continue
+          name = notice.name
+        } else {
+          if (watcher.node !== notice.node) continue
+          name = basenameOf(watcher.path)
+          if (notice.last) watcher.active = false
+        }
+        if (notice.kind === "change") {
+          watcher.deliver({ _tag: "Update", path: name })
+          continue
+        }
+        let exists = false
+        try {
+          exists = resolve(volume, `${watcher.directory}/${name}`, true).found
+        } catch {
+          exists = false
+        }
+        watcher.deliver({ _tag: exists ? "Create" : "Remove", path: name })
+      }
+    }
+  }
+
+  /**
+   * `watch`: Effect's Node implementation over the model. The path is
+   * `stat`ed first (so a missing one fails as Node's does), then watched by
+   * inode until the stream's scope closes.
+   */
+  const watch = (path: string, options?: FileSystem.WatchOptions) => {
+    if (options?.recursive === true) {
+      return Stream.die(new Error("MemoryFileSystem does not model recursive watch"))
+    }
+    return Stream.unwrap(Effect.map(
+      attempt("stat", "stat", path, () => existing(volume, path, true).node),
+      (node) =>
+        Stream.callback<FileSystem.WatchEvent, PlatformError.PlatformError>((queue) =>
+          Effect.acquireRelease(
+            Effect.sync(() => {
+              const absolute = absoluteFrom(volume.cwd, path)
+              const watcher: MemoryWatcher = {
+                id: volume.nextWatcherId++,
+                path: absolute,
+                node,
+                directory: node.kind === "Directory" ? absolute : dirnameOf(absolute),
+                deliver: (event) => void Queue.offerUnsafe(queue, event),
+                active: true
+              }
+              volume.watchers.set(watcher.id, watcher)
+              options?.onReady?.()
+              return watcher
+            }),
+            (watcher) => Effect.sync(() => void volume.watchers.delete(watcher.id))
+          )
+        )
+    ))
+  }
 
   /** Open handles on `node` that can read (`"read"`) or write (`"write"`): a FIFO's peers. */
   const peers = (node: Node, side: "read" | "write"): number => {
@@ -671,7 +871,7 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
     now: number,
     nonBlocking = false,
     directory = false
-  ): { readonly node: OpenNode; readonly path: string } => {
+  ): OpenedNode => {
     const flags = FLAGS[flag]
     // O_CREAT|O_EXCL never follows a final symlink: the link itself "exists".
     const result = resolve(volume, path, !noFollow && !(flags.create && flags.exclusive))
@@ -679,25 +879,29 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
       if (!flags.create) return raise("ENOENT")
       if (result.trailing) return raise("EISDIR")
       const file = newFile(volume, mode & 0o7777 & ~volume.umask, now)
-      attach(result.parent, result.name, file, now)
-      return { node: file, path: result.path }
+      attach(volume, result.parent, result.name, file, now)
+      return { node: file, path: result.path, parent: result.parent, name: result.name }
     }
     if (flags.create && flags.exclusive) return raise("EEXIST")
     const node = result.node
     // Linux checks O_DIRECTORY before O_NOFOLLOW on a final symlink.
     if (node.kind === "SymbolicLink") return raise(directory ? "ENOTDIR" : "ELOOP")
+    const opened = { node, path: result.path, parent: result.parent, name: result.name }
     if (node.kind === "Directory") {
       if (flags.write) return raise("EISDIR")
-      return { node, path: result.path }
+      return { ...opened, node }
     }
     if (directory) return raise("ENOTDIR")
     if (node.kind !== "File") {
       // O_TRUNC means nothing to a FIFO or a device.
       openSpecial(node, result.path, flag, nonBlocking)
-      return { node, path: result.path }
+      return { ...opened, node }
     }
-    if (flags.truncate) resize(node, 0, now)
-    return { node, path: result.path }
+    if (flags.truncate) {
+      resize(node, 0, now)
+      noticeChange(volume, result.parent, result.name, node)
+    }
+    return { ...opened, node }
   }
 
   /** `mknod`: a special file at a path that must not exist yet. */
@@ -712,7 +916,7 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
       const result = resolve(volume, path, false)
       if (result.found) return raise("EEXIST")
       if (result.trailing) return raise("ENOENT")
-      attach(result.parent, result.name, newSpecial(volume, kind, mode & 0o7777 & ~volume.umask, device, now), now)
+      attach(volume, result.parent, result.name, newSpecial(volume, kind, mode & 0o7777 & ~volume.umask, device, now), now)
     })
 
   const removeTree = (method: string, path: string, options?: {
@@ -733,7 +937,7 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
       }
       if (result.node.kind === "Directory" && options?.recursive !== true) return raise("ERR_FS_EISDIR", "rm")
       if (result.parent === undefined) return raise("EPERM", "rm")
-      detach(result.parent, result.name, now)
+      detach(volume, result.parent, result.name, now)
     })
 
   const makeTemp = (method: string, options?: {
@@ -748,7 +952,7 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
         const candidate = template + uniqueName(volume, 6)
         const result = resolve(volume, candidate, false)
         if (result.found) continue
-        attach(result.parent, result.name, newDirectory(volume, 0o700 & ~volume.umask, now), now)
+        attach(volume, result.parent, result.name, newDirectory(volume, 0o700 & ~volume.umask, now), now)
         return candidate
       }
     })
@@ -764,7 +968,10 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
       const node = opened.node
       if (!FLAGS[flag].write || node.kind === "Directory") return raise("EBADF", "write")
       if (data.length === 0) return
-      if (node.kind === "File") return writeAt(node, FLAGS[flag].append ? node.size : 0, data, now)
+      if (node.kind === "File") {
+        writeAt(node, FLAGS[flag].append ? node.size : 0, data, now)
+        return noticeChange(volume, opened.parent, opened.name, node)
+      }
       if (node.kind === "FIFO") return unmodelled(`writing to the FIFO ${opened.path}`)
     })
 
@@ -822,6 +1029,7 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
       // O_APPEND: every write lands at the current EOF and leaves the cursor alone.
       const position = handle.append ? node.size : Number(handle.position)
       writeAt(node, position, buffer, now)
+      noticeChange(volume, handle.parent, handle.name, node)
       if (!handle.append) handle.position += BigInt(buffer.length)
       return buffer.length
     }
@@ -833,6 +1041,7 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
         attempt("chmod", "fchmod", handle.fd, () => {
           ensureOpen("fchmod")
           handle.node.mode = mode & 0o7777
+          noticeChange(volume, handle.parent, handle.name, handle.node)
         }),
       fd: handle.fd,
       stat: attempt("stat", "fstat", handle.fd, () => {
@@ -888,6 +1097,7 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
           if (!handle.writable || node.kind !== "File") return raise("EINVAL")
           const size = length ?? 0
           resize(node, size, now)
+          noticeChange(volume, handle.parent, handle.name, node)
           if (!handle.append && handle.position > BigInt(size)) handle.position = BigInt(size)
         })
       },
@@ -923,6 +1133,8 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
         fd: volume.nextFd++,
         node: opened.node,
         path: opened.path,
+        parent: opened.parent,
+        name: opened.name,
         flag,
         readable: FLAGS[flag].read,
         writable: FLAGS[flag].write,
@@ -947,13 +1159,16 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
     access: (path) => attempt("access", "access", path, () => void existing(volume, path, true)),
     chmod: (path, mode) =>
       attempt("chmod", "chmod", path, () => {
-        existing(volume, path, true).node.mode = mode & 0o7777
+        const found = existing(volume, path, true)
+        found.node.mode = mode & 0o7777
+        noticeChange(volume, found.parent, found.name, found.node)
       }),
     chown: (path, uid, gid) =>
       attempt("chown", "chown", path, () => {
-        const node = existing(volume, path, true).node
-        node.uid = uid
-        node.gid = gid
+        const found = existing(volume, path, true)
+        found.node.uid = uid
+        found.node.gid = gid
+        noticeChange(volume, found.parent, found.name, found.node)
       }),
     copy: () => unsupported("copy"),
     copyFile: (fromPath, toPath) =>
@@ -968,12 +1183,13 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
           resize(target.node, 0, now)
           writeAt(target.node, 0, contents(source), now)
           target.node.mode = source.mode
-          return
+          return noticeChange(volume, target.parent, target.name, target.node)
         }
         if (target.trailing) return raise("EISDIR")
         const file = newFile(volume, source.mode, now)
+        attach(volume, target.parent, target.name, file, now)
         writeAt(file, 0, contents(source), now)
-        attach(target.parent, target.name, file, now)
+        if (file.size > 0) noticeChange(volume, target.parent, target.name, file)
       }, toPath),
     link: (fromPath, toPath) =>
       attempt("link", "link", fromPath, (now) => {
@@ -982,7 +1198,7 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
         const target = resolve(volume, toPath, false)
         if (target.found) return raise("EEXIST")
         source.links++
-        attach(target.parent, target.name, source, now)
+        attach(volume, target.parent, target.name, source, now)
       }, toPath),
     lstat: (path) => attempt("lstat", "lstat", path, () => infoOf(existing(volume, path, false).node)),
     makeDirectory: (path, options) =>
@@ -991,7 +1207,7 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
         if (options?.recursive === true) return makeDirectoryPath(volume, path, mode, now)
         const result = resolve(volume, path, false)
         if (result.found) return raise("EEXIST")
-        attach(result.parent, result.name, newDirectory(volume, mode, now), now)
+        attach(volume, result.parent, result.name, newDirectory(volume, mode, now), now)
       }),
     makeTempDirectory: (options) => makeTemp("makeTempDirectory", options),
     makeTempDirectoryScoped: (options) =>
@@ -1075,11 +1291,26 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
         if (node.kind === "Directory" && target.ancestors.includes(node)) return raise("EINVAL")
         // The replaced entry is dropped and the new one attached in one step, so
         // no observer ever sees the target name missing.
-        if (target.found && target.node.kind !== "Directory") target.node.links--
+        const replaced = target.found ? target.node : undefined
+        if (replaced !== undefined && replaced.kind !== "Directory") replaced.links--
         target.parent!.entries.set(target.name, node)
         target.parent!.mtime = now
         source.parent.entries.delete(source.name)
         source.parent.mtime = now
+        // Handles report their writes where their entry is now, as Linux's dentries do.
+        for (const handle of volume.handles.values()) {
+          if (handle.node === node && handle.parent === source.parent && handle.name === source.name) {
+            handle.parent = target.parent
+            handle.name = target.name
+          }
+        }
+        noticeEntry(volume, source.parent, source.name, "rename")
+        noticeEntry(volume, target.parent, target.name, "rename")
+        noticeSelf(volume, node, "rename")
+        if (replaced !== undefined) {
+          if (replaced.kind === "Directory" || replaced.links === 0) noticeDropped(volume, replaced)
+          else noticeSelf(volume, replaced, "change")
+        }
       }, newPath),
     stat: (path) => attempt("stat", "stat", path, () => infoOf(existing(volume, path, true).node)),
     symlink: (target, path) =>
@@ -1094,7 +1325,7 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
           target,
           ...newStamps(volume, now)
         }
-        attach(result.parent, result.name, link, now)
+        attach(volume, result.parent, result.name, link, now)
       }, path),
     truncate: (path, length) =>
       attempt("truncate", "open", path, (now) => {
@@ -1103,15 +1334,18 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
         if (opened.node.kind !== "File") return raise("EINVAL")
         if (length !== undefined && length < 0) return raise("EINVAL", "ftruncate")
         resize(opened.node, length ?? 0, now)
+        noticeChange(volume, opened.parent, opened.name, opened.node)
       }),
     utimes: (path, atime, mtime) =>
       attempt("utime", "utime", path, () => {
-        const node = existing(volume, path, true).node
+        const found = existing(volume, path, true)
+        const node = found.node
         // Node reads numeric times as seconds since the epoch.
         node.atime = typeof atime === "number" ? atime * 1000 : atime.getTime()
         node.mtime = typeof mtime === "number" ? mtime * 1000 : mtime.getTime()
+        noticeChange(volume, found.parent, found.name, node)
       }),
-    watch: () => Stream.die(new Error("MemoryFileSystem does not implement watch")),
+    watch,
     writeFile: (path, data, options) => writeFile("writeFile", path, data, options)
   })
 
@@ -1185,6 +1419,7 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
     snapshot,
     syncCount: (path) => volume.syncs.get(absoluteFrom(volume.cwd, path)) ?? 0,
     openDescriptors: () => [...volume.handles.values()].map(({ fd, flag, path }) => ({ fd, path, flag })),
+    openWatchers: () => [...volume.watchers.values()].map(({ active, path }) => ({ path, active })),
     crashImage: (mode) => fromVolume(cloneVolume(volume, mode))
   }
 }
@@ -1196,8 +1431,8 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
  * **Details**
  *
  * Every method of `FileSystem` behaves like `NodeFileSystem` on Linux, failing
- * with the same `PlatformError` reasons; `copy` and `watch` die as
- * unimplemented. The derived methods (`exists`, `readFileString`,
+ * with the same `PlatformError` reasons; `copy` and a recursive `watch` die
+ * as unimplemented. The derived methods (`exists`, `readFileString`,
  * `writeFileString`, `stream`, `sink`, `glob`) come from `FileSystem.make`,
  * exactly as in the Node layer.
  *
@@ -1235,7 +1470,10 @@ export const makeMemoryFileSystem = (options?: MemoryFileSystemOptions): MemoryF
     tmpdir: normalize(`/${options?.tmpdir ?? "/tmp"}`),
     // The tree made here belongs to root; what the process makes from now on, to its uid.
     uid: 0,
-    gid: 0
+    gid: 0,
+    watchers: new Map(),
+    nextWatcherId: 1,
+    notices: []
   }
   makeDirectoryPath(volume, volume.tmpdir, 0o755, 0)
   if (volume.tmpdir === "/tmp") (root.entries.get("tmp") as DirNode).mode = 0o1777
@@ -1250,7 +1488,7 @@ export const makeMemoryFileSystem = (options?: MemoryFileSystemOptions): MemoryF
     const file = newFile(volume, 0o644, 0)
     writeAt(file, 0, typeof data === "string" ? new TextEncoder().encode(data) : data, 0)
     file.durable = contents(file)
-    attach(result.parent, result.name, file, 0)
+    attach(volume, result.parent, result.name, file, 0)
   }
   return fromVolume(volume)
 }
