@@ -33,6 +33,13 @@ export {
   type SettleOptions
 } from "./store/RarebitStore.js"
 export type {
+  WatchedCurrent,
+  WatchMode,
+  WatchOptions,
+  WatchSessionsOptions,
+  WatchTuning
+} from "./store/CurrentWatch.js"
+export type {
   Acquired,
   Duplicate,
   InFlight,

@@ -60,6 +60,7 @@ import { nativeObservation } from "../session/SessionReader.js"
 import type { ArtifactState, NativeObservation, ProjectionInput } from "../state/ArtifactState.js"
 import { projectArtifactStateResult, type ProjectionInputInvalid } from "../state/ArtifactState.js"
 import { acquireCommitLock, makeLockQueues, randomToken } from "./CommitLock.js"
+import * as CurrentWatch from "./CurrentWatch.js"
 import {
   HeadInvalid,
   HeadTooLarge,
@@ -216,6 +217,21 @@ export class RarebitStore extends Context.Service<RarebitStore, {
   readonly readCurrent: (options: ReadCurrentOptions) => Effect.Effect<CurrentRead, PathError | ProjectionInputInvalid>
   /** One bounded history page. */
   readonly readHistory: (options: ReadHistoryOptions) => Effect.Effect<HistoryPage, PathError | HistoryBoundsInvalid>
+  /**
+   * The current read of one Session, live: emitted at start, then after
+   * each change of what it reports (see `CurrentWatch` for the guarantees).
+   * Ends only when its consumer stops; interrupting it closes its watches.
+   */
+  readonly watch: (
+    options: CurrentWatch.WatchOptions
+  ) => Stream.Stream<CurrentWatch.WatchedCurrent, PathError | ProjectionInputInvalid>
+  /**
+   * `watch` over many Sessions in one stream, with one watch per directory
+   * however many Sessions it holds: each item is one Session's new state.
+   */
+  readonly watchSessions: (
+    options: CurrentWatch.WatchSessionsOptions
+  ) => Stream.Stream<CurrentWatch.WatchedCurrent, PathError | ProjectionInputInvalid>
   /** Every valid receipt of the sidecar, page by page, in constant memory. */
   readonly history: (
     options: ReadHistoryOptions
@@ -957,10 +973,14 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
       return outcome
     })).pipe(Effect.withSpan("RarebitStore.withJob"))
 
+  const watchDependencies = CurrentWatch.dependenciesOf({ materializationPath: materializationPathOf, readCurrent }, fs, path)
+
   return RarebitStore.of({
     config,
     materializationPath: materializationPathOf,
     readCurrent,
+    watch: (options) => CurrentWatch.watch(watchDependencies, options),
+    watchSessions: (options) => CurrentWatch.watchSessions(watchDependencies, options),
     readHistory,
     history,
     reserve,
