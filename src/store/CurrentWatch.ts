@@ -36,6 +36,11 @@
  * start (for network file systems, whose events do not cover other hosts'
  * writes). The mode in use is the span attribute `rarebit.watch.mode`.
  *
+ * A read that could not read the sidecar (`sidecar_unreadable`: no
+ * permission, too many open files, an I/O error) is emitted like any state,
+ * then read again after `pollInterval`, doubling up to `maxPollInterval`,
+ * until it reads: no file may change to announce that it would now.
+ *
  * Resources: every watch and timer belongs to the stream's scope, and
  * interrupting its consumer closes them. Reads go through the store's
  * caches, which keep what they read open until the store's scope ends, as
@@ -174,18 +179,23 @@ export const stateKey = (current: CurrentRead): string =>
 
 /**
  * Whether to emit `current`, read from the sidecar file `identity` (`null`:
- * no file there), after `last`.
+ * no file there; `undefined`: unknown, the path could not be examined, taken
+ * as the last one's, so a passing failure does not pass for a new file; a
+ * head that went backwards still does), after `last`.
  *
  * @internal
  */
 export const decide = (
   last: Emitted | undefined,
-  identity: string | null,
+  examined: string | null | undefined,
   current: CurrentRead,
   emitFirst: boolean
 ): { readonly decision: Decision; readonly last: Emitted | undefined; readonly emitted: boolean } => {
+  const identity = examined === undefined ? (last?.identity ?? null) : examined
   const key = stateKey(current)
-  const headOffset = current.head?.receiptOffset ?? -1
+  // A read that could not read the file says nothing of where its head is: the last known one stands.
+  const unread = current.diagnostics.reason === "sidecar_unreadable"
+  const headOffset = unread && last !== undefined ? last.headOffset : current.head?.receiptOffset ?? -1
   if (last === undefined) {
     return {
       decision: emitFirst ? "initial" : "baseline",
@@ -252,6 +262,8 @@ interface Tracked {
   readonly listener: (signal: WatchSignal) => void
   dirty: boolean
   replan: boolean
+  /** The last read could not read the sidecar (I/O, not data): read again later even without an event. */
+  retry: boolean
   last: Emitted | undefined
   stamp: string | undefined
 }
@@ -311,6 +323,7 @@ export const observe = (
         },
         dirty: false,
         replan: false,
+        retry: false,
         last: undefined,
         stamp: undefined
       }
@@ -346,10 +359,11 @@ export const observe = (
       }
     })
 
+    /** The sidecar's device and inode; `null` when nothing is there, `undefined` when that cannot be told. */
     const identityOf = (file: string) =>
       fs.lstat(file).pipe(
-        Effect.map((info) => fileIdentity(info) ?? "unknown"),
-        Effect.orElseSucceed(() => null)
+        Effect.map((info): string | null | undefined => fileIdentity(info) ?? "unknown"),
+        Effect.catch((error) => Effect.succeed(error.reason._tag === "NotFound" ? null : undefined))
       )
 
     /** A read and the sidecar file it came from, read again if the file was swapped during it. */
@@ -368,6 +382,8 @@ export const observe = (
       Effect.map(readTracked(entry), ({ current, identity }): WatchObservation => {
         const { decision, emitted, last } = decide(entry.last, identity, current, emitFirst)
         entry.last = last
+        // A failed read (EMFILE, EIO, ...) may pass without any file changing: no event would ever correct it.
+        entry.retry = current.diagnostics.reason === "sidecar_unreadable"
         return {
           sessionFile: entry.sessionFile,
           current,
@@ -403,6 +419,7 @@ export const observe = (
 
     let first = true
     let pollDelay = settings.pollInterval
+    let retryDelay = settings.pollInterval
 
     const next: Effect.Effect<ReadonlyArray<WatchObservation>, PathError | ProjectionInputInvalid> = Effect.gen(
       function*() {
@@ -418,7 +435,17 @@ export const observe = (
         for (;;) {
           if (mode === "events" && unavailable !== undefined) yield* toPolling
           if (mode === "events") {
-            yield* Queue.take(wake)
+            if (tracked.some((entry) => entry.retry)) {
+              // Unreadable sidecars are read again after `pollInterval`, doubling up to `maxPollInterval`.
+              const woken = yield* Effect.timeoutOption(Queue.take(wake), Duration.millis(retryDelay))
+              if (woken._tag === "None") {
+                for (const entry of tracked) if (entry.retry) entry.dirty = true
+                retryDelay = Math.min(retryDelay * 2, settings.maxPollInterval)
+              }
+            } else {
+              yield* Queue.take(wake)
+              retryDelay = settings.pollInterval
+            }
             yield* Effect.sleep(settings.debounce)
             // Events during the wait are covered by the read below.
             yield* Queue.clear(wake)
@@ -435,7 +462,7 @@ export const observe = (
           const changed: Array<Tracked> = []
           for (const entry of tracked) {
             const stamp = yield* stampTracked(entry)
-            if (stamp === entry.stamp) continue
+            if (stamp === entry.stamp && !entry.retry) continue
             entry.stamp = stamp
             changed.push(entry)
           }

@@ -7,12 +7,13 @@
  * debounce and the polling; on the real disk, events come from the kernel.
  */
 import { assert } from "@effect/vitest"
-import { Effect, Fiber, FileSystem, Stream } from "effect"
+import { Effect, Fiber, FileSystem, PlatformError, Stream } from "effect"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { entry, jobId, nativeOf, sessionText, summaryReceipt, titleReceipt } from "../support/Receipts.js"
-import { acquired, appendRaw, bytesOf, receiptLine, setup, sizeOf } from "./StoreKit.js"
+import { acquired, appendRaw, bytesOf, interceptFileSystem, receiptLine, setup, sizeOf } from "./StoreKit.js"
 import {
   countingWatches,
+  DEBOUNCE_MS,
   drive,
   memoryWatchers,
   settleJob,
@@ -265,6 +266,45 @@ fileSystemSuite("RarebitStore.watch", (it) => {
         const memory = memoryWatchers(kit.fs)
         if (memory !== undefined) assert.deepStrictEqual(memory, [], how)
       }
+    }))
+
+  it.effect("a sidecar that could not be read is read again until it reads, without any file changing", ({ root }) =>
+    Effect.gen(function*() {
+      const world = yield* FileSystem.FileSystem
+      const writer = yield* setup(root)
+      yield* settleJob(writer, 1)
+      let failing = false
+      // While `failing`, the sidecar cannot be examined, as under EMFILE or EIO.
+      const flaky = interceptFileSystem(world, (method, args) =>
+        failing && method === "lstat" && args[0] === writer.sidecar
+          ? Effect.fail(PlatformError.systemError({
+            _tag: "Unknown",
+            module: "FileSystem",
+            method: "lstat",
+            pathOrDescriptor: writer.sidecar,
+            description: "EIO"
+          }))
+          : Effect.void)
+      const kit = yield* setup(root, { fs: flaky, writeSession: false })
+      const watch = yield* drive(watchReads(kit, { pollInterval: "100 millis", maxPollInterval: "400 millis" }), {
+        polls: true
+      })
+      const start = (yield* watch.next).emitted!
+      assert.strictEqual(summaryOf(start), "summary 1")
+      failing = true
+      yield* settleJob(writer, 2)
+      const failed = yield* watch.nextEmitted
+      assert.strictEqual(failed.current.availability, "unreadable")
+      assert.strictEqual(failed.current.diagnostics.reason, "sidecar_unreadable")
+      // Still failing: read again, backing off, the same state not emitted again.
+      const again = yield* watch.next
+      assert.strictEqual(again.decision, "identical")
+      failing = false
+      const recovered = yield* watch.nextEmitted
+      assert.strictEqual(summaryOf(recovered), "summary 2")
+      // The same file all along: a failure to examine it is not a new epoch.
+      assert.strictEqual(recovered.epoch, start.epoch)
+      assert.deepStrictEqual(watch.waits.filter((ms) => ms > DEBOUNCE_MS), [100, 200])
     }))
 
   it.effect("the mode in use is the span attribute rarebit.watch.mode", ({ root }) =>
