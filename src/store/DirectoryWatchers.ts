@@ -106,8 +106,6 @@ export interface DirectoryWatchers {
    * reports). `listener` runs synchronously, on the watch's fiber.
    */
   readonly subscribe: (plan: WatchPlan, listener: (signal: WatchSignal) => void) => Effect.Effect<Subscription>
-  /** Directories watched now. */
-  readonly watched: () => number
 }
 
 interface Listener {
@@ -220,5 +218,5 @@ export const makeDirectoryWatchers = Effect.fnUntraced(function*(
       } satisfies Subscription
     })
 
-  return { subscribe, watched: () => directories.size } satisfies DirectoryWatchers
+  return { subscribe } satisfies DirectoryWatchers
 })
