@@ -63,6 +63,7 @@ import type { FileNotRegular } from "../io/RegularFile.js"
 import { sha256Hex, stableJson } from "../protocol/CanonicalJson.js"
 import { sameBytes } from "../protocol/internal/Bytes.js"
 import { fileIdentity, modifiedMs } from "../protocol/internal/FileInfo.js"
+import { memberOf } from "../protocol/internal/JsonShape.js"
 import { registerOwnEvidence } from "../protocol/internal/OwnEvidence.js"
 import { measureRarebits, type RarebitMeasurement } from "./Measurement.js"
 import {
@@ -125,10 +126,6 @@ interface TreeNode {
 
 type Mode = "empty" | "invalid" | "linear" | "tree"
 
-// Property reads on arbitrary JSON values, with the semantics of `value?.key`.
-const field = (value: unknown, key: string): unknown =>
-  value === null || value === undefined ? undefined : (value as Record<string, unknown>)[key]
-
 const parseLine = (line: string): { readonly ok: true; readonly value: unknown } | { readonly ok: false } => {
   try {
     return { ok: true, value: JSON.parse(line) }
@@ -139,7 +136,7 @@ const parseLine = (line: string): { readonly ok: true; readonly value: unknown }
 
 /** Prose chars (as `measureRarebits` counts them) and the selection pick of one entry. */
 const contributionOf = (entry: unknown): { readonly prose: number; readonly pick: Pick | null } => {
-  const message = field(entry, "type") === "message" ? field(entry, "message") : undefined
+  const message = memberOf(entry, "type") === "message" ? memberOf(entry, "message") : undefined
   if (message === undefined) return { prose: 0, pick: null }
   const blocks = messageTextBlocks(message)
   let prose = 0
@@ -190,8 +187,8 @@ const duplicateId = (source: string, entryId: string) =>
   })
 
 const isValidHeader = (header: unknown): header is SessionHeader => {
-  const id = field(header, "id")
-  return field(header, "type") === "session" && typeof id === "string" && id.length > 0
+  const id = memberOf(header, "id")
+  return memberOf(header, "type") === "session" && typeof id === "string" && id.length > 0
 }
 
 /** The outcome of a Session read: its projection, the rule it breaks, or too large to read. */
@@ -290,11 +287,11 @@ export class SessionAccumulator {
   }
 
   private treeNodeOf(record: unknown): TreeNode | SessionInvalid {
-    const id = field(record, "id")
+    const id = memberOf(record, "id")
     if (typeof id !== "string" || !id) return withoutId(this.source)
     if (this.byId.has(id)) return duplicateId(this.source, id)
     const { pick, prose } = contributionOf(record)
-    return { id, parentId: field(record, "parentId"), prose, pick }
+    return { id, parentId: memberOf(record, "parentId"), prose, pick }
   }
 
   /**

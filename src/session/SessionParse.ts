@@ -18,6 +18,7 @@
  * @since 0.1.0
  */
 import { Effect, Result } from "effect"
+import { memberOf } from "../protocol/internal/JsonShape.js"
 import { SessionInvalid, toQueryError } from "./SessionErrors.js"
 
 export { SessionInvalid, toQueryError }
@@ -79,10 +80,6 @@ export interface SessionTree {
 
 const DEFAULT_SOURCE = "Pi Session"
 
-// Property reads on arbitrary JSON values, with the same semantics as `value?.key`.
-const field = (value: unknown, key: string): unknown =>
-  value === null || value === undefined ? undefined : (value as Record<string, unknown>)[key]
-
 /**
  * The parse of a Session fed line by line, in file order: what
  * `parseSessionResult` computes for the whole text, for readers that stream
@@ -138,8 +135,8 @@ export class SessionRecords {
 
 const fromRecords = (records: Array<unknown>, source: string): Result.Result<ParsedSession, SessionInvalid> => {
   const header = records[0]
-  const id = field(header, "id")
-  if (field(header, "type") !== "session" || typeof id !== "string" || !id) {
+  const id = memberOf(header, "id")
+  if (memberOf(header, "type") !== "session" || typeof id !== "string" || !id) {
     return Result.fail(
       new SessionInvalid({
         kind: "invalid_header",
@@ -157,7 +154,7 @@ const fromRecords = (records: Array<unknown>, source: string): Result.Result<Par
     return Result.succeed({ header: sessionHeader, entries, byId, linear: true })
   }
   for (const entry of entries) {
-    const entryId = field(entry, "id")
+    const entryId = memberOf(entry, "id")
     if (typeof entryId !== "string" || !entryId) {
       return Result.fail(
         new SessionInvalid({
@@ -227,7 +224,7 @@ export const resolveActiveBranchResult = (
   const visited = new Set<unknown>()
   let current: unknown = leaf
   while (current) {
-    const currentId = field(current, "id")
+    const currentId = memberOf(current, "id")
     if (visited.has(currentId)) {
       return Result.fail(
         new SessionInvalid({
@@ -240,7 +237,7 @@ export const resolveActiveBranchResult = (
     }
     visited.add(currentId)
     reversed.push(current)
-    const parentId = field(current, "parentId")
+    const parentId = memberOf(current, "parentId")
     if (parentId === null || parentId === undefined) break
     current = byId.get(parentId)
     if (!current) {
