@@ -156,36 +156,6 @@ const ENTRY_OVERHEAD_BYTES = 96
 // Text, hash and the two rendered JSON strings, roughly.
 const pickBytes = (pick: Pick | null): number => (pick === null ? 0 : 2 * pick.text.length + 800)
 
-const malformed = (source: string, line: number) =>
-  new SessionInvalid({
-    kind: "malformed_json",
-    message: `${source} contains malformed JSON at line ${line}`,
-    source,
-    line
-  })
-
-const invalidHeader = (source: string) =>
-  new SessionInvalid({
-    kind: "invalid_header",
-    message: `${source} does not begin with a valid Pi Session header`,
-    source
-  })
-
-const withoutId = (source: string) =>
-  new SessionInvalid({
-    kind: "entry_without_id",
-    message: `${source} contains a Session entry without an ID`,
-    source
-  })
-
-const duplicateId = (source: string, entryId: string) =>
-  new SessionInvalid({
-    kind: "duplicate_id",
-    message: `${source} contains duplicate Session entry ID ${entryId}`,
-    source,
-    entryId
-  })
-
 const isValidHeader = (header: unknown): header is SessionHeader => {
   const id = memberOf(header, "id")
   return memberOf(header, "type") === "session" && typeof id === "string" && id.length > 0
@@ -288,8 +258,8 @@ export class SessionAccumulator {
 
   private treeNodeOf(record: unknown): TreeNode | SessionInvalid {
     const id = memberOf(record, "id")
-    if (typeof id !== "string" || !id) return withoutId(this.source)
-    if (this.byId.has(id)) return duplicateId(this.source, id)
+    if (typeof id !== "string" || !id) return SessionInvalid.entryWithoutId(this.source)
+    if (this.byId.has(id)) return SessionInvalid.duplicateId(this.source, id)
     const { pick, prose } = contributionOf(record)
     return { id, parentId: memberOf(record, "parentId"), prose, pick }
   }
@@ -299,11 +269,11 @@ export class SessionAccumulator {
    * unterminated last line (empty when the text ends with a newline).
    */
   finish(trailing: string): Result.Result<SessionProjection, SessionInvalid> {
-    if (this.malformedLine !== undefined) return Result.fail(malformed(this.source, this.malformedLine))
+    if (this.malformedLine !== undefined) return Result.fail(SessionInvalid.malformedJson(this.source, this.malformedLine))
     let extra: { readonly value: unknown } | undefined
     if (trailing.trim()) {
       const parsed = parseLine(trailing)
-      if (!parsed.ok) return Result.fail(malformed(this.source, this.lines + 1))
+      if (!parsed.ok) return Result.fail(SessionInvalid.malformedJson(this.source, this.lines + 1))
       extra = { value: parsed.value }
     }
     switch (this.mode) {
@@ -311,9 +281,9 @@ export class SessionAccumulator {
         // The unterminated line, if any, is the header and there are no entries.
         return extra !== undefined && isValidHeader(extra.value)
           ? Result.succeed(project(extra.value, true, [], 0, null))
-          : Result.fail(invalidHeader(this.source))
+          : Result.fail(SessionInvalid.invalidHeader(this.source))
       case "invalid":
-        return Result.fail(invalidHeader(this.source))
+        return Result.fail(SessionInvalid.invalidHeader(this.source))
       case "linear":
         return Result.succeed(this.finishLinear(extra))
       case "tree":
@@ -348,14 +318,7 @@ export class SessionAccumulator {
     let current: TreeNode | undefined = leaf
     while (current !== undefined) {
       if (visited.has(current.id)) {
-        return Result.fail(
-          new SessionInvalid({
-            kind: "cycle",
-            message: `${this.source} contains a cycle at Session entry ${current.id}`,
-            source: this.source,
-            entryId: current.id
-          })
-        )
+        return Result.fail(SessionInvalid.cycle(this.source, current.id))
       }
       visited.add(current.id)
       reversed.push(current)
@@ -366,14 +329,7 @@ export class SessionAccumulator {
         ? provisional
         : this.byId.get(parentId as string)
       if (current === undefined) {
-        return Result.fail(
-          new SessionInvalid({
-            kind: "missing_parent",
-            message: `${this.source} is missing parent Session entry ${parentId}`,
-            source: this.source,
-            entryId: `${parentId}`
-          })
-        )
+        return Result.fail(SessionInvalid.missingParent(this.source, parentId))
       }
     }
     const picks: Array<{ readonly order: number; readonly pick: Pick }> = []

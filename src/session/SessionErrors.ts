@@ -55,7 +55,52 @@ export class SessionInvalid extends Schema.TaggedError<SessionInvalid>()("Sessio
   source: Schema.String,
   line: Schema.optionalKey(Schema.Number),
   entryId: Schema.optionalKey(Schema.String)
-}) {}
+}) {
+  /** Line `line` (1-based) is neither blank nor JSON. @category constructors @since 0.1.0 */
+  static malformedJson(source: string, line: number): SessionInvalid {
+    return invalid("malformed_json", source, `contains malformed JSON at line ${line}`, { line })
+  }
+
+  /** The first record is not a header with a non-empty string id. @category constructors @since 0.1.0 */
+  static invalidHeader(source: string): SessionInvalid {
+    return invalid("invalid_header", source, "does not begin with a valid Pi Session header")
+  }
+
+  /** An entry of a tree Session has no non-empty string id. @category constructors @since 0.1.0 */
+  static entryWithoutId(source: string): SessionInvalid {
+    return invalid("entry_without_id", source, "contains a Session entry without an ID")
+  }
+
+  /** Two entries of a tree Session share an id. @category constructors @since 0.1.0 */
+  static duplicateId(source: string, entryId: string): SessionInvalid {
+    return invalid("duplicate_id", source, `contains duplicate Session entry ID ${entryId}`, { entryId })
+  }
+
+  /**
+   * The walk from the last entry came back to the entry `entryId`: whatever
+   * that entry holds as its id, rendered as a template literal renders it,
+   * as in the reference's message.
+   *
+   * @category constructors
+   * @since 0.1.0
+   */
+  static cycle(source: string, entryId: unknown): SessionInvalid {
+    return invalid("cycle", source, `contains a cycle at Session entry ${entryId}`, { entryId: `${entryId}` })
+  }
+
+  /** No entry has the id `parentId` the walk needs next (rendered as in `cycle`). @category constructors @since 0.1.0 */
+  static missingParent(source: string, parentId: unknown): SessionInvalid {
+    return invalid("missing_parent", source, `is missing parent Session entry ${parentId}`, { entryId: `${parentId}` })
+  }
+}
+
+/** The reference's message is always the source, then what is wrong with it. */
+const invalid = (
+  kind: SessionInvalidKind,
+  source: string,
+  problem: string,
+  at: { readonly line?: number; readonly entryId?: string } = {}
+): SessionInvalid => new SessionInvalid({ kind, message: `${source} ${problem}`, source, ...at })
 
 /**
  * No Session matches the reference.

@@ -118,18 +118,8 @@ export class SessionRecords {
 
   finish(trailing: string): Result.Result<ParsedSession, SessionInvalid> {
     this.addLine(trailing)
-    const source = this.source
-    if (this.malformedLine !== undefined) {
-      return Result.fail(
-        new SessionInvalid({
-          kind: "malformed_json",
-          message: `${source} contains malformed JSON at line ${this.malformedLine}`,
-          source,
-          line: this.malformedLine
-        })
-      )
-    }
-    return fromRecords(this.records, source)
+    if (this.malformedLine !== undefined) return Result.fail(SessionInvalid.malformedJson(this.source, this.malformedLine))
+    return fromRecords(this.records, this.source)
   }
 }
 
@@ -137,13 +127,7 @@ const fromRecords = (records: Array<unknown>, source: string): Result.Result<Par
   const header = records[0]
   const id = memberOf(header, "id")
   if (memberOf(header, "type") !== "session" || typeof id !== "string" || !id) {
-    return Result.fail(
-      new SessionInvalid({
-        kind: "invalid_header",
-        message: `${source} does not begin with a valid Pi Session header`,
-        source
-      })
-    )
+    return Result.fail(SessionInvalid.invalidHeader(source))
   }
   const sessionHeader = header as SessionHeader
   const entries = records.slice(1)
@@ -156,23 +140,10 @@ const fromRecords = (records: Array<unknown>, source: string): Result.Result<Par
   for (const entry of entries) {
     const entryId = memberOf(entry, "id")
     if (typeof entryId !== "string" || !entryId) {
-      return Result.fail(
-        new SessionInvalid({
-          kind: "entry_without_id",
-          message: `${source} contains a Session entry without an ID`,
-          source
-        })
-      )
+      return Result.fail(SessionInvalid.entryWithoutId(source))
     }
     if (byId.has(entryId)) {
-      return Result.fail(
-        new SessionInvalid({
-          kind: "duplicate_id",
-          message: `${source} contains duplicate Session entry ID ${entryId}`,
-          source,
-          entryId
-        })
-      )
+      return Result.fail(SessionInvalid.duplicateId(source, entryId))
     }
     byId.set(entryId, entry as SessionEntry)
   }
@@ -226,14 +197,7 @@ export const resolveActiveBranchResult = (
   while (current) {
     const currentId = memberOf(current, "id")
     if (visited.has(currentId)) {
-      return Result.fail(
-        new SessionInvalid({
-          kind: "cycle",
-          message: `${source} contains a cycle at Session entry ${currentId}`,
-          source,
-          entryId: `${currentId}`
-        })
-      )
+      return Result.fail(SessionInvalid.cycle(source, currentId))
     }
     visited.add(currentId)
     reversed.push(current)
@@ -241,14 +205,7 @@ export const resolveActiveBranchResult = (
     if (parentId === null || parentId === undefined) break
     current = byId.get(parentId)
     if (!current) {
-      return Result.fail(
-        new SessionInvalid({
-          kind: "missing_parent",
-          message: `${source} is missing parent Session entry ${parentId}`,
-          source,
-          entryId: `${parentId}`
-        })
-      )
+      return Result.fail(SessionInvalid.missingParent(source, parentId))
     }
   }
   return Result.succeed(reversed.reverse())
