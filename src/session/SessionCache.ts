@@ -77,12 +77,13 @@ import {
   type RarebitSelection,
   RAREBIT_SELECTOR_VERSION
 } from "./Selector.js"
-import { isSessionMissing, type SessionError, SessionInvalid, SessionTooLarge } from "./SessionErrors.js"
+import { type SessionError, SessionInvalid, SessionTooLarge } from "./SessionErrors.js"
 import { openSessionFile } from "./SessionFile.js"
 import type { SessionHeader } from "./SessionParse.js"
 import {
-  type SessionObservation,
+  observationOf,
   RAREBIT_QUERY_SCHEMA_VERSION,
+  type SessionObservation,
   readSession,
   type SessionProjection,
   type SessionReaderOptions
@@ -1087,18 +1088,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
     })
 
   const observe = (reference: unknown, options: SessionReaderOptions): Effect.Effect<SessionObservation> =>
-    read(reference, options).pipe(
-      Effect.map(({ selection, session }): SessionObservation => ({
-        availability: "available",
-        sessionId: session.id,
-        selection: { ...selection, selectorVersion: selection.manifest.selectorVersion }
-      })),
-      Effect.catch((error: SessionError) =>
-        Effect.succeed<SessionObservation>(
-          isSessionMissing(error) ? { availability: "missing" } : { availability: "unreadable" }
-        )
-      )
-    )
+    observationOf(read(reference, options))
 
   const stats = Effect.sync((): SessionCacheStats => ({ ...counters, retainedBytes: retained }))
 

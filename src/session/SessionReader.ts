@@ -25,7 +25,7 @@
  *
  * @since 0.1.0
  */
-import { Effect, FileSystem, Option, Path, Result } from "effect"
+import { Effect, FileSystem, Option, Path } from "effect"
 import type { PlatformError } from "effect/PlatformError"
 import type { FileNotRegular } from "../io/RegularFile.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
@@ -298,9 +298,28 @@ export const readSession = Effect.fn("SessionReader.readSession")(function*(
 })
 
 /**
- * What the store observes of a native Session: available with its selection,
- * `missing` when the file system reported the file not found, otherwise
- * `unreadable`.
+ * What a Session read tells the store: available with its selection,
+ * `missing` when the file system reported the file not found (see
+ * `isSessionMissing`), otherwise `unreadable`.
+ *
+ * @category reading
+ * @since 0.1.0
+ */
+export const observationOf = <R>(
+  read: Effect.Effect<Pick<SessionProjection, "session" | "selection">, SessionError, R>
+): Effect.Effect<SessionObservation, never, R> =>
+  Effect.match(read, {
+    onFailure: (error): SessionObservation =>
+      isSessionMissing(error) ? { availability: "missing" } : { availability: "unreadable" },
+    onSuccess: ({ selection, session }): SessionObservation => ({
+      availability: "available",
+      sessionId: session.id,
+      selection: { ...selection, selectorVersion: selection.manifest.selectorVersion }
+    })
+  })
+
+/**
+ * What the store observes of a native Session: `observationOf` a read of it.
  *
  * **Gotchas**
  *
@@ -317,23 +336,6 @@ export const nativeObservation: (
   options: SessionReaderOptions
 ) => Effect.Effect<SessionObservation, never, FileSystem.FileSystem | Path.Path> = Effect.fn(
   "SessionReader.nativeObservation"
-)(function*(
-  sessionFile: string,
-  options: SessionReaderOptions
-) {
-  const result = yield* Effect.result(readSession(sessionFile, options))
-  if (Result.isFailure(result)) {
-    const failure: SessionError = result.failure
-    const observation: SessionObservation = isSessionMissing(failure)
-      ? { availability: "missing" }
-      : { availability: "unreadable" }
-    return observation
-  }
-  const { selection, session } = result.success
-  const observation: SessionObservation = {
-    availability: "available",
-    sessionId: session.id,
-    selection: { ...selection, selectorVersion: selection.manifest.selectorVersion }
-  }
-  return observation
-})
+)(function*(sessionFile: string, options: SessionReaderOptions) {
+  return yield* readSession(sessionFile, options)
+}, observationOf)
