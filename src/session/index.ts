@@ -12,3 +12,5 @@ export * from "./SessionErrors.js"
 export * from "./SessionParse.js"
 export * from "./SessionReader.js"
 export * from "./SessionStream.js"
+// The streaming decoder the scanner uses, public here since the scanner is.
+export { Utf8Pieces } from "../protocol/internal/Utf8.js"
