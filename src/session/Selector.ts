@@ -105,7 +105,14 @@ export interface RarebitSelection {
   readonly manifestHash: string
 }
 
-const messageOf = (entry: unknown): unknown =>
+/**
+ * The message a branch entry carries: its `message` when its `type` is
+ * "message", else `undefined`.
+ *
+ * @category selection
+ * @since 0.1.0
+ */
+export const messageOf = (entry: unknown): unknown =>
   memberOf(entry, "type") === "message" ? memberOf(entry, "message") : undefined
 
 /**

@@ -81,6 +81,84 @@ export interface SessionTree {
 const DEFAULT_SOURCE = "Pi Session"
 
 /**
+ * One line's JSON value, or that it is not JSON. (A line that is JSON
+ * `null` is a value, not a failure.)
+ *
+ * @category parsing
+ * @since 0.1.0
+ */
+export const parseLine = (line: string): { readonly ok: true; readonly value: unknown } | { readonly ok: false } => {
+  try {
+    return { ok: true, value: JSON.parse(line) }
+  } catch {
+    return { ok: false }
+  }
+}
+
+/**
+ * Whether a record is a Session header: `type: "session"` and a non-empty
+ * string `id`.
+ *
+ * @category parsing
+ * @since 0.1.0
+ */
+export const isSessionHeader = (record: unknown): record is SessionHeader => {
+  const id = memberOf(record, "id")
+  return memberOf(record, "type") === "session" && typeof id === "string" && id.length > 0
+}
+
+/**
+ * Whether a header's Session is linear (version 1, or no version) rather
+ * than a tree. The comparison is JavaScript's own, on whatever `version`
+ * holds: "2" and [2] count as tree Sessions exactly as they do for the
+ * reference.
+ *
+ * @category parsing
+ * @since 0.1.0
+ */
+export const isLinearSession = (header: SessionHeader): boolean => ((header.version ?? 1) as number) < 2
+
+/**
+ * The line rule of a Session text, for parsers fed its lines in file order:
+ * blank lines are skipped, every other line must be JSON, and the first that
+ * is not decides the outcome (`malformed_json` at that 1-based line), so
+ * after it (`wantsLines` turns false) lines are only counted.
+ *
+ * **Details**
+ *
+ * `addLine` takes each complete line without its newline and hands the
+ * JSON value of each non-blank one to `addRecord`.
+ *
+ * @category parsing
+ * @since 0.1.0
+ */
+export abstract class SessionLineParser {
+  /** Lines fed so far (newlines consumed). */
+  lines = 0
+  /** The first malformed line (1-based), once there is one. */
+  protected malformedLine: number | undefined = undefined
+
+  constructor(readonly source: string) {}
+
+  /** Whether later lines can still change the outcome: false after a malformed line. */
+  get wantsLines(): boolean {
+    return this.malformedLine === undefined
+  }
+
+  /** Feeds one complete line. */
+  addLine(line: string): void {
+    this.lines++
+    if (this.malformedLine !== undefined || !line.trim()) return
+    const parsed = parseLine(line)
+    if (parsed.ok) this.addRecord(parsed.value)
+    else this.malformedLine = this.lines
+  }
+
+  /** Takes the value of the next non-blank line. */
+  protected abstract addRecord(record: unknown): void
+}
+
+/**
  * The parse of a Session fed line by line, in file order: what
  * `parseSessionResult` computes for the whole text, for readers that stream
  * the file.
@@ -95,25 +173,15 @@ const DEFAULT_SOURCE = "Pi Session"
  * @category parsing
  * @since 0.1.0
  */
-export class SessionRecords {
+export class SessionRecords extends SessionLineParser {
   private readonly records: Array<unknown> = []
-  private lines = 0
-  private malformedLine: number | undefined = undefined
 
-  constructor(readonly source: string = DEFAULT_SOURCE) {}
-
-  get wantsLines(): boolean {
-    return this.malformedLine === undefined
+  constructor(source: string = DEFAULT_SOURCE) {
+    super(source)
   }
 
-  addLine(line: string): void {
-    this.lines++
-    if (this.malformedLine !== undefined || !line.trim()) return
-    try {
-      this.records.push(JSON.parse(line))
-    } catch {
-      this.malformedLine = this.lines
-    }
+  protected addRecord(record: unknown): void {
+    this.records.push(record)
   }
 
   finish(trailing: string): Result.Result<ParsedSession, SessionInvalid> {
@@ -125,18 +193,10 @@ export class SessionRecords {
 
 const fromRecords = (records: Array<unknown>, source: string): Result.Result<ParsedSession, SessionInvalid> => {
   const header = records[0]
-  const id = memberOf(header, "id")
-  if (memberOf(header, "type") !== "session" || typeof id !== "string" || !id) {
-    return Result.fail(SessionInvalid.invalidHeader(source))
-  }
-  const sessionHeader = header as SessionHeader
+  if (!isSessionHeader(header)) return Result.fail(SessionInvalid.invalidHeader(source))
   const entries = records.slice(1)
   const byId = new Map<string, SessionEntry>()
-  // The comparison is JavaScript's own, on whatever `version` holds: "2" and
-  // [2] count as tree Sessions exactly as they do for the reference.
-  if (((sessionHeader.version ?? 1) as number) < 2) {
-    return Result.succeed({ header: sessionHeader, entries, byId, linear: true })
-  }
+  if (isLinearSession(header)) return Result.succeed({ header, entries, byId, linear: true })
   for (const entry of entries) {
     const entryId = memberOf(entry, "id")
     if (typeof entryId !== "string" || !entryId) {
@@ -147,7 +207,7 @@ const fromRecords = (records: Array<unknown>, source: string): Result.Result<Par
     }
     byId.set(entryId, entry as SessionEntry)
   }
-  return Result.succeed({ header: sessionHeader, entries, byId, linear: false })
+  return Result.succeed({ header, entries, byId, linear: false })
 }
 
 /**

@@ -29,8 +29,7 @@ import { Effect, FileSystem, Option, Path } from "effect"
 import type { PlatformError } from "effect/PlatformError"
 import type { FileNotRegular } from "../io/RegularFile.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
-import { measureRarebits, type RarebitMeasurement } from "./Measurement.js"
-import { RAREBIT_SELECTOR_VERSION, type RarebitSelection, selectRarebits } from "./Selector.js"
+import type { RarebitSelection } from "./Selector.js"
 import {
   isSessionMissing,
   SessionAmbiguous,
@@ -39,7 +38,8 @@ import {
   SessionIo,
   SessionNotFound
 } from "./SessionErrors.js"
-import { type ParsedSession, resolveActiveBranchResult, SessionRecords } from "./SessionParse.js"
+import { isSessionHeader, type ParsedSession, parseLine, resolveActiveBranchResult, SessionRecords } from "./SessionParse.js"
+import { projectSession, type SessionProjection } from "./SessionProjection.js"
 import {
   DEFAULT_SESSION_LIMITS,
   fileTooLarge,
@@ -51,14 +51,6 @@ import {
 import { openSessionFile } from "./SessionFile.js"
 
 /**
- * The schema version of a Session read result.
- *
- * @category constants
- * @since 0.1.0
- */
-export const RAREBIT_QUERY_SCHEMA_VERSION = 1 as const
-
-/**
  * Where id lookups search.
  *
  * @category models
@@ -68,34 +60,6 @@ export interface SessionReaderOptions {
   readonly sessionRoot: string
   /** When a Session is too large to read; the reference's limits (`DEFAULT_SESSION_LIMITS`) by default. */
   readonly limits?: SessionLimits | undefined
-}
-
-/**
- * The Session facts a read reports besides the selection.
- *
- * @category models
- * @since 0.1.0
- */
-export interface SessionSummary {
-  readonly id: string
-  /** The last branch entry's id for a tree Session; `null` for linear ones. */
-  readonly activeLeafId: string | null
-  /** The header's `timestamp` when it is a string. */
-  readonly startedAt: string | null
-}
-
-/**
- * The projection of a parsed Session and its active branch.
- *
- * @category models
- * @since 0.1.0
- */
-export interface SessionProjection {
-  readonly schemaVersion: typeof RAREBIT_QUERY_SCHEMA_VERSION
-  readonly selectorVersion: typeof RAREBIT_SELECTOR_VERSION
-  readonly session: SessionSummary
-  readonly selection: RarebitSelection
-  readonly measurement: RarebitMeasurement
 }
 
 /**
@@ -143,24 +107,18 @@ const isRegularFile = Effect.fnUntraced(function*(fs: FileSystem.FileSystem, pat
   )
 })
 
-// The header of a candidate file, or null when its first line is not one.
-const probeHeader = Effect.fnUntraced(function*(fs: FileSystem.FileSystem, file: string) {
+// Whether a candidate file's first line is the header of the Session `id`.
+const hasHeaderId = Effect.fnUntraced(function*(fs: FileSystem.FileSystem, file: string, id: string) {
   const bytes = yield* Effect.scoped(
     Effect.flatMap(openSessionFile(fs, file), ({ file: handle }) => handle.readAlloc(HEADER_PROBE_BYTES, { position: 0n }))
   ).pipe(Effect.mapError(ioAt(file)))
   const firstLine = Option.match(bytes, { onNone: () => "", onSome: (chunk) => decodeUtf8(chunk) })
     .split("\n", 1)[0]
     ?.trim()
-  if (!firstLine) return null
-  let header: unknown
-  try {
-    header = JSON.parse(firstLine)
-  } catch {
-    return null
-  }
-  return header !== null && header !== undefined && (header as { type?: unknown }).type === "session"
-    ? header as { readonly id?: unknown }
-    : null
+  if (!firstLine) return false
+  const parsed = parseLine(firstLine)
+  // `id` is a non-empty string, so a header whose `type` is "session" and whose id is `id` is a valid header.
+  return parsed.ok && isSessionHeader(parsed.value) && parsed.value.id === id
 })
 
 // Depth-first, in directory listing order, reading each candidate's header as
@@ -180,8 +138,7 @@ const collectById: (
     if (entry.type === "Directory") {
       yield* collectById(fs, path, child, id, matches)
     } else if (entry.type === "File" && entry.name.endsWith(".jsonl")) {
-      const header = yield* probeHeader(fs, child)
-      if (header?.id === id) matches.push(child)
+      if (yield* hasHeaderId(fs, child, id)) matches.push(child)
     }
   }
 })
@@ -226,31 +183,6 @@ export const resolveSessionFile = Effect.fn("SessionReader.resolveSessionFile")(
   if (matches.length > 1) return yield* new SessionAmbiguous({ reference: input, files: matches })
   return path.resolve(matches[0])
 })
-
-/**
- * The projection of a parsed Session and its branch: Session facts, the
- * selection and its measurement.
- *
- * @category reading
- * @since 0.1.0
- */
-export const projectSession = (parsed: ParsedSession, branch: ReadonlyArray<unknown>): SessionProjection => {
-  const selection = selectRarebits(branch)
-  const measurement = measureRarebits(branch, selection)
-  const leaf = branch.at(-1) as { readonly id?: string } | null | undefined
-  const startedAt = parsed.header.timestamp
-  return {
-    schemaVersion: RAREBIT_QUERY_SCHEMA_VERSION,
-    selectorVersion: RAREBIT_SELECTOR_VERSION,
-    session: {
-      id: parsed.header.id,
-      activeLeafId: parsed.linear ? null : (leaf?.id ?? null),
-      startedAt: typeof startedAt === "string" ? startedAt : null
-    },
-    selection,
-    measurement
-  }
-}
 
 /**
  * Resolves, reads, parses and projects one Session.
