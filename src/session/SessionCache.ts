@@ -3,10 +3,10 @@
  *
  * A Pi Session is append-only JSONL, so a Session read again after it grew
  * only needs its new lines parsed. The cache keeps, per resolved Session
- * path, a compact summary of what was parsed so far (header, the selected
- * texts and tree links, never the long tool outputs) plus fingerprints of the
- * bytes it was built from, and on the next read parses only the bytes after
- * the last complete line.
+ * path, a compact summary of what was parsed so far (a `SessionAccumulator`:
+ * header, the selected texts and tree links, never the long tool outputs)
+ * plus fingerprints of the bytes it was built from, and on the next read
+ * feeds it only the bytes after the last complete line.
  *
  * Guarantees:
  * - A read answers exactly what `readSession` (and the reference's
@@ -35,12 +35,15 @@
  *   grown Session whose prints still match is answered without reading what
  *   was appended; a replaced or truncated one is read afresh.
  * - Each cached Session stays open for reading between reads (at most
- *   `capacity` handles), so a poll of a grown Session is one `stat` and its
- *   reads, with no open or close. The handle is used only while a `stat` of
- *   the path shows the same device and inode; a replaced Session is opened
- *   anew and the old handle closed, and a removed one is let go at its next
- *   read. Evicted Sessions' handles close, and all of them when the cache's
- *   scope ends (`make` needs a `Scope`; the store's layer provides it).
+ *   `capacity` handles, each an `io/HeldFile`), so a poll of a grown Session
+ *   is one `stat` and its reads, with no open or close. The handle is used
+ *   only while a `stat` of the path shows the same device and inode; a
+ *   replaced Session is opened anew and the old handle closed, one swapped
+ *   in between the `stat` and the open is read once and not kept, and a
+ *   removed one is let go at its next read. Evicted Sessions' handles close
+ *   (once a read in flight is done with them), and all of them when the
+ *   cache's scope ends (`make` needs a `Scope`; the store's layer provides
+ *   it).
  *
  * **Gotchas**
  *
@@ -57,14 +60,15 @@
  *
  * @since 0.1.0
  */
-import { Clock, Effect, Exit, FileSystem, Option, Path, Result, Scope, ScopedCache, Semaphore } from "effect"
+import { Clock, Effect, FileSystem, Option, Path, Result, ScopedCache, Semaphore } from "effect"
 import type { PlatformError } from "effect/PlatformError"
+import type { HeldFile } from "../io/HeldFile.js"
 import type { FileNotRegular } from "../io/RegularFile.js"
 import { sameBytes } from "../protocol/internal/Bytes.js"
 import { fileIdentity, modifiedMs } from "../protocol/internal/FileInfo.js"
 import { SessionAccumulator, type SessionOutcome } from "./SessionAccumulator.js"
 import { type SessionError, SessionTooLarge } from "./SessionErrors.js"
-import { openSessionFile } from "./SessionFile.js"
+import { holdSessionFile } from "./SessionFile.js"
 import type { SessionProjection } from "./SessionProjection.js"
 import { observationOf, readSession, type SessionObservation, type SessionReaderOptions } from "./SessionReader.js"
 import {
@@ -144,17 +148,11 @@ interface Scanned {
   readonly tooLarge: SessionTooLarge | undefined
 }
 
-/** The Session held open between reads, and the identity (device and inode) it was opened as. */
-interface HeldFile {
-  readonly file: OpenFile
-  readonly identity: string | undefined
-  readonly scope: Scope.Closeable
-}
-
 interface Slot {
-  /** Serializes refreshes, and uses of `held`, of one Session. */
+  /** Serializes refreshes of one Session. */
   readonly lock: Semaphore.Semaphore
-  held: HeldFile | undefined
+  /** The Session, kept open between reads while its path names it. */
+  readonly file: HeldFile
   /** Set only through `setState`, which keeps the byte budget's running total. */
   state: CachedSession | undefined
 }
@@ -267,16 +265,13 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
   const limits = options.limits ?? DEFAULT_SESSION_LIMITS
   const cache = yield* ScopedCache.make<string, Slot>({
     capacity: options.capacity ?? 32,
-    lookup: () =>
+    lookup: (sessionFile) =>
       Effect.gen(function*() {
-        const slot: Slot = { lock: Semaphore.makeUnsafe(1), held: undefined, state: undefined }
-        // Evicted, or the cache closed: wait for a refresh in progress to end, then let go.
-        yield* Effect.addFinalizer(() =>
-          slot.lock.withPermits(1)(Effect.suspend(() => {
-            setState(slot, undefined)
-            return letGo(slot)
-          }))
-        )
+        // Closed with the entry's scope (evicted, invalidated, or the cache closed), once its last read ends.
+        const file = yield* holdSessionFile(fs, sessionFile)
+        const slot: Slot = { lock: Semaphore.makeUnsafe(1), file, state: undefined }
+        // Waits for a refresh in progress to end, so that it cannot put its state back after this.
+        yield* Effect.addFinalizer(() => slot.lock.withPermits(1)(Effect.sync(() => setState(slot, undefined))))
         return slot
       })
   })
@@ -477,45 +472,29 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       return remember(slot, prior.identity, mtimeMs, readAt, accumulator, scanned, size)
     })
 
-  /** Closes the Session file a slot holds, if any. Under the slot's lock. */
-  const letGo = (slot: Slot): Effect.Effect<void> => {
-    const held = slot.held
-    slot.held = undefined
-    return held === undefined ? Effect.void : Scope.close(held.scope, Exit.void)
-  }
-
   /**
-   * The Session open for reading, with what is known of it: the handle kept
-   * from the last read while the path still names the same file (`pathInfo`
-   * was stat'ed just before, so no open, `fstat` or close is needed), else a
-   * newly opened one, kept for the next read. Under the slot's lock.
+   * Reads the Session again through the slot's file: `pathInfo` was stat'ed
+   * just before, so the file kept from the last read is used while the path
+   * still names it (no open, `fstat` or close), else the path is opened anew.
+   * Under the slot's lock.
    */
-  const fileFor = (slot: Slot, sessionFile: string, pathInfo: FileSystem.File.Info) => {
-    const held = slot.held
-    if (held !== undefined && held.identity !== undefined && held.identity === fileIdentity(pathInfo)) {
-      return Effect.succeed({ file: held.file, info: pathInfo })
-    }
-    return Effect.gen(function*() {
-      yield* letGo(slot)
-      const scope = yield* Scope.make()
-      const { file, info } = yield* Effect.uninterruptible(
-        Scope.provide(openSessionFile(fs, sessionFile), scope).pipe(
-          Effect.tap(({ file }) => Effect.sync(() => slot.held = { file, identity: undefined, scope })),
-          Effect.onError(() => Scope.close(scope, Exit.void))
-        )
-      )
-      slot.held = { file, identity: fileIdentity(info), scope }
-      return { file, info }
-    })
-  }
-
   const refresh = (slot: Slot, sessionFile: string, pathInfo: FileSystem.File.Info) =>
-    Effect.gen(function*() {
-      const readAt = yield* Clock.currentTimeMillis
+    Effect.flatMap(Clock.currentTimeMillis, (readAt) => {
       const prior = slot.state
       // Cleared first: an interrupted or failed refresh must not leave a half-fed accumulator behind.
       setState(slot, undefined)
-      const { file, info } = yield* fileFor(slot, sessionFile, pathInfo)
+      return slot.file.use(pathInfo, ({ file, info }) => refreshFrom(slot, prior, file, info, sessionFile, readAt))
+    })
+
+  const refreshFrom = (
+    slot: Slot,
+    prior: CachedSession | undefined,
+    file: OpenFile,
+    info: FileSystem.File.Info,
+    sessionFile: string,
+    readAt: number
+  ) =>
+    Effect.gen(function*() {
       const size = Number(info.size)
       const identity = fileIdentity(info)
       const mtimeMs = mtimeOf(info)
@@ -583,7 +562,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       }
       // After a failure the handle is not trusted again.
       const outcome = yield* slot.lock.withPermits(1)(
-        refresh(slot, sessionFile, info.value).pipe(Effect.onError(() => letGo(slot)))
+        refresh(slot, sessionFile, info.value).pipe(Effect.onError(() => slot.file.letGo))
       ).pipe(
         Effect.map(Option.some),
         Effect.catch((_: PlatformError | FileNotRegular) => Effect.succeedNone)

@@ -1,6 +1,6 @@
 /**
- * How a Pi Session file is opened: the one place the Session reader and the
- * Session cache open one.
+ * How a Pi Session file is opened: the one place the Session reader opens
+ * one, and the Session cache holds one open between reads.
  *
  * A Session is named by the user, so, as in the reference, a symlink to a
  * Session is followed. What is opened must still be a regular file: a FIFO,
@@ -12,6 +12,7 @@
  * @since 0.1.0
  */
 import type { Effect, FileSystem, PlatformError, Scope } from "effect"
+import * as HeldFile from "../io/HeldFile.js"
 import { type FileNotRegular, type OpenedRegular, openRegular } from "../io/RegularFile.js"
 
 /**
@@ -27,3 +28,14 @@ export const openSessionFile = (
   path: string
 ): Effect.Effect<OpenedRegular, PlatformError.PlatformError | FileNotRegular, Scope.Scope> =>
   openRegular(fs, path, { flag: "r", followSymlinks: true })
+
+/**
+ * A Session file held open between reads for the current scope, opened as
+ * `openSessionFile` opens it. Its uses take a `stat` of the path (which
+ * follows symlinks, as the open does).
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const holdSessionFile = (fs: FileSystem.FileSystem, path: string): Effect.Effect<HeldFile.HeldFile, never, Scope.Scope> =>
+  HeldFile.make(fs, path, { followSymlinks: true })

@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, FileSystem, Option, Path, Result } from "effect"
 import fc from "fast-check"
 import { TestClock } from "effect/testing"
+import { NonBlockingOpenTypeId } from "../../src/io/NonBlockingOpen.js"
 import { make as makeSessionCache } from "../../src/session/SessionCache.js"
 import { nativeObservation, readSession, type SessionError } from "../../src/session/index.js"
 import { makeFaultFileSystem } from "../../src/testing/FaultFileSystem.js"
@@ -506,6 +507,42 @@ describe("SessionCache holds each Session open between reads", () => {
       }))
       assert.deepStrictEqual(open(), [])
     }))
+  })
+
+  it.effect("a Session replaced between the stat and the open is read as the file opened, then let go", () => {
+    const { memory, open } = world()
+    return Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      yield* fs.makeDirectory("/s", { recursive: true })
+      yield* append("/s/a.jsonl", turnsText(2))
+      let swapOnOpen = false
+      // Renames a longer Session over the path just before the cache's open runs.
+      const swapping = new Proxy(memory as FileSystem.FileSystem, {
+        get: (target, key) => {
+          const value = Reflect.get(target, key, target)
+          if (key !== "open" && key !== NonBlockingOpenTypeId) return value
+          return (...args: Array<unknown>) =>
+            Effect.andThen(
+              swapOnOpen
+                ? Effect.andThen(Effect.sync(() => swapOnOpen = false), replace("/s/a.jsonl", turnsText(4)))
+                : Effect.void,
+              value.apply(target, args)
+            )
+        }
+      })
+      const cache = yield* makeSessionCache().pipe(Effect.provideService(FileSystem.FileSystem, swapping))
+      const checked = (label: string) => check(cache, "/s/a.jsonl", "/s", label)
+      yield* checked("first")
+      yield* replace("/s/a.jsonl", turnsText(3))
+      swapOnOpen = true
+      // The answer is the swapped-in Session's, whole, as a fresh read of it answers.
+      yield* checked("raced")
+      assert.isFalse(swapOnOpen, "the swap ran")
+      assert.deepStrictEqual(open(), [], "neither the old nor the raced file stays open")
+      const again = yield* cache.read("/s/a.jsonl", { sessionRoot: "/s" })
+      assert.strictEqual(again.measurement.rarebitOccurrenceCount, 8)
+      assert.deepStrictEqual(open(), ["r /s/a.jsonl"], "held again by the read after")
+    }).pipe(Effect.provideService(FileSystem.FileSystem, memory), Effect.provide(Path.layer))
   })
 
   it.effect("a read interrupted at any file-system call leaves at most the one held handle, and the next read is right", () => {
