@@ -91,10 +91,10 @@ import {
   historyBoundsValid,
   type HistoryRecord,
   readReceiptReference,
-  makeSidecarCurrentCache,
   readSidecarHistoryPage,
   type SidecarCurrent
 } from "./SidecarReader.js"
+import { makeSidecarCurrentCache } from "./SidecarCurrentCache.js"
 import { locate, type LocationOverrides, makeStoreConfig, type StoreConfig, type StoreLocation } from "./StoreConfig.js"
 
 const encoder = new TextEncoder()

@@ -14,18 +14,15 @@
  * decodes them (`decodeUtf8`): a BOM is kept, so a head or receipt line that
  * starts with one is not JSON, and invalid sequences become U+FFFD.
  *
- * `makeSidecarCurrentCache` serves repeated current reads: it re-reads only
- * the bytes an earlier available answer rested on and, if they are
- * unchanged, rebuilds that answer from them instead of parsing the window
- * and re-validating the receipt.
+ * Repeated current reads of the same sidecars are `SidecarCurrentCache`'s,
+ * on top of the reader here.
  *
  * @since 0.1.0
  */
-import { Effect, Exit, Option, Scope } from "effect"
+import { Effect, Option, type Scope } from "effect"
 import type { File, FileSystem } from "effect/FileSystem"
 import type { PlatformError } from "effect/PlatformError"
 import { sha256Hex } from "../protocol/CanonicalJson.js"
-import { sameBytes } from "../protocol/internal/Bytes.js"
 import { fileIdentity } from "../protocol/internal/FileInfo.js"
 import { copyJson } from "../protocol/internal/JsonCopy.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
@@ -38,8 +35,6 @@ import { openRegular } from "../io/RegularFile.js"
 import { NotRegularFile } from "./Errors.js"
 
 const NEWLINE = 10
-
-type FileInfo = File.Info
 
 /** Whether a sidecar and its receipt could be read. @category models @since 0.1.0 */
 export type Availability = "available" | "missing" | "unreadable"
@@ -271,7 +266,8 @@ export const openRegularFile = (
 
 type OpenFile = File
 
-const readRange = (file: OpenFile, position: number, length: number): Effect.Effect<Uint8Array, PlatformError> =>
+/** The bytes `[position, position + length)` of a file, or fewer at its end. @internal */
+export const readRange = (file: OpenFile, position: number, length: number): Effect.Effect<Uint8Array, PlatformError> =>
   Effect.map(file.readAlloc(length, { position: BigInt(position) }), Option.getOrElse(() => new Uint8Array(0)))
 
 /**
@@ -325,7 +321,8 @@ export const readReceiptReference = (fs: FileSystem, path: string, reference: un
     ({ file, size }) => verifyReceiptRange(file, size, reference, requireSummary)
   ))
 
-const sidecarFailure = (path: string, error: PlatformError | NotRegularFile): SidecarCurrent =>
+/** The answer of a current read whose sidecar could not be opened or read: `missing` when not found, else `unreadable`. @internal */
+export const sidecarFailure = (path: string, error: PlatformError | NotRegularFile): SidecarCurrent =>
   error._tag === "PlatformError" && error.reason._tag === "NotFound"
     ? {
       availability: "missing",
@@ -348,8 +345,10 @@ const sidecarFailure = (path: string, error: PlatformError | NotRegularFile): Si
  * What an available current read rests on: the file's identity and size,
  * the bytes from just before the head line to the end, and the verified
  * receipt's bytes. The same bytes at the same places give the same answer.
+ *
+ * @internal
  */
-interface CurrentProof {
+export interface CurrentProof {
   readonly identity: string
   readonly size: number
   readonly tailStart: number
@@ -372,8 +371,13 @@ const unavailable = (
   proof: undefined
 })
 
-/** A current read of `file`, open at `path` with `size` bytes and `identity` (if known). */
-const currentOf = (file: OpenFile, path: string, size: number, identity: string | undefined) =>
+/**
+ * A current read of `file`, open at `path` with `size` bytes and `identity`
+ * (if known), with what an available answer rests on (when the identity is known).
+ *
+ * @internal
+ */
+export const currentOf = (file: OpenFile, path: string, size: number, identity: string | undefined) =>
   Effect.gen(function*() {
     const length = Math.min(size, MAX_TAIL_BYTES)
     const bytes = yield* readRange(file, size - length, length)
@@ -447,192 +451,6 @@ export const readSidecarCurrent = (fs: FileSystem, path: string): Effect.Effect<
   )).pipe(
     Effect.catch((error) => Effect.succeed(sidecarFailure(path, error)))
   )
-
-const sameBytesAt = (file: OpenFile, position: number, expected: Uint8Array) =>
-  Effect.map(readRange(file, position, expected.length), (actual) => sameBytes(actual, expected))
-
-/** A sidecar kept open between current reads, shared by the reads in flight. */
-interface HeldSidecar {
-  readonly file: OpenFile
-  /** Device and inode of the open file (`fstat`), when the file system reports them. */
-  readonly identity: string | undefined
-  readonly scope: Scope.Closeable
-  /** Reads using the file right now. */
-  users: number
-  /** Replaced at its path, dropped from the cache, or the cache ended: closed once its last read is done. */
-  retired: boolean
-}
-
-interface CachedSidecar {
-  proof: CurrentProof | undefined
-  held: HeldSidecar | undefined
-}
-
-/**
- * Current reads that skip re-opening, re-parsing and re-validating a sidecar
- * whose verified bytes have not moved.
- *
- * **Details**
- *
- * After an available read the cache keeps the file's identity and size, the
- * bytes from just before the head to the end, and the receipt's bytes. A
- * later read of the same file at the same size re-reads exactly those bytes
- * and compares them; only if they are identical is the earlier answer
- * returned again, as fresh objects (so every answer still rests on bytes
- * read this time). Anything else — another size, another inode, different
- * bytes, an unavailable answer — is a full read.
- *
- * Each cached sidecar also stays open for reading: every read starts with an
- * `lstat` of the path, and the held file is used only while that shows the
- * same device and inode, so a sidecar replaced by a rename is opened anew
- * and the old file let go. Reads in flight share the held file; one that is
- * replaced, dropped or outlives the cache is closed when its last read ends.
- * Bounded: the least recently read sidecars are dropped beyond `capacity`.
- * Everything still open is closed when the scope ends.
- *
- * @category readers
- * @since 0.1.0
- */
-export const makeSidecarCurrentCache = Effect.fnUntraced(function*(fs: FileSystem, capacity: number = 64) {
-  const entries = new Map<string, CachedSidecar>()
-  const counters = { full: 0, confirmed: 0, opened: 0 }
-  let ended = false
-
-  const closeIfIdle = (held: HeldSidecar): Effect.Effect<void> =>
-    held.retired && held.users === 0 ? Scope.close(held.scope, Exit.void) : Effect.void
-  const retire = (held: HeldSidecar | undefined): Effect.Effect<void> => {
-    if (held === undefined || held.retired) return Effect.void
-    held.retired = true
-    return closeIfIdle(held)
-  }
-  const drop = (path: string): Effect.Effect<void> => {
-    const entry = entries.get(path)
-    if (entry === undefined) return Effect.void
-    entries.delete(path)
-    return retire(entry.held)
-  }
-
-  yield* Effect.addFinalizer(() =>
-    Effect.suspend(() => {
-      ended = true
-      const held = [...entries.values()].map((entry) => entry.held)
-      entries.clear()
-      return Effect.forEach(held, retire, { discard: true })
-    })
-  )
-
-  /** The entry for `path`, made the most recently read; the least recently read beyond capacity is dropped. */
-  const touch = (path: string): Effect.Effect<CachedSidecar> =>
-    Effect.suspend(() => {
-      const entry = entries.get(path) ?? { proof: undefined, held: undefined }
-      entries.delete(path)
-      entries.set(path, entry)
-      return entries.size > capacity
-        ? Effect.as(drop(entries.keys().next().value as string), entry)
-        : Effect.succeed(entry)
-    })
-
-  /**
-   * The file to read `path` through, counted as in use, with its size and
-   * identity: the held one while the path's `lstat` shows its identity,
-   * else one opened now and held from here on (or, if the path changed
-   * again in between, used once and described by its own `fstat`).
-   */
-  const acquire = (path: string, entry: CachedSidecar, pathInfo: FileInfo) =>
-    Effect.suspend((): Effect.Effect<{ readonly held: HeldSidecar; readonly info: FileInfo }, PlatformError | NotRegularFile> => {
-      const identity = fileIdentity(pathInfo)
-      const held = entry.held
-      if (held !== undefined && !held.retired && identity !== undefined && held.identity === identity) {
-        held.users++
-        return Effect.succeed({ held, info: pathInfo })
-      }
-      return Effect.gen(function*() {
-        const scope = yield* Scope.make()
-        const { file, info: opened } = yield* Scope.provide(openRegular(fs, path, { flag: "r", followSymlinks: false }), scope)
-          .pipe(
-            Effect.catchTag("FileNotRegular", () => Effect.fail(new NotRegularFile({ path }))),
-            Effect.onError(() => Scope.close(scope, Exit.void))
-          )
-        counters.opened++
-        const fresh: HeldSidecar = { file, identity: fileIdentity(opened), scope, users: 1, retired: false }
-        // Whatever was held is not the path's file any more.
-        yield* retire(entry.held)
-        const keep = !ended && identity !== undefined && fresh.identity === identity && entries.get(path) === entry
-        if (keep) entry.held = fresh
-        else {
-          entry.held = undefined
-          fresh.retired = true
-        }
-        return { held: fresh, info: opened }
-      })
-    })
-  const release = (held: HeldSidecar) =>
-    Effect.suspend(() => {
-      held.users--
-      return closeIfIdle(held)
-    })
-
-  /** The earlier answer, if the bytes it rests on are still there; fresh objects, since callers may change theirs. */
-  const confirm = (file: OpenFile, path: string, proof: CurrentProof) =>
-    Effect.gen(function*() {
-      if (!(yield* sameBytesAt(file, proof.tailStart, proof.tail))) return undefined
-      const receiptInTail = proof.receiptOffset >= proof.tailStart
-      if (!receiptInTail && !(yield* sameBytesAt(file, proof.receiptOffset, proof.receipt))) return undefined
-      const receipt = copyJson(proof.receiptRecord)
-      return {
-        availability: "available",
-        path,
-        receipt,
-        records: [receipt],
-        head: copyJson(proof.headRecord),
-        diagnostics: { ...proof.diagnostics }
-      } satisfies SidecarCurrent
-    })
-
-  const readThrough = (path: string, entry: CachedSidecar, proof: CurrentProof | undefined, pathInfo: FileInfo) =>
-    Effect.acquireUseRelease(
-      acquire(path, entry, pathInfo),
-      ({ held: { file }, info }) =>
-        Effect.gen(function*() {
-          const size = Number(info.size)
-          const identity = fileIdentity(info)
-          if (proof !== undefined && proof.identity === identity && proof.size === size) {
-            const cached = yield* confirm(file, path, proof)
-            if (cached !== undefined) {
-              counters.confirmed++
-              entry.proof = proof
-              return cached
-            }
-          }
-          counters.full++
-          const result = yield* currentOf(file, path, size, identity)
-          entry.proof = result.proof
-          return result.current
-        }),
-      ({ held }) => release(held)
-    )
-
-  const read = (path: string): Effect.Effect<SidecarCurrent> =>
-    Effect.gen(function*() {
-      const info = yield* fs.lstat(path)
-      if (info.type !== "File") return yield* new NotRegularFile({ path })
-      const entry = yield* touch(path)
-      const proof = entry.proof
-      // Cleared while the read runs: a failed or interrupted read leaves no proof behind.
-      entry.proof = undefined
-      return yield* readThrough(path, entry, proof, info)
-    }).pipe(
-      Effect.catch((error) => Effect.as(drop(path), sidecarFailure(path, error)))
-    )
-
-  /** Reads answered by a full read and by comparing the remembered bytes; sidecars kept, files opened and held now. */
-  const stats = Effect.sync(() => ({
-    ...counters,
-    kept: entries.size,
-    held: [...entries.values()].filter((entry) => entry.held !== undefined && !entry.held.retired).length
-  }))
-  return { read, stats }
-})
 
 /**
  * Whether a history page request is inside the protocol's bounds: a safe,
