@@ -35,7 +35,7 @@
  *   grown Session whose prints still match is answered without reading what
  *   was appended; a replaced or truncated one is read afresh.
  * - Each cached Session stays open for reading between reads (at most
- *   `capacity` handles, each an `io/HeldFile`), so a poll of a grown Session
+ *   `capacity` handles, in an `io/HeldFiles` set), so a poll of a grown Session
  *   is one `stat` and its reads, with no open or close. The handle is used
  *   only while a `stat` of the path shows the same device and inode; a
  *   replaced Session is opened anew and the old handle closed, one swapped
@@ -43,7 +43,7 @@
  *   removed one is let go at its next read. Evicted Sessions' handles close
  *   (once a read in flight is done with them), and all of them when the
  *   cache's scope ends (`make` needs a `Scope`; the store's layer provides
- *   it).
+ *   it); reads after that go to the uncached reader.
  *
  * **Gotchas**
  *
@@ -60,15 +60,15 @@
  *
  * @since 0.1.0
  */
-import { Clock, Effect, FileSystem, Option, Path, Result, ScopedCache, Semaphore } from "effect"
+import { Clock, Effect, FileSystem, Option, Path, Result, Semaphore } from "effect"
 import type { PlatformError } from "effect/PlatformError"
-import type { HeldFile } from "../io/HeldFile.js"
+import type { HeldFile } from "../io/HeldFiles.js"
 import type { FileNotRegular } from "../io/RegularFile.js"
 import { sameBytes } from "../protocol/internal/Bytes.js"
 import { fileIdentity, modifiedMs } from "../protocol/internal/FileInfo.js"
 import { SessionAccumulator, type SessionOutcome } from "./SessionAccumulator.js"
 import { type SessionError, SessionTooLarge } from "./SessionErrors.js"
-import { holdSessionFile } from "./SessionFile.js"
+import { holdSessionFiles } from "./SessionFile.js"
 import type { SessionProjection } from "./SessionProjection.js"
 import { observationOf, readSession, type SessionObservation, type SessionReaderOptions } from "./SessionReader.js"
 import {
@@ -148,13 +148,14 @@ interface Scanned {
   readonly tooLarge: SessionTooLarge | undefined
 }
 
+/** What the cache keeps for one Session, beside the Session's held file. */
 interface Slot {
   /** Serializes refreshes of one Session. */
   readonly lock: Semaphore.Semaphore
-  /** The Session, kept open between reads while its path names it. */
-  readonly file: HeldFile
   /** Set only through `setState`, which keeps the byte budget's running total. */
   state: CachedSession | undefined
+  /** Dropped from the cache: a refresh still in flight keeps nothing in it. */
+  dropped: boolean
 }
 
 /**
@@ -263,23 +264,23 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
   const path = yield* Path.Path
   const maxBytes = options.maxBytes ?? 64 * 1024 * 1024
   const limits = options.limits ?? DEFAULT_SESSION_LIMITS
-  const cache = yield* ScopedCache.make<string, Slot>({
+  // Each Session's file is let go when it is dropped (evicted, invalidated, or the cache closed), once its last read ends.
+  const sessions = yield* holdSessionFiles(fs, {
     capacity: options.capacity ?? 32,
-    lookup: (sessionFile) =>
-      Effect.gen(function*() {
-        // Closed with the entry's scope (evicted, invalidated, or the cache closed), once its last read ends.
-        const file = yield* holdSessionFile(fs, sessionFile)
-        const slot: Slot = { lock: Semaphore.makeUnsafe(1), file, state: undefined }
-        // Waits for a refresh in progress to end, so that it cannot put its state back after this.
-        yield* Effect.addFinalizer(() => slot.lock.withPermits(1)(Effect.sync(() => setState(slot, undefined))))
-        return slot
-      })
+    initial: (): Slot => ({ lock: Semaphore.makeUnsafe(1), state: undefined, dropped: false }),
+    // Waits for a refresh in progress to end, so that it cannot put its state back after this.
+    onDrop: ({ state: slot }) =>
+      slot.lock.withPermits(1)(Effect.sync(() => {
+        setState(slot, undefined)
+        slot.dropped = true
+      }))
   })
   // The byte budget is checked on every read, so its total is kept as it
-  // changes instead of summed over all slots each time (eviction clears a
-  // slot's state through `setState` too).
+  // changes instead of summed over all slots each time (a dropped slot's
+  // state is cleared through `setState` too).
   let retained = 0
   const setState = (slot: Slot, state: CachedSession | undefined) => {
+    if (slot.dropped) return
     retained += (state?.bytes ?? 0) - (slot.state?.bytes ?? 0)
     slot.state = state
   }
@@ -478,12 +479,12 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
    * still names it (no open, `fstat` or close), else the path is opened anew.
    * Under the slot's lock.
    */
-  const refresh = (slot: Slot, sessionFile: string, pathInfo: FileSystem.File.Info) =>
+  const refresh = (slot: Slot, held: HeldFile, sessionFile: string, pathInfo: FileSystem.File.Info) =>
     Effect.flatMap(Clock.currentTimeMillis, (readAt) => {
       const prior = slot.state
       // Cleared first: an interrupted or failed refresh must not leave a half-fed accumulator behind.
       setState(slot, undefined)
-      return slot.file.use(pathInfo, ({ file, info }) => refreshFrom(slot, prior, file, info, sessionFile, readAt))
+      return held.use(pathInfo, ({ file, info }) => refreshFrom(slot, prior, file, info, sessionFile, readAt))
     })
 
   const refreshFrom = (
@@ -522,8 +523,8 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
 
   /** Drops the least recently used Sessions' state until the total fits. */
   const enforceBudget = (current: Slot) =>
-    retained <= maxBytes ? Effect.void : Effect.map(ScopedCache.values(cache), (slots) => {
-      for (const slot of slots) {
+    retained <= maxBytes ? Effect.void : Effect.sync(() => {
+      for (const { state: slot } of sessions.entries()) {
         if (retained <= maxBytes) break
         if (slot !== current && slot.state !== undefined) setState(slot, undefined)
       }
@@ -548,10 +549,13 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       const info = yield* Effect.option(fs.stat(sessionFile))
       if (Option.isNone(info) || info.value.type !== "File") {
         // A Session that was removed or replaced by something else is not held open any longer.
-        yield* ScopedCache.invalidate(cache, sessionFile)
+        yield* sessions.invalidate(sessionFile)
         return yield* uncached(reference, options)
       }
-      const slot = yield* ScopedCache.get(cache, sessionFile)
+      const entry = yield* sessions.get(sessionFile)
+      // The cache's scope has ended: read around it.
+      if (entry === undefined) return yield* uncached(reference, options)
+      const slot = entry.state
       const settled = slot.state
       if (settled !== undefined && unmovedSince(settled, info.value)) {
         counters.unchanged++
@@ -562,7 +566,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       }
       // After a failure the handle is not trusted again.
       const outcome = yield* slot.lock.withPermits(1)(
-        refresh(slot, sessionFile, info.value).pipe(Effect.onError(() => slot.file.letGo))
+        refresh(slot, entry.file, sessionFile, info.value).pipe(Effect.onError(() => entry.file.letGo))
       ).pipe(
         Effect.map(Option.some),
         Effect.catch((_: PlatformError | FileNotRegular) => Effect.succeedNone)

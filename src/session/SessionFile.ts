@@ -1,6 +1,6 @@
 /**
  * How a Pi Session file is opened: the one place the Session reader opens
- * one, and the Session cache holds one open between reads.
+ * one, and the Session cache holds them open between reads.
  *
  * A Session is named by the user, so, as in the reference, a symlink to a
  * Session is followed. What is opened must still be a regular file: a FIFO,
@@ -12,7 +12,7 @@
  * @since 0.1.0
  */
 import type { Effect, FileSystem, PlatformError, Scope } from "effect"
-import * as HeldFile from "../io/HeldFile.js"
+import * as HeldFiles from "../io/HeldFiles.js"
 import { type FileNotRegular, type OpenedRegular, openRegular } from "../io/RegularFile.js"
 
 /**
@@ -30,12 +30,14 @@ export const openSessionFile = (
   openRegular(fs, path, { flag: "r", followSymlinks: true })
 
 /**
- * A Session file held open between reads for the current scope, opened as
- * `openSessionFile` opens it. Its uses take a `stat` of the path (which
+ * Session files held open between reads, for the current scope, each opened
+ * as `openSessionFile` opens it. Their uses take a `stat` of the path (which
  * follows symlinks, as the open does).
  *
  * @category constructors
  * @since 0.1.0
  */
-export const holdSessionFile = (fs: FileSystem.FileSystem, path: string): Effect.Effect<HeldFile.HeldFile, never, Scope.Scope> =>
-  HeldFile.make(fs, path, { followSymlinks: true })
+export const holdSessionFiles = <S>(
+  fs: FileSystem.FileSystem,
+  options: Omit<HeldFiles.HeldFilesOptions<S>, "followSymlinks">
+): Effect.Effect<HeldFiles.HeldFiles<S>, never, Scope.Scope> => HeldFiles.make(fs, { ...options, followSymlinks: true })

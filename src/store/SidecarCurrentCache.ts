@@ -13,7 +13,7 @@
  *   answer still rests on bytes read this time). Anything else (another
  *   size, another inode, different bytes, an unavailable answer, a failed
  *   or interrupted read) is a full read.
- * - Each cached sidecar stays open for reading (an `io/HeldFile`): every read
+ * - Each cached sidecar stays open for reading (`io/HeldFiles`): every read
  *   starts with an `lstat` of the path, and the held file is used only while
  *   that shows the same device and inode, so a sidecar replaced by a rename
  *   is opened anew and the old file let go; one swapped in between the
@@ -25,9 +25,9 @@
  *
  * @since 0.1.0
  */
-import { Effect, ScopedCache } from "effect"
+import { Effect } from "effect"
 import type { File, FileSystem } from "effect/FileSystem"
-import * as HeldFile from "../io/HeldFile.js"
+import * as HeldFiles from "../io/HeldFiles.js"
 import { sameBytes } from "../protocol/internal/Bytes.js"
 import { fileIdentity } from "../protocol/internal/FileInfo.js"
 import { copyJson } from "../protocol/internal/JsonCopy.js"
@@ -40,12 +40,6 @@ import {
   type SidecarCurrent,
   sidecarFailure
 } from "./SidecarReader.js"
-
-/** One cached sidecar: what its last available answer rests on, and its file. */
-interface Slot {
-  proof: CurrentProof | undefined
-  readonly file: HeldFile.HeldFile
-}
 
 /**
  * How a sidecar current cache answered, and what it keeps.
@@ -90,16 +84,12 @@ const sameBytesAt = (file: File, position: number, expected: Uint8Array) =>
  */
 export const makeSidecarCurrentCache = Effect.fnUntraced(function*(fs: FileSystem, capacity: number = 64) {
   const counters = { full: 0, confirmed: 0, opened: 0 }
-  const cache = yield* ScopedCache.make<string, Slot>({
+  // Each entry's state is what the sidecar's last available answer rests on.
+  const sidecars = yield* HeldFiles.make<CurrentProof | undefined>(fs, {
     capacity,
-    lookup: (path) => Effect.map(HeldFile.make(fs, path, { followSymlinks: false }), (file) => ({ proof: undefined, file }))
+    followSymlinks: false,
+    initial: () => undefined
   })
-  // Runs before the cache closes (finalizers run last added first): from then on reads go around it.
-  let ended = false
-  yield* Effect.addFinalizer(() => Effect.sync(() => ended = true))
-
-  const drop = (path: string): Effect.Effect<void> =>
-    Effect.suspend(() => ended ? Effect.void : ScopedCache.invalidate(cache, path))
 
   /** The earlier answer, if the bytes it rests on are still there; fresh objects, since callers may change theirs. */
   const confirm = (file: File, path: string, proof: CurrentProof) =>
@@ -118,50 +108,52 @@ export const makeSidecarCurrentCache = Effect.fnUntraced(function*(fs: FileSyste
       } satisfies SidecarCurrent
     })
 
-  const readThrough = (path: string, slot: Slot, proof: CurrentProof | undefined, pathInfo: File.Info) =>
-    slot.file.use(pathInfo, ({ file, info, opened }) =>
+  const readThrough = (
+    entry: HeldFiles.HeldEntry<CurrentProof | undefined>,
+    proof: CurrentProof | undefined,
+    pathInfo: File.Info
+  ) =>
+    entry.file.use(pathInfo, ({ file, info, opened }) =>
       Effect.gen(function*() {
         if (opened) counters.opened++
         const size = Number(info.size)
         const identity = fileIdentity(info)
         if (proof !== undefined && proof.identity === identity && proof.size === size) {
-          const cached = yield* confirm(file, path, proof)
+          const cached = yield* confirm(file, entry.path, proof)
           if (cached !== undefined) {
             counters.confirmed++
-            slot.proof = proof
+            entry.state = proof
             return cached
           }
         }
         counters.full++
-        const result = yield* currentOf(file, path, size, identity)
-        slot.proof = result.proof
+        const result = yield* currentOf(file, entry.path, size, identity)
+        entry.state = result.proof
         return result.current
-      })).pipe(Effect.catchTag("FileNotRegular", () => Effect.fail(new NotRegularFile({ path }))))
+      }))
 
   const read = (path: string): Effect.Effect<SidecarCurrent> =>
     Effect.gen(function*() {
       const info = yield* fs.lstat(path)
       if (info.type !== "File") return yield* new NotRegularFile({ path })
-      if (ended) {
+      const entry = yield* sidecars.get(path)
+      // The cache's scope has ended: read around it.
+      if (entry === undefined) {
         counters.full++
         return yield* readSidecarCurrent(fs, path)
       }
-      const slot = yield* ScopedCache.get(cache, path)
-      const proof = slot.proof
+      const proof = entry.state
       // Cleared while the read runs: a failed or interrupted read leaves no proof behind.
-      slot.proof = undefined
-      return yield* readThrough(path, slot, proof, info)
+      entry.state = undefined
+      return yield* readThrough(entry, proof, info)
     }).pipe(
-      Effect.catch((error) => Effect.as(drop(path), sidecarFailure(path, error)))
+      // A sidecar that cannot be read is not held, nor its proof kept.
+      Effect.catch((error) => Effect.as(sidecars.invalidate(path), sidecarFailure(path, error)))
     )
 
-  const stats = Effect.map(
-    ScopedCache.values(cache),
-    (slots): SidecarCurrentCacheStats => ({
-      ...counters,
-      kept: slots.length,
-      held: slots.filter((slot) => slot.file.holding()).length
-    })
-  )
+  const stats = Effect.sync((): SidecarCurrentCacheStats => {
+    const entries = [...sidecars.entries()]
+    return { ...counters, kept: entries.length, held: entries.filter((entry) => entry.file.holding()).length }
+  })
   return { read, stats } satisfies SidecarCurrentCache
 })

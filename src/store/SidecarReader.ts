@@ -31,7 +31,7 @@ import { MAX_HISTORY_BYTES, MAX_HISTORY_RECORDS, MAX_TAIL_BYTES } from "../proto
 import type { Receipt } from "../protocol/Receipt.js"
 import { type SummaryReceipt, validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
 import { validateTitleReceipt } from "../protocol/TitleReceipt.js"
-import { openRegular } from "../io/RegularFile.js"
+import { type FileNotRegular, openRegular } from "../io/RegularFile.js"
 import { NotRegularFile } from "./Errors.js"
 
 const NEWLINE = 10
@@ -322,7 +322,7 @@ export const readReceiptReference = (fs: FileSystem, path: string, reference: un
   ))
 
 /** The answer of a current read whose sidecar could not be opened or read: `missing` when not found, else `unreadable`. @internal */
-export const sidecarFailure = (path: string, error: PlatformError | NotRegularFile): SidecarCurrent =>
+export const sidecarFailure = (path: string, error: PlatformError | NotRegularFile | FileNotRegular): SidecarCurrent =>
   error._tag === "PlatformError" && error.reason._tag === "NotFound"
     ? {
       availability: "missing",

@@ -1,15 +1,17 @@
 /**
- * `HeldFile` on its own, on the memory model and on the disk, counting the
- * descriptors each world really has open: the file is reused only while the
- * path's stat shows its identity, a replaced file is let go, a file swapped
- * in between the stat and the open is read as what it is and not kept, uses
- * in flight share one descriptor that is never closed under them, an
- * interruption anywhere leaves at most the held file, and the holder's scope
- * closes everything.
+ * Held files on their own, on the memory model and on the disk, counting
+ * the descriptors each world really has open. One `HeldFile`: the file is
+ * reused only while the path's stat shows its identity, a replaced file is
+ * let go, a file swapped in between the stat and the open is read as what
+ * it is and not kept, uses in flight share one descriptor that is never
+ * closed under them, an interruption anywhere leaves at most the held file,
+ * and the holder's scope closes everything. A `HeldFiles` set: the least
+ * recently got entry is dropped beyond capacity, a dropped entry's file is
+ * let go after its cache's `onDrop`, and the set's scope drops them all.
  */
 import { assert } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, FileSystem, Option, Scope } from "effect"
-import * as HeldFile from "../../src/io/HeldFile.js"
+import * as HeldFiles from "../../src/io/HeldFiles.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { openCount } from "../support/OpenFiles.js"
 import { makeStallingFileSystem } from "../support/StallingFileSystem.js"
@@ -17,7 +19,7 @@ import { makeStallingFileSystem } from "../support/StallingFileSystem.js"
 const text = (bytes: Uint8Array): string => new TextDecoder().decode(bytes)
 
 /** The whole file, through the handle a use was given. */
-const contents = (use: HeldFile.HeldUse) =>
+const contents = (use: HeldFiles.HeldUse) =>
   Effect.map(
     use.file.readAlloc(Number(use.info.size) + 64, { position: 0n }),
     Option.match({ onNone: () => "", onSome: text })
@@ -33,7 +35,7 @@ fileSystemSuite("HeldFile", (it) => {
       const fs = yield* FileSystem.FileSystem
       const path = `${root}/held`
       yield* fs.writeFileString(path, "one\n")
-      const held = yield* HeldFile.make(fs, path, { followSymlinks: false })
+      const held = yield* HeldFiles.makeFile(fs, path, { followSymlinks: false })
       assert.isFalse(held.holding(), "nothing is opened before the first use")
       const first = yield* held.use(yield* fs.lstat(path), (use) => Effect.map(contents(use), (read) => ({ read, use })))
       assert.deepStrictEqual([first.read, first.use.opened], ["one\n", true])
@@ -50,7 +52,7 @@ fileSystemSuite("HeldFile", (it) => {
       const fs = yield* FileSystem.FileSystem
       const path = `${root}/held`
       yield* fs.writeFileString(path, "old\n")
-      const held = yield* HeldFile.make(fs, path, { followSymlinks: false })
+      const held = yield* HeldFiles.makeFile(fs, path, { followSymlinks: false })
       yield* held.use(yield* fs.lstat(path), contents)
       yield* replace(fs, path, "new\n")
       const read = yield* held.use(yield* fs.lstat(path), (use) => Effect.map(contents(use), (read) => [read, use.opened]))
@@ -68,7 +70,7 @@ fileSystemSuite("HeldFile", (it) => {
       const path = `${root}/held`
       for (const before of ["nothing held", "the old file held"] as const) {
         yield* fs.writeFileString(path, "old\n")
-        const held = yield* HeldFile.make(fs, path, { followSymlinks: false })
+        const held = yield* HeldFiles.makeFile(fs, path, { followSymlinks: false })
         if (before === "the old file held") yield* held.use(yield* fs.lstat(path), contents)
         yield* replace(fs, path, "checked\n")
         const checked = yield* fs.lstat(path)
@@ -92,7 +94,7 @@ fileSystemSuite("HeldFile", (it) => {
       const fs = yield* FileSystem.FileSystem
       const path = `${root}/held`
       yield* fs.writeFileString(path, "one\n")
-      const held = yield* HeldFile.make(fs, path, { followSymlinks: false })
+      const held = yield* HeldFiles.makeFile(fs, path, { followSymlinks: false })
       const anonymous = { ...(yield* fs.lstat(path)), ino: Option.none() }
       for (let round = 0; round < 2; round++) {
         assert.isTrue(yield* held.use(anonymous, (use) => Effect.succeed(use.opened)), `round ${round}`)
@@ -106,7 +108,7 @@ fileSystemSuite("HeldFile", (it) => {
       const fs = yield* FileSystem.FileSystem
       const path = `${root}/held`
       yield* fs.writeFileString(path, "shared\n")
-      const held = yield* HeldFile.make(fs, path, { followSymlinks: false })
+      const held = yield* HeldFiles.makeFile(fs, path, { followSymlinks: false })
       const info = yield* fs.lstat(path)
       const gates = [yield* Deferred.make<void>(), yield* Deferred.make<void>()]
       const inside = [yield* Deferred.make<FileSystem.File>(), yield* Deferred.make<FileSystem.File>()]
@@ -133,7 +135,7 @@ fileSystemSuite("HeldFile", (it) => {
       const path = `${root}/held`
       yield* fs.writeFileString(path, "one\n")
       const scope = yield* Scope.make()
-      const held = yield* HeldFile.make(fs, path, { followSymlinks: false }).pipe(Scope.provide(scope))
+      const held = yield* HeldFiles.makeFile(fs, path, { followSymlinks: false }).pipe(Scope.provide(scope))
       const gate = yield* Deferred.make<void>()
       const entered = yield* Deferred.make<void>()
       const inFlight = yield* Effect.forkChild(
@@ -157,14 +159,14 @@ fileSystemSuite("HeldFile", (it) => {
       yield* fs.writeFileString(`${root}/target`, "target\n")
       yield* fs.symlink(`${root}/target`, `${root}/link`)
       yield* fs.makeDirectory(`${root}/dir`)
-      const refused = yield* HeldFile.make(fs, `${root}/link`, { followSymlinks: false })
+      const refused = yield* HeldFiles.makeFile(fs, `${root}/link`, { followSymlinks: false })
       const symlink = yield* Effect.flip(refused.use(yield* fs.lstat(`${root}/link`), contents))
       assert.deepStrictEqual([symlink._tag, (symlink as { type?: string }).type], ["FileNotRegular", "SymbolicLink"])
-      const directory = yield* HeldFile.make(fs, `${root}/dir`, { followSymlinks: true })
+      const directory = yield* HeldFiles.makeFile(fs, `${root}/dir`, { followSymlinks: true })
       const dir = yield* Effect.flip(directory.use(yield* fs.stat(`${root}/dir`), contents))
       assert.deepStrictEqual([dir._tag, (dir as { type?: string }).type], ["FileNotRegular", "Directory"])
       assert.isFalse(refused.holding() || directory.holding())
-      const followed = yield* HeldFile.make(fs, `${root}/link`, { followSymlinks: true })
+      const followed = yield* HeldFiles.makeFile(fs, `${root}/link`, { followSymlinks: true })
       assert.strictEqual(yield* followed.use(yield* fs.stat(`${root}/link`), contents), "target\n")
       assert.isTrue(followed.holding(), "held by the target's identity, which stat shows")
       assert.strictEqual(
@@ -185,7 +187,7 @@ fileSystemSuite("HeldFile", (it) => {
         yield* Effect.scoped(Effect.gen(function*() {
           // Once armed, the use's `cut`-th file-system call never returns; then the use is interrupted.
           const stalling = yield* makeStallingFileSystem(fs, cut)
-          const held = yield* HeldFile.make(stalling.fs, path, { followSymlinks: false })
+          const held = yield* HeldFiles.makeFile(stalling.fs, path, { followSymlinks: false })
           yield* held.use(yield* fs.lstat(path), contents)
           if (variant === "replaced") yield* replace(fs, path, `run ${run}, replaced\n`)
           const info = yield* fs.lstat(path)
@@ -206,5 +208,74 @@ fileSystemSuite("HeldFile", (it) => {
       // A use of the held file makes one call here (the read); one that opens anew makes more (open, fstat, read).
       assert.strictEqual(reached.held, 1)
       assert.isAtLeast(reached.replaced, 3)
+    }))
+})
+
+fileSystemSuite("HeldFiles", (it) => {
+  /** Three files `a`, `b`, `c` under `root`, and a use of one through the set that reads it. */
+  const setup = (root: string) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      for (const name of ["a", "b", "c"]) yield* fs.writeFileString(`${root}/${name}`, `${name}\n`)
+      const dropped: Array<string> = []
+      const read = (set: HeldFiles.HeldFiles<number>, name: string) =>
+        Effect.gen(function*() {
+          const entry = yield* set.get(`${root}/${name}`)
+          if (entry === undefined) return undefined
+          entry.state++
+          return yield* entry.file.use(yield* fs.lstat(entry.path), contents)
+        })
+      return { fs, dropped, read }
+    })
+
+  it.effect("keeps at most `capacity` entries, dropping the least recently got, and lets its file go after onDrop", ({ root }) =>
+    Effect.gen(function*() {
+      const { dropped, fs, read } = yield* setup(root)
+      const set = yield* HeldFiles.make<number>(fs, {
+        capacity: 2,
+        followSymlinks: false,
+        initial: () => 0,
+        // The file is still open while the cache forgets its state.
+        onDrop: (entry) => Effect.sync(() => dropped.push(`${entry.path.slice(root.length + 1)}:${entry.state}:${openCount(fs, entry.path)}`))
+      })
+      assert.strictEqual(yield* read(set, "a"), "a\n")
+      yield* read(set, "b")
+      yield* read(set, "a")
+      const b = (yield* set.get(`${root}/b`))!
+      yield* read(set, "a")
+      // b was got after a, then a again: b is the least recently got when c's entry is made.
+      yield* read(set, "c")
+      assert.deepStrictEqual(dropped, ["b:1:1"])
+      assert.isFalse(b.live)
+      assert.deepStrictEqual([...set.entries()].map((entry) => [entry.path.slice(root.length + 1), entry.state]), [["a", 3], ["c", 1]])
+      assert.deepStrictEqual([openCount(fs, `${root}/a`), openCount(fs, `${root}/b`), openCount(fs, `${root}/c`)], [1, 0, 1])
+      // A dropped entry's file still works for a use that holds the entry, and keeps nothing.
+      assert.strictEqual(yield* b.file.use(yield* fs.lstat(b.path), contents), "b\n")
+      assert.isFalse(b.file.holding())
+      assert.strictEqual(openCount(fs, `${root}/b`), 0)
+      // Got again: a new entry, with the initial state.
+      assert.strictEqual((yield* set.get(`${root}/b`))!.state, 0)
+    }))
+
+  it.effect("invalidate drops one entry; the set's scope end drops them all, and get answers undefined from then on", ({ root }) =>
+    Effect.gen(function*() {
+      const { dropped, fs, read } = yield* setup(root)
+      const scope = yield* Scope.make()
+      const set = yield* HeldFiles.make<number>(fs, {
+        capacity: 8,
+        followSymlinks: false,
+        initial: () => 0,
+        onDrop: (entry) => Effect.sync(() => dropped.push(entry.path.slice(root.length + 1)))
+      }).pipe(Scope.provide(scope))
+      for (const name of ["a", "b", "c"]) yield* read(set, name)
+      yield* set.invalidate(`${root}/b`)
+      yield* set.invalidate(`${root}/missing`)
+      assert.deepStrictEqual(dropped, ["b"])
+      assert.deepStrictEqual([openCount(fs, `${root}/a`), openCount(fs, `${root}/b`), openCount(fs, `${root}/c`)], [1, 0, 1])
+      yield* Scope.close(scope, Exit.void)
+      assert.deepStrictEqual(dropped, ["b", "a", "c"])
+      assert.deepStrictEqual([openCount(fs, `${root}/a`), openCount(fs, `${root}/c`)], [0, 0])
+      assert.deepStrictEqual([...set.entries()], [])
+      assert.isUndefined(yield* set.get(`${root}/a`))
     }))
 })
