@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, FileSystem, Option, Path, Result } from "effect"
+import { Deferred, Effect, Exit, Fiber, FileSystem, Option, Path, Result, Scope } from "effect"
 import fc from "fast-check"
 import { TestClock } from "effect/testing"
 import { NonBlockingOpenTypeId } from "../../src/io/NonBlockingOpen.js"
@@ -505,6 +505,23 @@ describe("SessionCache holds each Session open between reads", () => {
         for (const name of ["a", "b", "c"]) yield* check(cache, `/s/${name}.jsonl`, "/s", name)
         assert.deepStrictEqual(open().sort(), ["r /s/b.jsonl", "r /s/c.jsonl"])
       }))
+      assert.deepStrictEqual(open(), [])
+    }))
+  })
+
+  it.effect("a read after the cache's end is answered by the uncached reader and holds nothing", () => {
+    const { open, provide } = world()
+    return provide(Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      yield* fs.makeDirectory("/s", { recursive: true })
+      yield* append("/s/a.jsonl", turnsText(2))
+      const scope = yield* Scope.make()
+      const cache = yield* makeSessionCache().pipe(Scope.provide(scope))
+      yield* check(cache, "/s/a.jsonl", "/s", "before the end")
+      yield* Scope.close(scope, Exit.void)
+      assert.deepStrictEqual(open(), [])
+      const stats = yield* check(cache, "/s/a.jsonl", "/s", "after the end")
+      assert.strictEqual(stats.uncached, 1)
       assert.deepStrictEqual(open(), [])
     }))
   })
