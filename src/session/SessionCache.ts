@@ -64,7 +64,7 @@ import { Clock, Effect, FileSystem, Option, Path, Result, Semaphore } from "effe
 import type { PlatformError } from "effect/PlatformError"
 import type { HeldFile } from "../io/HeldFiles.js"
 import type { FileNotRegular } from "../io/RegularFile.js"
-import { sameBytes } from "../protocol/internal/Bytes.js"
+import { concatBytes, sameBytes } from "../protocol/internal/Bytes.js"
 import { fileIdentity, modifiedMs } from "../protocol/internal/FileInfo.js"
 import { SessionAccumulator, type SessionOutcome } from "./SessionAccumulator.js"
 import { type SessionError, SessionTooLarge } from "./SessionErrors.js"
@@ -98,13 +98,6 @@ interface Prints {
 
 const emptyPrints: Prints = { head: new Uint8Array(0), tail: new Uint8Array(0) }
 
-const concatBytes = (a: Uint8Array, b: Uint8Array): Uint8Array => {
-  const out = new Uint8Array(a.length + b.length)
-  out.set(a, 0)
-  out.set(b, a.length)
-  return out
-}
-
 /**
  * Prints after `piece` was committed at offset `committedEnd`. Pieces come
  * in order; a gap between two is allowed only past the head print and
@@ -112,12 +105,13 @@ const concatBytes = (a: Uint8Array, b: Uint8Array): Uint8Array => {
  */
 const extendPrints = (prints: Prints, committedEnd: number, piece: Uint8Array): Prints => {
   if (piece.length === 0) return prints
+  // `piece` lies in the scan's reused buffer: what is kept of it is copied (two pieces always are).
   const head = committedEnd >= HEAD_PRINT_BYTES
     ? prints.head
-    : concatBytes(prints.head, piece.subarray(0, HEAD_PRINT_BYTES - committedEnd))
+    : concatBytes([prints.head, piece.subarray(0, HEAD_PRINT_BYTES - committedEnd)])
   const tail = piece.length >= TAIL_PRINT_BYTES
     ? piece.slice(piece.length - TAIL_PRINT_BYTES)
-    : concatBytes(prints.tail.subarray(Math.max(0, prints.tail.length + piece.length - TAIL_PRINT_BYTES)), piece)
+    : concatBytes([prints.tail.subarray(Math.max(0, prints.tail.length + piece.length - TAIL_PRINT_BYTES)), piece])
   return { head, tail }
 }
 

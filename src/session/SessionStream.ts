@@ -46,6 +46,7 @@
  */
 import { Buffer, constants as bufferConstants } from "node:buffer"
 import { Effect, type FileSystem } from "effect"
+import { concatBytes } from "../protocol/internal/Bytes.js"
 import { decodeUtf8, Utf8Pieces } from "../protocol/internal/Utf8.js"
 import { SessionTooLarge } from "./SessionErrors.js"
 
@@ -219,17 +220,6 @@ export interface ScanEnd {
  */
 export type CommitListener = (bytes: Uint8Array, at: number) => void
 
-const concat = (pieces: ReadonlyArray<Uint8Array>, length: number): Uint8Array => {
-  if (pieces.length === 1) return pieces[0]
-  const out = new Uint8Array(length)
-  let at = 0
-  for (const piece of pieces) {
-    out.set(piece, at)
-    at += piece.length
-  }
-  return out
-}
-
 /**
  * The line splitter, code-unit counter and limit of a Session scan: push the
  * file's bytes in order, then `finish`. Pure: reading (and reading a long
@@ -326,7 +316,7 @@ export class SessionLineScanner {
         size: this.position,
         trailing,
         trailingBytes: this.pendingLength <= this.pendingBytesKept
-          ? concat(this.pendingPieces, this.pendingKept)
+          ? concatBytes(this.pendingPieces, this.pendingKept)
           : undefined
       }
     }
@@ -406,7 +396,7 @@ export class SessionLineScanner {
       this.pendingLast = tail.slice()
     } else {
       const keep = Math.min(previous.length, this.pendingLastBytes - tail.length)
-      this.pendingLast = concat([previous.subarray(previous.length - keep), tail], keep + tail.length)
+      this.pendingLast = concatBytes([previous.subarray(previous.length - keep), tail], keep + tail.length)
     }
   }
 
