@@ -2,7 +2,6 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, FileSystem, Option, Path, Result, Scope } from "effect"
 import fc from "fast-check"
 import { TestClock } from "effect/testing"
-import { NonBlockingOpenTypeId } from "../../src/io/NonBlockingOpen.js"
 import { make as makeSessionCache } from "../../src/session/SessionCache.js"
 import { nativeObservation, readSession, type SessionError } from "../../src/session/index.js"
 import { makeFaultFileSystem } from "../../src/testing/FaultFileSystem.js"
@@ -10,6 +9,7 @@ import { makeMemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { fileSystemSuite, nodeWorld, rewriteInPlace as rewriteInPlaceOn } from "../support/FileSystemSuite.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 import { makeStallingFileSystem } from "../support/StallingFileSystem.js"
+import { makeSwappingFileSystem } from "../support/SwappingFileSystem.js"
 import { Session } from "../support/Reference.js"
 import { sessionTextArb } from "./SessionArbitrary.js"
 import { header, message, turnsText } from "./SessionLines.js"
@@ -532,29 +532,16 @@ describe("SessionCache holds each Session open between reads", () => {
       const fs = yield* FileSystem.FileSystem
       yield* fs.makeDirectory("/s", { recursive: true })
       yield* append("/s/a.jsonl", turnsText(2))
-      let swapOnOpen = false
       // Renames a longer Session over the path just before the cache's open runs.
-      const swapping = new Proxy(memory as FileSystem.FileSystem, {
-        get: (target, key) => {
-          const value = Reflect.get(target, key, target)
-          if (key !== "open" && key !== NonBlockingOpenTypeId) return value
-          return (...args: Array<unknown>) =>
-            Effect.andThen(
-              swapOnOpen
-                ? Effect.andThen(Effect.sync(() => swapOnOpen = false), replace("/s/a.jsonl", turnsText(4)))
-                : Effect.void,
-              value.apply(target, args)
-            )
-        }
-      })
-      const cache = yield* makeSessionCache().pipe(Effect.provideService(FileSystem.FileSystem, swapping))
+      const swapping = makeSwappingFileSystem(memory, replace("/s/a.jsonl", turnsText(4)))
+      const cache = yield* makeSessionCache().pipe(Effect.provideService(FileSystem.FileSystem, swapping.fs))
       const checked = (label: string) => check(cache, "/s/a.jsonl", "/s", label)
       yield* checked("first")
       yield* replace("/s/a.jsonl", turnsText(3))
-      swapOnOpen = true
+      swapping.arm()
       // The answer is the swapped-in Session's, whole, as a fresh read of it answers.
       yield* checked("raced")
-      assert.isFalse(swapOnOpen, "the swap ran")
+      assert.isFalse(swapping.armed(), "the swap ran")
       assert.deepStrictEqual(open(), [], "neither the old nor the raced file stays open")
       const again = yield* cache.read("/s/a.jsonl", { sessionRoot: "/s" })
       assert.strictEqual(again.measurement.rarebitOccurrenceCount, 8)
