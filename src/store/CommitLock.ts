@@ -42,12 +42,12 @@ import type { PlatformError } from "effect/PlatformError"
 import { describeType, type FileNotRegular, readBounded } from "../io/RegularFile.js"
 import { encodeLockLine, MAX_LOCK_LINE_BYTES } from "../protocol/CommitLockFile.js"
 import { fileIdentity } from "../protocol/internal/FileInfo.js"
+import { parseJsonOrNull } from "../protocol/internal/JsonParse.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { MAX_LOCK_FILE_BYTES } from "../protocol/Limits.js"
 import { LockHeld, StoreIo, storeIo } from "./Errors.js"
 import { isOwnEvidence, LockOwner, type OwnerEvidence, ownerEvidenceOf } from "./LockOwner.js"
 import type { LockRetry } from "./StoreConfig.js"
-import { parseJsonOrNull } from "./SidecarReader.js"
 
 const encoder = new TextEncoder()
 

@@ -96,6 +96,7 @@ import { sha256Hex } from "../protocol/CanonicalJson.js"
 import { modifiedMs } from "../protocol/internal/FileInfo.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { type Head, isValidHead, isValidReceiptReference } from "../protocol/Head.js"
+import { parseJsonOrNull } from "../protocol/internal/JsonParse.js"
 import { memberOf, stringCoercionOf } from "../protocol/internal/JsonShape.js"
 import { clipText } from "../protocol/internal/Text.js"
 import { claimExpired, settledReceiptRef } from "../protocol/JobClaim.js"
@@ -110,7 +111,6 @@ import { LockOwner, type OwnerEvidence, ownerEvidenceOf } from "./LockOwner.js"
 import { JOBS_DIR, MATERIALIZATIONS_DIR } from "./MirroredPath.js"
 import {
   isValidReceipt,
-  parseJsonOrNull,
   readReceiptReference,
   readSidecarCurrent,
   verifyReceiptRange

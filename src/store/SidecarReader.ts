@@ -25,6 +25,7 @@ import type { PlatformError } from "effect/PlatformError"
 import { sha256Hex } from "../protocol/CanonicalJson.js"
 import { fileIdentity } from "../protocol/internal/FileInfo.js"
 import { copyJson } from "../protocol/internal/JsonCopy.js"
+import { parseJsonOrNull } from "../protocol/internal/JsonParse.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { type Head, isValidHead, isValidReceiptReference } from "../protocol/Head.js"
 import { MAX_HISTORY_BYTES, MAX_HISTORY_RECORDS, MAX_TAIL_BYTES } from "../protocol/Limits.js"
@@ -132,15 +133,6 @@ export interface TailLine {
 /** A tail line holding a valid head. */
 interface HeadLine extends TailLine {
   readonly record: Head
-}
-
-/** @internal */
-export const parseJsonOrNull = (text: string): unknown => {
-  try {
-    return JSON.parse(text)
-  } catch {
-    return null
-  }
 }
 
 /**
