@@ -43,6 +43,7 @@ import { describeType, type FileNotRegular, readBounded } from "../io/RegularFil
 import { encodeLockLine, MAX_LOCK_LINE_BYTES } from "../protocol/CommitLockFile.js"
 import { fileIdentity } from "../protocol/internal/FileInfo.js"
 import { parseJsonOrNull } from "../protocol/internal/JsonParse.js"
+import { memberOf } from "../protocol/internal/JsonShape.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { MAX_LOCK_FILE_BYTES } from "../protocol/Limits.js"
 import { LockHeld, StoreIo, storeIo } from "./Errors.js"
@@ -110,9 +111,6 @@ export interface HeldLock {
 
 const isAlreadyExists = (error: PlatformError) => error.reason._tag === "AlreadyExists"
 const isNotFound = (error: PlatformError) => error.reason._tag === "NotFound"
-
-/** The token of a parsed lock file, whatever else it holds. */
-const tokenOf = (content: unknown): unknown => (content as { token?: unknown } | null | undefined)?.token
 
 /**
  * A lock file as read once.
@@ -199,7 +197,7 @@ const removeIgnoringMissing = (fs: FileSystem, path: string) =>
 export const releaseFileLock = (fs: FileSystem, lockPath: string, token: string): Effect.Effect<void, StoreIo> =>
   Effect.gen(function*() {
     const current = yield* readJsonFile(fs, lockPath)
-    if (tokenOf(current) === token) yield* removeIgnoringMissing(fs, lockPath)
+    if (memberOf(current, "token") === token) yield* removeIgnoringMissing(fs, lockPath)
   }).pipe(Effect.mapError(storeIo("release commit lock", lockPath)))
 
 /**
@@ -258,7 +256,7 @@ const breakDeadLock = (fs: FileSystem, lockPath: string, deadToken: string): Eff
     // removed while it still holds the dead token.
     return yield* Effect.gen(function*() {
       const current = yield* readJsonFile(fs, lockPath)
-      const broken = tokenOf(current) === deadToken
+      const broken = memberOf(current, "token") === deadToken
       if (broken) yield* removeIgnoringMissing(fs, lockPath)
       return broken
     }).pipe(Effect.ensuring(Effect.ignore(removeIgnoringMissing(fs, breakPath))))
@@ -305,7 +303,7 @@ const acquireFileLock = (
           if (breakDeadLocks) {
             const holder = yield* readJsonFile(fs, lockPath)
             const owner = ownerEvidenceOf(holder)
-            const holderToken = tokenOf(holder)
+            const holderToken = memberOf(holder, "token")
             if (
               owner && typeof holderToken === "string" &&
               (leakedHere(probe.current, owner, holderToken) || (yield* probe.isProvablyDead(owner)))
@@ -417,7 +415,7 @@ export const makeLockQueues = (fs: FileSystem) => {
       entry.handedOver = undefined
       if (lock === undefined) return undefined
       const current = yield* readJsonFile(fs, lock.lockPath).pipe(Effect.orElseSucceed(() => undefined))
-      if (tokenOf(current) === lock.token) return lock
+      if (memberOf(current, "token") === lock.token) return lock
       entry.handoffs = 0
       yield* releaseLogged(fs, lock)
       return undefined

@@ -41,6 +41,7 @@ import { handleChmodOf } from "../io/NonBlockingOpen.js"
 import { openRegular } from "../io/RegularFile.js"
 import { sha256Hex, SHA256_HEX_PATTERN } from "../protocol/CanonicalJson.js"
 import { fileIdentity } from "../protocol/internal/FileInfo.js"
+import { isObjectRecord } from "../protocol/internal/JsonShape.js"
 import { withVerifiedSummaries } from "../protocol/internal/VerifiedReceipts.js"
 import { encodeHeadLine, headFor, makeHead, type ReceiptReference } from "../protocol/Head.js"
 import {
@@ -272,8 +273,6 @@ export class RarebitStore extends Context.Service<RarebitStore, {
     Layer.effect(RarebitStore, make(makeStoreConfig(config)))
 }
 
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null
-
 const isNotFound = (error: PlatformError) => error.reason._tag === "NotFound"
 
 // The longest file name most file systems accept, in bytes.
@@ -300,7 +299,7 @@ const duplicateOf = (location: ReservationLocation, record: Receipt): Duplicate 
 
 /** Our claims' record of the sidecar size when they were taken, if present and sane. */
 const sidecarOffsetOf = (claim: unknown): number | undefined => {
-  const offset = isRecord(claim) ? claim.sidecarOffset : undefined
+  const offset = isObjectRecord(claim) ? claim.sidecarOffset : undefined
   return typeof offset === "number" && Number.isSafeInteger(offset) && offset >= 0 ? offset : undefined
 }
 
@@ -598,7 +597,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
    */
   const recoverSettlement = (read: ClaimRead, location: ReservationLocation, claimPath: string) =>
     Effect.gen(function*() {
-      const claim = read._tag === "Parsed" && isRecord(read.claim) ? read.claim : undefined
+      const claim = read._tag === "Parsed" && isObjectRecord(read.claim) ? read.claim : undefined
       if (claim === undefined || typeof claim.leaseToken !== "string") return undefined
       const found = yield* receiptSinceClaim(location, claim)
       if (found === undefined) return undefined
@@ -810,7 +809,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     options: SettleOptions = {}
   ) {
     // The type says Acquired, but plain callers and casts can pass any outcome.
-    if (!isRecord(reservation) || reservation._tag !== "Acquired") return yield* new ReservationNotAcquired()
+    if (!isObjectRecord(reservation) || reservation._tag !== "Acquired") return yield* new ReservationNotAcquired()
     const sidecar = reservation.materializationPath
     // As the reference does first: the sidecar's directory is made (its
     // dirname fails on a path that is not a string, as the reference's does).

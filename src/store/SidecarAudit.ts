@@ -97,7 +97,7 @@ import { modifiedMs } from "../protocol/internal/FileInfo.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { type Head, isValidHead, isValidReceiptReference } from "../protocol/Head.js"
 import { parseJsonOrNull } from "../protocol/internal/JsonParse.js"
-import { memberOf, stringCoercionOf } from "../protocol/internal/JsonShape.js"
+import { isObjectRecord, memberOf, stringCoercionOf } from "../protocol/internal/JsonShape.js"
 import { clipText } from "../protocol/internal/Text.js"
 import { claimExpired, settledReceiptRef } from "../protocol/JobClaim.js"
 import { MAX_HISTORY_BYTES, MAX_RECEIPT_BYTES } from "../protocol/Limits.js"
@@ -337,16 +337,18 @@ const classify = (path: string, regular: boolean): TreeFile =>
     ? { _tag: "Break", path }
     : { _tag: "Sidecar", path, regular }
 
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null
-
-const typeOf = (u: unknown): unknown => (isRecord(u) ? u.type : undefined)
-
 const isNotFound = (error: PlatformError) => error.reason._tag === "NotFound"
+
+/** `u[key]` when it is a string, else `null`: a field of a parsed file, whatever it parsed to. */
+const stringMember = (u: unknown, key: string): string | null => {
+  const value = memberOf(u, key)
+  return typeof value === "string" ? value : null
+}
 
 const describeError = (error: PlatformError): string => {
   const cause = (error.reason as { readonly cause?: unknown }).cause
-  const code = isRecord(cause) && typeof cause.code === "string" ? cause.code : undefined
-  return code === undefined ? `cannot be read (${error.reason._tag})` : `cannot be read (${error.reason._tag}, ${code})`
+  const code = memberOf(cause, "code")
+  return typeof code !== "string" ? `cannot be read (${error.reason._tag})` : `cannot be read (${error.reason._tag}, ${code})`
 }
 
 const finding = (
@@ -408,7 +410,7 @@ const describeJson = (value: unknown): string => {
   if (value === undefined) return "missing"
   if (typeof value === "string") return JSON.stringify(clip(value, 40))
   if (Array.isArray(value)) return `an array of ${plural(value.length, "item")}`
-  if (isRecord(value)) return `an object with ${plural(Object.keys(value).length, "key")}`
+  if (isObjectRecord(value)) return `an object with ${plural(Object.keys(value).length, "key")}`
   return String(value)
 }
 
@@ -425,7 +427,7 @@ interface SidecarScan {
 
 const receiptProblem = (record: unknown, text: string): string => {
   if (record === null && text.trim() !== "null") return "not valid JSON"
-  const type = typeOf(record)
+  const type = memberOf(record, "type")
   if (type === "rarebit_summary") return `summary receipt fails v4 validation: ${explainSummaryReceipt(record)}`
   if (type === "rarebit_title") return `title receipt fails v4 validation: ${explainTitleReceipt(record)}`
   return `not a receipt or head (its type is ${describeJson(type)})`
@@ -444,7 +446,7 @@ const headRangeProblem = Effect.fnUntraced(function*(
   if (sha256Hex(bytes) !== head.receiptHash) return `the bytes at ${offset}+${length} do not hash to receiptHash`
   if (bytes[bytes.length - 1] !== NEWLINE) return `the range at ${offset}+${length} does not end a line`
   const record = parseJsonOrNull(decodeUtf8(bytes.subarray(0, -1)))
-  if (!isRecord(record) || record.type !== "rarebit_summary") return "the range does not hold a summary receipt"
+  if (!isObjectRecord(record) || record.type !== "rarebit_summary") return "the range does not hold a summary receipt"
   if (record.sessionId !== head.sessionId) return "the receipt belongs to another sessionId than the head"
   if (!validateSummaryReceipt(record).valid) return "the summary receipt it points at fails v4 validation"
   return "the range does not verify"
@@ -511,7 +513,7 @@ const scanSidecar = (
         }
         const text = decodeUtf8(bytes)
         const record = parseJsonOrNull(text)
-        const headLike = typeOf(record) === "rarebit_head" || (!record && text.includes("\"rarebit_head\""))
+        const headLike = memberOf(record, "type") === "rarebit_head" || (!record && text.includes("\"rarebit_head\""))
         if (headLike) {
           if (!isValidHead(record)) {
             findings.push(finding(
@@ -687,7 +689,7 @@ const inspectClaim = (
         return invalidClaim(path, jobId, "empty or unparsable (a writer crashed while writing it)")
       }
       const claim = read.claim
-      if (!isRecord(claim) || Array.isArray(claim)) return invalidClaim(path, jobId, "not a JSON object")
+      if (!isObjectRecord(claim)) return invalidClaim(path, jobId, "not a JSON object")
       if (claim.jobId !== jobId) return invalidClaim(path, jobId, "its jobId does not match its file name")
       if (claim.state === "active") {
         const claimedAt = typeof claim.claimedAt === "string" ? claim.claimedAt : null
@@ -773,7 +775,7 @@ interface LockRead {
  */
 const breakKey = (lockPath: string, read: LockRead): string => {
   if (read.unreadable !== undefined) return `torn-${sha256Hex(`unreadable ${read.unreadable.identity}`).slice(0, 32)}`
-  const token = isRecord(read.content) ? read.content.token : undefined
+  const token = memberOf(read.content, "token")
   if (typeof token !== "string" || !/^[0-9a-f]+$/.test(token)) return `torn-${sha256Hex(read.raw).slice(0, 32)}`
   const name = breakFilePath(lockPath.slice(lockPath.lastIndexOf("/") + 1), token)
   return utf8Encoder.encode(name).length <= NAME_MAX ? token : `long-${sha256Hex(token).slice(0, 32)}`
@@ -837,9 +839,11 @@ export const inspectCommitLock = Effect.fn("SidecarAudit.inspectCommitLock")(fun
   const read = yield* readLockRaw(fs, lockPath).pipe(Effect.mapError(storeIo("read commit lock", lockPath)))
   if (Option.isNone(read)) return undefined
   const content = read.value.content
-  const torn = !isRecord(content)
-  const token = isRecord(content) && typeof content.token === "string" ? content.token : null
-  const claimedAt = isRecord(content) && typeof content.claimedAt === "string" ? content.claimedAt : null
+  // Torn: unparsable, or a JSON value that cannot hold a token. An array is
+  // parsed and holds none, but is not counted as torn.
+  const torn = !isObjectRecord(content) && !Array.isArray(content)
+  const token = stringMember(content, "token")
+  const claimedAt = stringMember(content, "claimedAt")
   const claimedAtMs = claimedAt === null ? Number.NaN : Date.parse(claimedAt)
   const mtime = yield* modifiedAt(fs, lockPath)
   const ageMs = Number.isFinite(claimedAtMs) ? now - claimedAtMs : mtime === undefined ? null : now - mtime
@@ -956,7 +960,7 @@ export const removeCommitLock = Effect.fn("SidecarAudit.removeCommitLock")(funct
   if (Option.isNone(first)) return { _tag: "Absent" } as LockRemoval
   const matches = (read: LockRead) => keyMatches(breakKey(lockPath, read), expectedKey)
   const tokenPrefixOf = (read: LockRead) =>
-    isRecord(read.content) && typeof read.content.token === "string" ? read.content.token.slice(0, 12) : null
+    stringMember(read.content, "token")?.slice(0, 12) ?? null
   if (!matches(first.value)) return { _tag: "Changed", tokenPrefix: tokenPrefixOf(first.value) } as LockRemoval
   if (options.force !== true) {
     // The token is random and checked again below, so the lock removed is

@@ -26,6 +26,7 @@ import { sha256Hex } from "../protocol/CanonicalJson.js"
 import { fileIdentity } from "../protocol/internal/FileInfo.js"
 import { copyJson } from "../protocol/internal/JsonCopy.js"
 import { parseJsonOrNull } from "../protocol/internal/JsonParse.js"
+import { isObjectRecord, memberOf } from "../protocol/internal/JsonShape.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { type Head, isValidHead, isValidReceiptReference } from "../protocol/Head.js"
 import { MAX_HISTORY_BYTES, MAX_HISTORY_RECORDS, MAX_TAIL_BYTES } from "../protocol/Limits.js"
@@ -212,13 +213,9 @@ const lastHeadOf = (tail: TailWindow): {
   return { head: undefined, after, tornTail }
 }
 
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null
-
-const typeOf = (record: unknown): unknown => (isRecord(record) ? record.type : undefined)
-
 /** A receipt of either kind that its schema accepts. @category validation @since 0.1.0 */
 export const isValidReceipt = (record: unknown): record is Receipt => {
-  const type = typeOf(record)
+  const type = memberOf(record, "type")
   return (type === "rarebit_summary" && validateSummaryReceipt(record).valid) ||
     (type === "rarebit_title" && validateTitleReceipt(record).valid)
 }
@@ -227,7 +224,7 @@ export const isValidReceipt = (record: unknown): record is Receipt => {
 const invalidHeadAfter = (lines: ReadonlyArray<TailLine>, lastValidHeadOffset: number): boolean =>
   lines.some(({ line, offset, record }) =>
     offset > lastValidHeadOffset &&
-    (typeOf(record) === "rarebit_head" || (!record && line.includes("\"rarebit_head\""))) &&
+    (memberOf(record, "type") === "rarebit_head" || (!record && line.includes("\"rarebit_head\""))) &&
     !isValidHead(record)
   )
 
@@ -291,7 +288,7 @@ const verifyReceiptBytes = Effect.fnUntraced(function*(
   if (bytes[bytes.length - 1] !== NEWLINE || sha256Hex(bytes) !== receiptHash) return undefined
   const record = parseJsonOrNull(decodeUtf8(bytes.subarray(0, -1)))
   const valid = requireSummary
-    ? isRecord(record) && record.type === "rarebit_summary" &&
+    ? isObjectRecord(record) && record.type === "rarebit_summary" &&
       record.sessionId === (reference as { readonly sessionId?: unknown }).sessionId &&
       validateSummaryReceipt(record).valid
     : isValidReceipt(record)
