@@ -103,7 +103,8 @@ const ioAt = (path: string) => (cause: PlatformError | FileNotRegular) => new Se
 const isRegularFile = Effect.fnUntraced(function*(fs: FileSystem.FileSystem, path: string) {
   return yield* fs.stat(path).pipe(
     Effect.map((info) => info.type === "File"),
-    Effect.catch((error) => error.reason._tag === "NotFound" ? Effect.succeed(false) : Effect.fail(ioAt(path)(error)))
+    Effect.catchReason("PlatformError", "NotFound", () => Effect.succeed(false)),
+    Effect.mapError(ioAt(path))
   )
 })
 
@@ -131,7 +132,8 @@ const collectById: (
   matches: Array<string>
 ) => Effect.Effect<void, SessionIo> = Effect.fnUntraced(function*(fs, path, directory, id, matches) {
   const entries = yield* fs.readDirectoryEntries(directory).pipe(
-    Effect.catch((error) => error.reason._tag === "NotFound" ? Effect.succeed([]) : Effect.fail(ioAt(directory)(error)))
+    Effect.catchReason("PlatformError", "NotFound", () => Effect.succeed([])),
+    Effect.mapError(ioAt(directory))
   )
   for (const entry of entries) {
     const child = path.join(directory, entry.name)

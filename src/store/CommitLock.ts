@@ -109,9 +109,6 @@ export interface HeldLock {
   readonly token: string
 }
 
-const isAlreadyExists = (error: PlatformError) => error.reason._tag === "AlreadyExists"
-const isNotFound = (error: PlatformError) => error.reason._tag === "NotFound"
-
 /**
  * A lock file as read once.
  *
@@ -155,7 +152,7 @@ export const readLockFile = (fs: FileSystem, path: string): Effect.Effect<LockFi
       "FileNotRegular",
       (error: FileNotRegular) => unreadable(fs, path, `${describeType(error.type)}, not a regular file`)
     ),
-    Effect.catchIf(isNotFound, () => Effect.succeed<LockFileRead>({ _tag: "Absent" }))
+    Effect.catchReason("PlatformError", "NotFound", () => Effect.succeed<LockFileRead>({ _tag: "Absent" }))
   )
 
 /** A lock's parsed content; `undefined` when absent, `null` when it cannot be read as a lock (torn, or not one). */
@@ -187,7 +184,7 @@ export const writeDurableTemp = Effect.fnUntraced(function*(fs: FileSystem, temp
 })
 
 const removeIgnoringMissing = (fs: FileSystem, path: string) =>
-  fs.remove(path).pipe(Effect.catchIf(isNotFound, () => Effect.void))
+  fs.remove(path).pipe(Effect.catchReason("PlatformError", "NotFound", () => Effect.void))
 
 /**
  * Removes `lockPath` only if it still holds `token`.
@@ -231,7 +228,7 @@ export const createBreakFile = (fs: FileSystem, lockPath: string, deadToken: str
   fs.writeFile(breakFilePath(lockPath, deadToken), encoder.encode(`${JSON.stringify({ deadToken })}\n`), {
     flag: "wx",
     mode: 0o600
-  }).pipe(Effect.as(true), Effect.catchIf(isAlreadyExists, () => Effect.succeed(false)))
+  }).pipe(Effect.as(true), Effect.catchReason("PlatformError", "AlreadyExists", () => Effect.succeed(false)))
 
 /**
  * Breaks a lock whose owner is provably dead.
@@ -293,7 +290,7 @@ const acquireFileLock = (
         for (let attempt = 0; attempt < retry.attempts; attempt++) {
           linked = yield* fs.link(tempPath, lockPath).pipe(
             Effect.as(true),
-            Effect.catchIf(isAlreadyExists, () => Effect.succeed(false))
+            Effect.catchReason("PlatformError", "AlreadyExists", () => Effect.succeed(false))
           )
           if (linked) {
             const lock: HeldLock = { lockPath, token }

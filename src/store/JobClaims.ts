@@ -52,8 +52,6 @@ export type ClaimRead =
   | { readonly _tag: "Parsed"; readonly claim: unknown }
   | { readonly _tag: "Torn"; readonly modifiedAtMs: number; readonly unreadable?: string }
 
-const isNotFound = (error: PlatformError) => error.reason._tag === "NotFound"
-
 /** A claim that is there but cannot be read, dated by the path itself (`lstat`, never through a link). */
 const unreadableClaim = (fs: FileSystem, claimPath: string, unreadable: string): Effect.Effect<ClaimRead, PlatformError> =>
   Effect.map(fs.lstat(claimPath), (info): ClaimRead => ({ _tag: "Torn", modifiedAtMs: modifiedMs(info) ?? 0, unreadable }))
@@ -93,7 +91,7 @@ export const readClaim = (fs: FileSystem, claimPath: string): Effect.Effect<Clai
       error.type === "Directory"
         ? directoryClaim(fs, claimPath)
         : unreadableClaim(fs, claimPath, `${describeType(error.type)}, not a regular file`)),
-    Effect.catchIf(isNotFound, () => Effect.succeed<ClaimRead>({ _tag: "Absent" }))
+    Effect.catchReason("PlatformError", "NotFound", () => Effect.succeed<ClaimRead>({ _tag: "Absent" }))
   )
 
 /**
@@ -112,7 +110,7 @@ export const createClaimExclusive = (
     yield* writeDurableTemp(fs, tempPath, encodeClaimLine(claim))
     return yield* fs.link(tempPath, claimPath).pipe(
       Effect.as(true),
-      Effect.catchIf((error) => error.reason._tag === "AlreadyExists", () => Effect.succeed(false)),
+      Effect.catchReason("PlatformError", "AlreadyExists", () => Effect.succeed(false)),
       Effect.ensuring(Effect.ignore(fs.remove(tempPath)))
     )
   }).pipe(Effect.uninterruptible)
@@ -160,4 +158,4 @@ export const syncDirectory = (fs: FileSystem, directory: string): Effect.Effect<
  * @since 0.1.0
  */
 export const removeClaim = (fs: FileSystem, claimPath: string): Effect.Effect<void, PlatformError> =>
-  fs.remove(claimPath).pipe(Effect.catchIf(isNotFound, () => Effect.void))
+  fs.remove(claimPath).pipe(Effect.catchReason("PlatformError", "NotFound", () => Effect.void))

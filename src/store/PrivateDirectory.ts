@@ -54,8 +54,6 @@ import { describeType, openDirectory } from "../io/RegularFile.js"
 import { fileIdentity } from "../protocol/internal/FileInfo.js"
 import { type StoreIo, storeIo, UnsafeDirectory } from "./Errors.js"
 
-const isNotFound = (error: PlatformError) => error.reason._tag === "NotFound"
-const isAlreadyExists = (error: PlatformError) => error.reason._tag === "AlreadyExists"
 
 // Failures in resolving a path: every later call through the same
 // components fails the same way, so a check can leave them to that call.
@@ -72,6 +70,10 @@ const isResolutionFailure = (error: PlatformError) =>
  * @since 0.1.0
  */
 export const CREATE_PRIVATE_DIRECTORY = "create private directory"
+
+/** The `lstat` of `path`, or `undefined` when nothing is there. */
+const lstatIfPresent = (fs: FileSystem, path: string): Effect.Effect<File.Info | undefined, PlatformError> =>
+  fs.lstat(path).pipe(Effect.catchReason("PlatformError", "NotFound", () => Effect.succeed(undefined)))
 
 /** Why `info` (an `lstat`) is not a directory the store may use, or `undefined` when it is. */
 const refusalOf = (info: File.Info, uid: number | undefined): string | undefined => {
@@ -153,12 +155,13 @@ const checkExisting = (fs: FileSystem, components: ReadonlyArray<string>, uid: n
     const step = (index: number): Walk =>
       index >= components.length
         ? Effect.void
-        : Effect.matchEffect(fs.lstat(components[index]), {
-          onSuccess: (info) => Effect.andThen(checkFound(fs, components[index], info, uid, operation), step(index + 1)),
-          onFailure: (error) =>
-            isNotFound(error) || isResolutionFailure(error)
+        : Effect.matchEffect(lstatIfPresent(fs, components[index]), {
+          onSuccess: (info) =>
+            info === undefined
               ? Effect.void
-              : Effect.fail(storeIo(operation, components[index])(error))
+              : Effect.andThen(checkFound(fs, components[index], info, uid, operation), step(index + 1)),
+          onFailure: (error) =>
+            isResolutionFailure(error) ? Effect.void : Effect.fail(storeIo(operation, components[index])(error))
         })
     return step(0)
   })
@@ -181,12 +184,12 @@ const ensureComponents = (
     let deepest = components.length - 1
     let found: File.Info | undefined
     for (; deepest >= 0; deepest--) {
-      const looked = yield* Effect.result(fs.lstat(components[deepest]))
+      const looked = yield* Effect.result(lstatIfPresent(fs, components[deepest]))
       if (looked._tag === "Success") {
+        if (looked.success === undefined) continue
         found = looked.success
         break
       }
-      if (isNotFound(looked.failure)) continue
       // A path the file system refuses: nothing is created. A planted
       // component above it is still named as such.
       yield* checkExisting(fs, components.slice(0, deepest), uid, CREATE_PRIVATE_DIRECTORY)
@@ -203,7 +206,7 @@ const ensureComponents = (
       const directory = components[index]
       // Created here, or by a racing process: either way it is checked as found.
       const info = yield* fs.makeDirectory(directory, { mode: 0o700 }).pipe(
-        Effect.catchIf(isAlreadyExists, () => Effect.void),
+        Effect.catchReason("PlatformError", "AlreadyExists", () => Effect.void),
         Effect.andThen(fs.lstat(directory)),
         Effect.mapError(io(directory))
       )

@@ -273,8 +273,6 @@ export class RarebitStore extends Context.Service<RarebitStore, {
     Layer.effect(RarebitStore, make(makeStoreConfig(config)))
 }
 
-const isNotFound = (error: PlatformError) => error.reason._tag === "NotFound"
-
 // The longest file name most file systems accept, in bytes.
 const NAME_MAX = 255
 const utf8Encoder = new TextEncoder()
@@ -369,7 +367,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
   const lockPathAccepted = (lockPath: string) =>
     lockPath.includes("\0") || utf8Length(path.basename(lockPath)) > NAME_MAX
       ? Effect.scoped(fs.open(lockPath, { flag: "r" })).pipe(
-        Effect.catchIf(isNotFound, () => Effect.void),
+        Effect.catchReason("PlatformError", "NotFound", () => Effect.void),
         Effect.asVoid,
         Effect.mapError(storeIo("acquire commit lock", lockPath))
       )
@@ -465,10 +463,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
       // reference does; a sidecar that is gone means the pointer does not
       // verify; any other I/O failure is just that.
       const record = yield* readReceiptReference(fs, location.materializationPath, ref, false).pipe(
-        Effect.catchIf(
-          (error) => error._tag === "PlatformError" && isNotFound(error),
-          () => Effect.succeed(undefined)
-        ),
+        Effect.catchReason("PlatformError", "NotFound", () => Effect.succeed(undefined)),
         Effect.catchTag("PlatformError", (error) =>
           Effect.fail(storeIo("verify settled receipt pointer", location.materializationPath)(error)))
       )
@@ -486,7 +481,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
   const sidecarSize = (sidecar: string) =>
     fs.stat(sidecar).pipe(
       Effect.map((info) => Number(info.size)),
-      Effect.catchIf(isNotFound, () => Effect.succeed(0)),
+      Effect.catchReason("PlatformError", "NotFound", () => Effect.succeed(0)),
       Effect.mapError(storeIo("stat sidecar", sidecar))
     )
 
@@ -843,7 +838,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     const commit = (claim: unknown) => Effect.uninterruptible(Effect.gen(function*() {
       const existing = yield* fs.lstat(sidecar).pipe(
         Effect.map(Option.some),
-        Effect.catchIf(isNotFound, () => Effect.succeed(Option.none())),
+        Effect.catchReason("PlatformError", "NotFound", () => Effect.succeed(Option.none())),
         Effect.mapError(storeIo("stat sidecar", sidecar))
       )
       if (Option.isSome(existing) && existing.value.type !== "File") return yield* new NotRegularFile({ path: sidecar })

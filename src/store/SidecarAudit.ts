@@ -337,8 +337,6 @@ const classify = (path: string, regular: boolean): TreeFile =>
     ? { _tag: "Break", path }
     : { _tag: "Sidecar", path, regular }
 
-const isNotFound = (error: PlatformError) => error.reason._tag === "NotFound"
-
 /** `u[key]` when it is a string, else `null`: a field of a parsed file, whatever it parsed to. */
 const stringMember = (u: unknown, key: string): string | null => {
   const value = memberOf(u, key)
@@ -983,7 +981,7 @@ export const removeCommitLock = Effect.fn("SidecarAudit.removeCommitLock")(funct
     const now = yield* Clock.currentTimeMillis
     const staleAfterMs = options.staleAfterMs ?? DEFAULT_STALE_AFTER_MS
     if (modified !== undefined && now - modified >= staleAfterMs) {
-      yield* fs.remove(breakPath).pipe(Effect.catchIf(isNotFound, () => Effect.void), Effect.mapError(io))
+      yield* fs.remove(breakPath).pipe(Effect.catchReason("PlatformError", "NotFound", () => Effect.void), Effect.mapError(io))
       created = yield* claimBreak
     }
   }
@@ -994,7 +992,7 @@ export const removeCommitLock = Effect.fn("SidecarAudit.removeCommitLock")(funct
     if (breakKey(lockPath, again.value) !== key) {
       return { _tag: "Changed", tokenPrefix: tokenPrefixOf(again.value) } as LockRemoval
     }
-    yield* fs.remove(lockPath).pipe(Effect.catchIf(isNotFound, () => Effect.void), Effect.mapError(io))
+    yield* fs.remove(lockPath).pipe(Effect.catchReason("PlatformError", "NotFound", () => Effect.void), Effect.mapError(io))
     return { _tag: "Removed" } as LockRemoval
   }).pipe(
     Effect.ensuring(Effect.ignore(fs.remove(breakPath)))
@@ -1063,6 +1061,8 @@ const listStoreDirectory = (fs: FileSystem, directory: string) =>
         ? Effect.map(fs.readDirectoryEntries(directory), (entries) => ({ _tag: "Listed", entries }))
         : Effect.succeed({ _tag: "Unsafe", type: info.type })
     ),
+    // A store without this directory yet has nothing in it.
+    Effect.catchReason("PlatformError", "NotFound", () => Effect.succeed<StoreDirectory>({ _tag: "Listed", entries: [] })),
     Effect.result
   )
 
@@ -1084,13 +1084,13 @@ const walkMaterializations = (fs: FileSystem, path: Path, root: string): Effect.
     }
     const visit = (directory: string): Effect.Effect<void> =>
       Effect.gen(function*() {
-        const listed = yield* Effect.result(fs.readDirectoryEntries(directory))
+        // A directory removed while the walk runs holds nothing any more.
+        const listed = yield* fs.readDirectoryEntries(directory).pipe(
+          Effect.catchReason("PlatformError", "NotFound", () => Effect.succeed([])),
+          Effect.result
+        )
         if (listed._tag === "Failure") {
-          if (!isNotFound(listed.failure)) {
-            tree.findings.push(
-              finding("directory_unreadable", "damage", directory, describeError(listed.failure))
-            )
-          }
+          tree.findings.push(finding("directory_unreadable", "damage", directory, describeError(listed.failure)))
           return
         }
         const entries = [...listed.success].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
@@ -1132,9 +1132,7 @@ export const auditStore = Effect.fn("SidecarAudit.auditStore")(function*(options
   const claimReads: Array<ClaimRead> = []
   const claimLeftovers: Array<string> = []
   if (claimEntries._tag === "Failure") {
-    if (!isNotFound(claimEntries.failure)) {
-      findings.push(finding("directory_unreadable", "damage", jobsDir, describeError(claimEntries.failure)))
-    }
+    findings.push(finding("directory_unreadable", "damage", jobsDir, describeError(claimEntries.failure)))
   } else if (claimEntries.success._tag === "Unsafe") {
     findings.push(unsafeDirectoryFinding(jobsDir, claimEntries.success.type))
   } else {
