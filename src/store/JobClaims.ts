@@ -37,7 +37,8 @@ import { modifiedMs } from "../protocol/internal/FileInfo.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { encodeClaimLine, type JobClaim, parseClaim } from "../protocol/JobClaim.js"
 import { MAX_CLAIM_BYTES } from "../protocol/Limits.js"
-import { randomToken, writeDurableTemp } from "./CommitLock.js"
+import { removeIfPresent, syncDirectory, writeDurableTemp } from "./DurableFile.js"
+import { randomToken } from "./RandomToken.js"
 
 /**
  * What a claim path holds. `Torn` is a claim that cannot be read as one:
@@ -142,20 +143,9 @@ export const replaceClaim = (
   }).pipe(Effect.uninterruptible)
 
 /**
- * Fsyncs a directory so a rename or unlink in it is durable. The directory
- * is opened without following a symlink and without blocking, and must be
- * one.
- *
- * @internal
- */
-export const syncDirectory = (fs: FileSystem, directory: string): Effect.Effect<void, PlatformError | NotDirectory> =>
-  Effect.scoped(Effect.flatMap(openDirectory(fs, directory), ({ file }) => file.sync))
-
-/**
  * Removes a claim; a claim already gone is not an error.
  *
  * @category writers
  * @since 0.1.0
  */
-export const removeClaim = (fs: FileSystem, claimPath: string): Effect.Effect<void, PlatformError> =>
-  fs.remove(claimPath).pipe(Effect.catchReason("PlatformError", "NotFound", () => Effect.void))
+export const removeClaim: (fs: FileSystem, claimPath: string) => Effect.Effect<void, PlatformError> = removeIfPresent

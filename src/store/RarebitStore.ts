@@ -60,7 +60,7 @@ import { make as makeSessionCache } from "../session/SessionCache.js"
 import { nativeObservation } from "../session/SessionReader.js"
 import type { ArtifactState, NativeObservation, ProjectionInput } from "../state/ArtifactState.js"
 import { projectArtifactStateResult, type ProjectionInputInvalid } from "../state/ArtifactState.js"
-import { acquireCommitLock, makeLockQueues, randomToken } from "./CommitLock.js"
+import { acquireCommitLock, makeLockQueues } from "./CommitLock.js"
 import * as CurrentWatch from "./CurrentWatch.js"
 import {
   HeadInvalid,
@@ -83,9 +83,11 @@ import {
   storeIo,
   type UnsafeDirectory
 } from "./Errors.js"
-import { type ClaimRead, createClaimExclusive, readClaim, removeClaim, replaceClaim, syncDirectory } from "./JobClaims.js"
+import { syncDirectory } from "./DurableFile.js"
+import { type ClaimRead, createClaimExclusive, readClaim, removeClaim, replaceClaim } from "./JobClaims.js"
 import { claimPath as claimPathOf, commitLockPath, materializationPath } from "./MirroredPath.js"
 import { ensurePrivateDirectories } from "./PrivateDirectory.js"
+import { randomToken } from "./RandomToken.js"
 import type { Acquired, Duplicate, InFlight, Reservation, ReservationLocation, SettledReceipt } from "./Reservation.js"
 import {
   type HistoryPage,
