@@ -89,6 +89,7 @@ export type {
 export type { SessionObservation } from "./session/SessionReader.js"
 export type { ArtifactExpectation, NativeObservation } from "./state/ArtifactState.js"
 export * as SidecarAudit from "./store/SidecarAudit.js"
+export * as CommitLockRepair from "./store/CommitLockRepair.js"
 export * as NodeStore from "./platform/NodeStore.js"
 export * as DirectFileSystem from "./platform/DirectFileSystem.js"
 export * as Protocol from "./protocol/index.js"

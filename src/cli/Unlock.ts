@@ -27,7 +27,7 @@ import {
   type LockReport,
   type LockRemoval,
   removeCommitLock
-} from "../store/SidecarAudit.js"
+} from "../store/CommitLockRepair.js"
 import { cliFailure, ExitCode, toCliFailure } from "./CliFailure.js"
 import { globals, requireStore, resolveSession, sessionFlag } from "./GlobalOptions.js"
 import { displayText, formatDuration, printJson, printLines, type Style, style } from "./Output.js"

@@ -166,10 +166,19 @@ export const releaseFileLock = (fs: FileSystem, lockPath: string, token: string)
 export const lockTempPath = (lockPath: string, token: string): string => {
   const slash = lockPath.lastIndexOf("/")
   const named = `${lockPath}.${token}.tmp`
-  return encoder.encode(named.slice(slash + 1)).length <= 255
-    ? named
-    : `${lockPath.slice(0, slash + 1)}.commit-lock.${token}.tmp`
+  return fitsFileName(named.slice(slash + 1)) ? named : `${lockPath.slice(0, slash + 1)}.commit-lock.${token}.tmp`
 }
+
+// The longest file name most file systems accept, in bytes.
+const NAME_MAX = 255
+
+/**
+ * Whether `name`, one path component, is short enough to be a file name on
+ * most file systems (`NAME_MAX`, 255 bytes of UTF-8).
+ *
+ * @internal
+ */
+export const fitsFileName = (name: string): boolean => encoder.encode(name).length <= NAME_MAX
 
 /** Where the break of the lock holding `deadToken` is claimed. @internal */
 export const breakFilePath = (lockPath: string, deadToken: string): string => `${lockPath}.break-${deadToken}`

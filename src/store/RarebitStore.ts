@@ -60,7 +60,7 @@ import { make as makeSessionCache } from "../session/SessionCache.js"
 import { nativeObservation } from "../session/SessionReader.js"
 import type { ArtifactState, NativeObservation, ProjectionInput } from "../state/ArtifactState.js"
 import { projectArtifactStateResult, type ProjectionInputInvalid } from "../state/ArtifactState.js"
-import { acquireCommitLock, makeLockQueues } from "./CommitLock.js"
+import { acquireCommitLock, fitsFileName, makeLockQueues } from "./CommitLock.js"
 import * as CurrentWatch from "./CurrentWatch.js"
 import {
   HeadInvalid,
@@ -275,11 +275,6 @@ export class RarebitStore extends Context.Service<RarebitStore, {
     Layer.effect(RarebitStore, make(makeStoreConfig(config)))
 }
 
-// The longest file name most file systems accept, in bytes.
-const NAME_MAX = 255
-const utf8Encoder = new TextEncoder()
-const utf8Length = (text: string) => utf8Encoder.encode(text).length
-
 /** Whether `jobId` is a job id `reserve` accepts: 64 lowercase hex digits. @internal */
 export const jobIdValid = (jobId: unknown): jobId is string => typeof jobId === "string" && SHA256_HEX_PATTERN.test(jobId)
 
@@ -367,7 +362,7 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
   // path itself; opening it first, only for such names, fails exactly as the
   // reference's open does.
   const lockPathAccepted = (lockPath: string) =>
-    lockPath.includes("\0") || utf8Length(path.basename(lockPath)) > NAME_MAX
+    lockPath.includes("\0") || !fitsFileName(path.basename(lockPath))
       ? Effect.scoped(fs.open(lockPath, { flag: "r" })).pipe(
         Effect.catchReason("PlatformError", "NotFound", () => Effect.void),
         Effect.asVoid,

@@ -1,6 +1,6 @@
 /**
- * The full-scan audit of a Rarebit store, and the explicit repair of a
- * commit lock.
+ * The full-scan audit of a Rarebit store. (The explicit repair of a commit
+ * lock it reports is the lock's: `CommitLockRepair`.)
  *
  * The bounded readers look at one tail window; this module reads everything,
  * on purpose, for operators: every line of every sidecar under
@@ -79,12 +79,7 @@
  * audit reads a store that writers may be using; a finding about something a
  * writer was doing at that instant is possible only for the tail of a
  * sidecar being appended to, and for the young files reported as notices.
- *
- * `removeCommitLock` is the one writer here: it removes a lock only if its
- * owner is provably dead (or the caller forces it) and it still holds the
- * token the caller inspected, under the same per-token break file the
- * store's dead-lock breaker uses, so two repairs never both act and a lock
- * taken meanwhile by someone else is never removed.
+ * The audit writes nothing.
  *
  * @since 0.1.0
  */
@@ -93,22 +88,27 @@ import { FileSystem } from "effect/FileSystem"
 import { Path } from "effect/Path"
 import { isPlatformError, type PlatformError } from "effect/PlatformError"
 import { sha256Hex } from "../protocol/CanonicalJson.js"
-import { modifiedMs } from "../protocol/internal/FileInfo.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { type Head, isValidHead, isValidReceiptReference } from "../protocol/Head.js"
 import { parseJsonOrNull } from "../protocol/internal/JsonParse.js"
 import { isObjectRecord, memberOf, stringCoercionOf } from "../protocol/internal/JsonShape.js"
-import { clipText } from "../protocol/internal/Text.js"
 import { claimExpired, settledReceiptRef } from "../protocol/JobClaim.js"
 import { MAX_HISTORY_BYTES, MAX_RECEIPT_BYTES } from "../protocol/Limits.js"
 import { explainSummaryReceipt, validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
 import { explainTitleReceipt } from "../protocol/TitleReceipt.js"
 import { describeType, openRegular } from "../io/RegularFile.js"
-import { breakFilePath, createBreakFile, readLockFile } from "./CommitLock.js"
-import { storeIo } from "./Errors.js"
+import { DEFAULT_STALE_AFTER_MS, inspectCommitLock, type LockReport } from "./CommitLockRepair.js"
 import { readClaim } from "./JobClaims.js"
-import { LockOwner, type OwnerEvidence, ownerEvidenceOf } from "./LockOwner.js"
 import { JOBS_DIR, MATERIALIZATIONS_DIR } from "./MirroredPath.js"
+import {
+  ageText,
+  clipDetail,
+  clipNullableField,
+  describeError,
+  describeJson,
+  modifiedAt,
+  plural
+} from "./ReportFields.js"
 import {
   isValidReceipt,
   readReceiptReference,
@@ -117,17 +117,11 @@ import {
 } from "./SidecarReader.js"
 import type { Availability, SidecarReason } from "./SidecarReader.js"
 
-const NEWLINE = 10
-const utf8Encoder = new TextEncoder()
+// Part of what an audit reports and takes, defined where they are made.
+export { DEFAULT_STALE_AFTER_MS, type LockReport, type OwnerLiveness } from "./CommitLockRepair.js"
+export { MAX_DETAIL_CHARS, MAX_FIELD_CHARS } from "./ReportFields.js"
 
-/**
- * How old a commit lock, temp file or break file must be before the audit
- * calls it a leftover rather than the trace of a write in progress.
- *
- * @category constants
- * @since 0.1.0
- */
-export const DEFAULT_STALE_AFTER_MS = 10_000
+const NEWLINE = 10
 
 /** What an audit finding is about. @category models @since 0.1.0 */
 export type FindingKind =
@@ -225,51 +219,6 @@ export interface ClaimReport {
 }
 
 /**
- * Whether a lock's owner is known to be gone: `dead` (its evidence proves
- * it), `unknown` (evidence that proves nothing here: alive, or written on
- * another host, in another boot or in another PID or time namespace, or
- * without naming its namespace), `no_evidence` (a lock without owner
- * evidence, e.g. the reference's).
- *
- * @category models
- * @since 0.1.0
- */
-export type OwnerLiveness = "dead" | "unknown" | "no_evidence"
-
-/**
- * A commit lock's evidence.
- *
- * **Details**
- *
- * `tokenPrefix` is the first 12 hex digits of the token, enough to tell two
- * locks apart. `torn` means the file is empty or unparsable (a writer that
- * crashed between creating and filling it, which only the reference can
- * leave). `ageMs` is measured from `claimedAt`, or from the file's
- * modification time when `claimedAt` is unusable. Strings copied from the
- * file (`claimedAt`, the owner's) are cut to `MAX_FIELD_CHARS`.
- *
- * @category models
- * @since 0.1.0
- */
-export interface LockReport {
-  readonly path: string
-  readonly tokenPrefix: string | null
-  readonly claimedAt: string | null
-  readonly ageMs: number | null
-  readonly owner: OwnerEvidence | null
-  readonly liveness: OwnerLiveness
-  readonly torn: boolean
-  /**
-   * Why the lock cannot be read at all, e.g. "a FIFO, not a regular file" or
-   * "larger than 4096 bytes" (then `torn` is `true` too); `null` when it
-   * could be read.
-   */
-  readonly unreadable: string | null
-  /** Break files next to the lock: a repair in progress, or one that crashed. */
-  readonly breakFiles: ReadonlyArray<string>
-}
-
-/**
  * The result of an audit.
  *
  * **Details**
@@ -337,18 +286,6 @@ const classify = (path: string, regular: boolean): TreeFile =>
     ? { _tag: "Break", path }
     : { _tag: "Sidecar", path, regular }
 
-/** `u[key]` when it is a string, else `null`: a field of a parsed file, whatever it parsed to. */
-const stringMember = (u: unknown, key: string): string | null => {
-  const value = memberOf(u, key)
-  return typeof value === "string" ? value : null
-}
-
-const describeError = (error: PlatformError): string => {
-  const cause = (error.reason as { readonly cause?: unknown }).cause
-  const code = memberOf(cause, "code")
-  return typeof code !== "string" ? `cannot be read (${error.reason._tag})` : `cannot be read (${error.reason._tag}, ${code})`
-}
-
 const finding = (
   kind: FindingKind,
   verdict: Verdict,
@@ -362,55 +299,8 @@ const finding = (
   path,
   offset: extra.offset ?? null,
   jobId: extra.jobId ?? null,
-  detail: clip(detail, MAX_DETAIL_CHARS)
+  detail: clipDetail(detail)
 })
-
-const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? "" : "s"}`
-
-const ageText = (ms: number | null): string => {
-  if (ms === null) return "of unknown age"
-  const seconds = Math.max(0, Math.round(ms / 1000))
-  if (seconds < 120) return `${seconds} s old`
-  if (seconds < 7200) return `${Math.round(seconds / 60)} min old`
-  if (seconds < 172_800) return `${Math.round(seconds / 3600)} h old`
-  return `${Math.round(seconds / 86_400)} days old`
-}
-
-/**
- * The most characters a finding's `detail` holds. Details quote what a bad
- * file contains (keys, types, states), so a file of megabytes could otherwise
- * be echoed whole; longer text is cut and ends in `…`.
- *
- * @category constants
- * @since 0.1.0
- */
-export const MAX_DETAIL_CHARS = 300
-
-/**
- * The most characters of a string field copied from a file into a report
- * (`claimedAt`, owner evidence); longer values are cut and end in `…`.
- *
- * @category constants
- * @since 0.1.0
- */
-export const MAX_FIELD_CHARS = 256
-
-const clip = clipText
-
-const clipNullable = (text: string | null): string | null => (text === null ? null : clip(text, MAX_FIELD_CHARS))
-
-/**
- * A short description of any parsed JSON value, for details: a string quoted
- * and cut, a number or literal as written, containers by their size. Never
- * recursive, so a value nested 100,000 levels deep is "an array of 1 item".
- */
-const describeJson = (value: unknown): string => {
-  if (value === undefined) return "missing"
-  if (typeof value === "string") return JSON.stringify(clip(value, 40))
-  if (Array.isArray(value)) return `an array of ${plural(value.length, "item")}`
-  if (isObjectRecord(value)) return `an object with ${plural(Object.keys(value).length, "key")}`
-  return String(value)
-}
 
 // ---------------------------------------------------------------------------
 // sidecar scan
@@ -703,7 +593,7 @@ const inspectClaim = (
         const report: ClaimReport = {
           ...emptyClaim(path, jobId),
           state: "active",
-          claimedAt: clipNullable(claimedAt),
+          claimedAt: clipNullableField(claimedAt),
           leaseMs,
           expiresAt,
           expired
@@ -745,259 +635,6 @@ const inspectClaim = (
 // ---------------------------------------------------------------------------
 // locks and leftovers
 // ---------------------------------------------------------------------------
-
-const modifiedAt = (fs: FileSystem, path: string) =>
-  fs.lstat(path).pipe(
-    Effect.map(modifiedMs),
-    Effect.catch(() => Effect.succeed(undefined))
-  )
-
-// The longest file name most file systems accept, in bytes.
-const NAME_MAX = 255
-
-/** A lock file as read once: its text and parse, or why it cannot be read (and which file that is). */
-interface LockRead {
-  readonly raw: string
-  readonly content: unknown
-  readonly unreadable: { readonly reason: string; readonly identity: string } | undefined
-}
-
-/**
- * The break-file name a lock is broken under: the token, or for a torn lock
- * (no hex token) a digest of its exact content, or for a lock that cannot be
- * read (not a regular file, oversized) a digest of its device and inode.
- *
- * A token too long to fit in a break file's name also gets a digest: the
- * store's own breaker, which names the file after the raw token, cannot
- * create that file, so no other party can be using the raw name.
- */
-const breakKey = (lockPath: string, read: LockRead): string => {
-  if (read.unreadable !== undefined) return `torn-${sha256Hex(`unreadable ${read.unreadable.identity}`).slice(0, 32)}`
-  const token = memberOf(read.content, "token")
-  if (typeof token !== "string" || !/^[0-9a-f]+$/.test(token)) return `torn-${sha256Hex(read.raw).slice(0, 32)}`
-  const name = breakFilePath(lockPath.slice(lockPath.lastIndexOf("/") + 1), token)
-  return utf8Encoder.encode(name).length <= NAME_MAX ? token : `long-${sha256Hex(token).slice(0, 32)}`
-}
-
-/** Owner evidence with its strings cut to `MAX_FIELD_CHARS`, for reports. */
-const reportedOwner = (owner: OwnerEvidence): OwnerEvidence => ({
-  pid: owner.pid,
-  hostname: clip(owner.hostname, MAX_FIELD_CHARS),
-  ...(owner.bootId === undefined ? {} : { bootId: clip(owner.bootId, MAX_FIELD_CHARS) }),
-  ...(owner.startTicks === undefined ? {} : { startTicks: clip(owner.startTicks, MAX_FIELD_CHARS) }),
-  ...(owner.pidNamespace === undefined ? {} : { pidNamespace: clip(owner.pidNamespace, MAX_FIELD_CHARS) }),
-  ...(owner.timeNamespace === undefined ? {} : { timeNamespace: clip(owner.timeNamespace, MAX_FIELD_CHARS) })
-})
-
-const readLockRaw = (fs: FileSystem, lockPath: string) =>
-  Effect.map(readLockFile(fs, lockPath), (read): Option.Option<LockRead> => {
-    switch (read._tag) {
-      case "Absent":
-        return Option.none()
-      case "Read":
-        return Option.some({ raw: read.raw, content: read.content, unreadable: undefined })
-      case "Unreadable":
-        return Option.some({
-          raw: "",
-          content: null,
-          unreadable: { reason: read.reason, identity: read.identity }
-        })
-    }
-  })
-
-/**
- * A commit lock as read once: its evidence, and the key `removeCommitLock`
- * expects for exactly this lock (its token, or for a torn lock a digest of
- * its content).
- *
- * @category models
- * @since 0.1.0
- */
-export interface InspectedLock {
-  readonly lock: LockReport
-  readonly key: string
-}
-
-/**
- * Reads a commit lock's evidence; `undefined` when there is no lock.
- *
- * **Details**
- *
- * Liveness comes from the `LockOwner` probe in the environment (the Node
- * layer's reads `/proc`); the default probe proves nothing dead.
- *
- * @category readers
- * @since 0.1.0
- */
-export const inspectCommitLock = Effect.fn("SidecarAudit.inspectCommitLock")(function*(lockPath: string) {
-  const fs = yield* FileSystem
-  const path = yield* Path
-  const probe = yield* LockOwner
-  const now = yield* Clock.currentTimeMillis
-  const read = yield* readLockRaw(fs, lockPath).pipe(Effect.mapError(storeIo("read commit lock", lockPath)))
-  if (Option.isNone(read)) return undefined
-  const content = read.value.content
-  // Torn: unparsable, or a JSON value that cannot hold a token. An array is
-  // parsed and holds none, but is not counted as torn.
-  const torn = !isObjectRecord(content) && !Array.isArray(content)
-  const token = stringMember(content, "token")
-  const claimedAt = stringMember(content, "claimedAt")
-  const claimedAtMs = claimedAt === null ? Number.NaN : Date.parse(claimedAt)
-  const mtime = yield* modifiedAt(fs, lockPath)
-  const ageMs = Number.isFinite(claimedAtMs) ? now - claimedAtMs : mtime === undefined ? null : now - mtime
-  const owner = ownerEvidenceOf(content) ?? null
-  const liveness: OwnerLiveness = owner === null
-    ? "no_evidence"
-    : (yield* probe.isProvablyDead(owner))
-    ? "dead"
-    : "unknown"
-  const directory = path.dirname(lockPath)
-  const prefix = `${path.basename(lockPath)}.break-`
-  const entries = yield* fs.readDirectoryEntries(directory).pipe(Effect.catch(() => Effect.succeed([])))
-  const breakFiles = entries
-    .filter((entry) => entry.name.startsWith(prefix))
-    .map((entry) => path.join(directory, entry.name))
-    .sort()
-  const lock: LockReport = {
-    path: lockPath,
-    tokenPrefix: token === null ? null : token.slice(0, 12),
-    claimedAt: clipNullable(claimedAt),
-    ageMs,
-    owner: owner === null ? null : reportedOwner(owner),
-    liveness,
-    torn,
-    unreadable: read.value.unreadable?.reason ?? null,
-    breakFiles
-  }
-  return { lock, key: breakKey(lockPath, read.value) } satisfies InspectedLock
-})
-
-/**
- * The outcome of `removeCommitLock`.
- *
- * - `Removed`: the lock held the expected token and is gone.
- * - `Absent`: there was no lock (any more).
- * - `Changed`: the lock now holds another token; it was left alone.
- * - `BreakInProgress`: the break file for that token exists, so another
- *   repair (or the store's own dead-lock breaker) is acting, or crashed.
- * - `OwnerMayBeAlive`: the lock's owner is not provably dead and the caller
- *   did not force the removal; it was left alone.
- *
- * @category models
- * @since 0.1.0
- */
-export type LockRemoval =
-  | { readonly _tag: "Removed" }
-  | { readonly _tag: "Absent" }
-  | { readonly _tag: "Changed"; readonly tokenPrefix: string | null }
-  | { readonly _tag: "BreakInProgress"; readonly breakPath: string }
-  | { readonly _tag: "OwnerMayBeAlive"; readonly liveness: Exclude<OwnerLiveness, "dead"> }
-
-/**
- * Options of `removeCommitLock`.
- *
- * @category models
- * @since 0.1.0
- */
-export interface RemoveLockOptions {
-  /**
-   * Remove the lock even though its owner is not provably dead (no
-   * evidence, or evidence from another host, boot or namespace). Only for an
-   * operator who knows no writer is running.
-   */
-  readonly force?: boolean | undefined
-  /** Remove a break file older than `staleAfterMs` (its breaker crashed) and go on. */
-  readonly clearStaleBreakFile?: boolean | undefined
-  readonly staleAfterMs?: number | undefined
-}
-
-/**
- * Whether `expected` names the lock with `key`: the whole key, or a prefix
- * of at least 8 characters.
- *
- * @category repair
- * @since 0.1.0
- */
-export const keyMatches = (key: string, expected: string): boolean =>
-  key === expected || (expected.length >= 8 && key.startsWith(expected))
-
-/**
- * Removes a commit lock only if its owner is provably dead (or `force`) and
- * it still is the one the caller inspected.
- *
- * **Details**
- *
- * `expectedKey` is the `key` of `inspectCommitLock`, or a prefix of it of
- * at least 8 characters (see `keyMatches`). Without `force`, the owner is
- * judged by the `LockOwner` probe in the environment, exactly as the store's
- * breaker judges it, and a lock it cannot prove dead is `OwnerMayBeAlive`.
- * The break file
- * `<lock>.break-<token>` is created exclusively first, the same file the
- * store's dead-lock breaker uses, so of all parties acting on this lock
- * exactly one proceeds; then the lock is read again and removed only if it
- * still holds that token. A lock created afterwards by someone else has
- * another token and is left alone.
- *
- * **Gotchas**
- *
- * With `force`, if the owner is alive and releases its own lock at the very
- * moment of removal, a lock taken in that instant could be removed; this is
- * why `force` is for when no writer is running.
- *
- * @category repair
- * @since 0.1.0
- */
-export const removeCommitLock = Effect.fn("SidecarAudit.removeCommitLock")(function*(
-  lockPath: string,
-  expectedKey: string,
-  options: RemoveLockOptions = {}
-) {
-  const fs = yield* FileSystem
-  const io = storeIo("remove commit lock", lockPath)
-  const first = yield* readLockRaw(fs, lockPath).pipe(Effect.mapError(io))
-  if (Option.isNone(first)) return { _tag: "Absent" } as LockRemoval
-  const matches = (read: LockRead) => keyMatches(breakKey(lockPath, read), expectedKey)
-  const tokenPrefixOf = (read: LockRead) =>
-    stringMember(read.content, "token")?.slice(0, 12) ?? null
-  if (!matches(first.value)) return { _tag: "Changed", tokenPrefix: tokenPrefixOf(first.value) } as LockRemoval
-  if (options.force !== true) {
-    // The token is random and checked again below, so the lock removed is
-    // the one judged here, and an owner proven dead cannot come back.
-    const owner = ownerEvidenceOf(first.value.content)
-    if (owner === undefined) return { _tag: "OwnerMayBeAlive", liveness: "no_evidence" } as LockRemoval
-    const probe = yield* LockOwner
-    if (!(yield* probe.isProvablyDead(owner))) return { _tag: "OwnerMayBeAlive", liveness: "unknown" } as LockRemoval
-  }
-  const key = breakKey(lockPath, first.value)
-  const breakPath = breakFilePath(lockPath, key)
-  const claimBreak = createBreakFile(fs, lockPath, key).pipe(Effect.mapError(io))
-  let created = yield* claimBreak
-  if (!created && options.clearStaleBreakFile === true) {
-    // A break takes microseconds, so a break file this old was left by a
-    // breaker that crashed. Clearing it is the operator's call (`--force`,
-    // with no other repair running), since another repairer could be
-    // between the same two steps.
-    const modified = yield* modifiedAt(fs, breakPath)
-    const now = yield* Clock.currentTimeMillis
-    const staleAfterMs = options.staleAfterMs ?? DEFAULT_STALE_AFTER_MS
-    if (modified !== undefined && now - modified >= staleAfterMs) {
-      yield* fs.remove(breakPath).pipe(Effect.catchReason("PlatformError", "NotFound", () => Effect.void), Effect.mapError(io))
-      created = yield* claimBreak
-    }
-  }
-  if (!created) return { _tag: "BreakInProgress", breakPath } as LockRemoval
-  return yield* Effect.gen(function*() {
-    const again = yield* readLockRaw(fs, lockPath).pipe(Effect.mapError(io))
-    if (Option.isNone(again)) return { _tag: "Absent" } as LockRemoval
-    if (breakKey(lockPath, again.value) !== key) {
-      return { _tag: "Changed", tokenPrefix: tokenPrefixOf(again.value) } as LockRemoval
-    }
-    yield* fs.remove(lockPath).pipe(Effect.catchReason("PlatformError", "NotFound", () => Effect.void), Effect.mapError(io))
-    return { _tag: "Removed" } as LockRemoval
-  }).pipe(
-    Effect.ensuring(Effect.ignore(fs.remove(breakPath)))
-  )
-})
 
 const lockFindings = (lock: LockReport, staleAfterMs: number): ReadonlyArray<AuditFinding> => {
   const age = ageText(lock.ageMs)
