@@ -220,13 +220,19 @@ export const isValidReceipt = (record: unknown): record is Receipt => {
     (type === "rarebit_title" && validateTitleReceipt(record).valid)
 }
 
+/**
+ * Whether a sidecar line is meant as a head: head-typed, or unparsable yet
+ * mentioning `"rarebit_head"`. Such a line that is not a valid head makes a
+ * current read fail closed.
+ *
+ * @internal
+ */
+export const isHeadTyped = (record: unknown, line: string): boolean =>
+  memberOf(record, "type") === "rarebit_head" || (!record && line.includes("\"rarebit_head\""))
+
 /** The sidecar's tail lines say an invalid head follows the last valid one. */
 const invalidHeadAfter = (lines: ReadonlyArray<TailLine>, lastValidHeadOffset: number): boolean =>
-  lines.some(({ line, offset, record }) =>
-    offset > lastValidHeadOffset &&
-    (memberOf(record, "type") === "rarebit_head" || (!record && line.includes("\"rarebit_head\""))) &&
-    !isValidHead(record)
-  )
+  lines.some(({ line, offset, record }) => offset > lastValidHeadOffset && isHeadTyped(record, line) && !isValidHead(record))
 
 /**
  * Opens a sidecar for reading, refusing anything but a regular file.
