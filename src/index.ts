@@ -25,12 +25,14 @@ export {
   type ReadCurrentOptions,
   type ReadHistoryOptions,
   RECOVERY_WINDOW_BYTES,
+  type ReleaseError,
   type ReserveError,
   type ReserveOptions,
   type SettleError,
   type Settled,
   type SettleHooks,
-  type SettleOptions
+  type SettleOptions,
+  type StoreError
 } from "./store/RarebitStore.js"
 export type {
   WatchedCurrent,

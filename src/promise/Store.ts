@@ -19,16 +19,15 @@ import { DEFAULT_LEASE_MS, SIDECAR_PROTOCOL_VERSION } from "../protocol/Limits.j
 import type { ReceiptInput } from "../protocol/Receipt.js"
 import type { ArtifactExpectation, NativeObservation } from "../state/ArtifactState.js"
 import type { WatchOptions } from "../store/CurrentWatch.js"
+import { type CurrentRead, RarebitStore, type ReadCurrentOptions, type ReadHistoryOptions } from "../store/RarebitStore.js"
 import {
-  type CurrentRead,
+  type Acquired,
   jobIdValid,
-  RarebitStore,
   leaseValid,
-  type ReadCurrentOptions,
-  type ReadHistoryOptions,
-  type ReserveOptions
-} from "../store/RarebitStore.js"
-import type { Acquired, Reservation, SettledReceipt } from "../store/Reservation.js"
+  type Reservation,
+  type ReserveOptions,
+  type SettledReceipt
+} from "../store/Reservation.js"
 import { type HistoryPage, historyBoundsValid } from "../store/SidecarReader.js"
 import { DEFAULT_RAREBIT_ROOT, DEFAULT_RAREBIT_SESSION_ROOT, type LocationOverrides } from "../store/StoreConfig.js"
 import { iterate, runStore as run, runStoreSync as runSync } from "./Runtime.js"

@@ -345,3 +345,41 @@ export const acquireCommitLock = (
     if (handedOver !== undefined) return handedOver
     return yield* acquireFileLock(fs, lockPath, retry, breakDeadLocks, release)
   })
+
+/**
+ * The lock is created through a temp file and a link, so a lock path the
+ * file system refuses outright (a NUL byte, a name longer than `NAME_MAX`)
+ * would fail naming the temp file or the link. The reference opens the lock
+ * path itself; opening it first, only for such names, fails exactly as the
+ * reference's open does.
+ */
+const lockPathAccepted = (fs: FileSystem, lockPath: string): Effect.Effect<void, StoreIo> =>
+  lockPath.includes("\0") || !fitsFileName(lockPath.slice(lockPath.lastIndexOf("/") + 1))
+    ? Effect.scoped(fs.open(lockPath, { flag: "r" })).pipe(
+      Effect.catchReason("PlatformError", "NotFound", () => Effect.void),
+      Effect.asVoid,
+      Effect.mapError(storeIo("acquire commit lock", lockPath))
+    )
+    : Effect.void
+
+/**
+ * Runs `body` holding the commit lock at `lockPath`, released (or handed to
+ * a queued fiber) whatever ends it.
+ *
+ * @category resources
+ * @since 0.1.0
+ */
+export const withCommitLock = <A, E, R>(
+  fs: FileSystem,
+  queues: CommitLockQueues,
+  lockPath: string,
+  retry: LockRetry,
+  breakDeadLocks: boolean,
+  body: Effect.Effect<A, E, R>
+): Effect.Effect<A, E | LockHeld | StoreIo, Exclude<R, Scope.Scope> | SecureRandom.SecureRandom> =>
+  Effect.scoped(
+    Effect.andThen(
+      Effect.andThen(lockPathAccepted(fs, lockPath), acquireCommitLock(fs, queues, lockPath, retry, breakDeadLocks)),
+      body
+    )
+  )

@@ -262,27 +262,6 @@ const describeNonString = (value: unknown): string => {
   }
 }
 
-/** Every failure a store operation can report. @category errors @since 0.1.0 */
-export type StoreError =
-  | SessionFileRequired
-  | SessionOutsideRoot
-  | NotRegularFile
-  | InvalidJobId
-  | InvalidLease
-  | HistoryBoundsInvalid
-  | ReservationNotAcquired
-  | ReceiptTypeUnsupported
-  | ReceiptInvalid
-  | ReceiptTooLarge
-  | HeadTooLarge
-  | LeaseFenced
-  | LockHeld
-  | HeadInvalid
-  | SettleHookFailed
-  | StoreIo
-  | HistoryUnreadable
-  | UnsafeDirectory
-
 /** The history stream met a sidecar it cannot read. @category errors @since 0.1.0 */
 export class HistoryUnreadable extends Schema.TaggedError<HistoryUnreadable>()("HistoryUnreadable", {
   path: Schema.String,
