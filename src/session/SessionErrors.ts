@@ -3,11 +3,10 @@
  *
  * Every class carries the exact message the reference package puts on its
  * `RarebitQueryError`, so the plain API can rethrow through `toQueryError`
- * and callers matching on messages keep working. `SessionIo` is different:
- * the reference lets the raw Node error escape, so `toReferenceError` hands
- * that original error back instead of inventing a query error, and
- * `SessionTooLarge` becomes the `RangeError` Node's `readFile` throws for
- * the same file.
+ * and callers matching on messages keep working. What the reference throws
+ * for each (the raw Node error for `SessionIo`, Node's `RangeError` for
+ * `SessionTooLarge`) is the Promise API's one mapping
+ * (`promise/PlainErrors`).
  *
  * @since 0.1.0
  */
@@ -221,53 +220,4 @@ export const toQueryError = (error: SessionInvalid | SessionNotFound | SessionAm
   const queryError = new Error(error.message)
   queryError.name = "RarebitQueryError"
   return queryError
-}
-
-const tooLargeError = (error: SessionTooLarge): RangeError => {
-  if (error.reason === "text") return new RangeError("Invalid string length")
-  const code = "ERR_FS_FILE_TOO_LARGE"
-  const plain = new RangeError(`File size (${error.size}) is greater than 2 GiB`)
-  Object.defineProperty(plain, "code", { value: code, enumerable: true, writable: true, configurable: true })
-  Object.defineProperty(plain, "toString", {
-    value(this: Error) {
-      return `${this.name} [${code}]: ${this.message}`
-    },
-    enumerable: false,
-    writable: true,
-    configurable: true
-  })
-  return plain
-}
-
-/**
- * What the reference would throw for this failure.
- *
- * **Details**
- *
- * Query failures become `toQueryError`. For `SessionIo` the reference lets the
- * Node error escape untouched, so this returns the original Node error kept
- * inside the `PlatformError` (with its `code`, `errno`, `syscall`), falling
- * back to the `PlatformError` itself when there is none. `SessionTooLarge`
- * becomes what Node's `readFile(path, "utf8")` throws for such a file (on
- * Node 20 and 22 alike): `RangeError` with code `ERR_FS_FILE_TOO_LARGE` and
- * "File size (N) is greater than 2 GiB", or `RangeError: Invalid string
- * length` without a code.
- *
- * **Gotchas**
- *
- * Node gives each coded error a class of its own (a subclass of `RangeError`
- * named `RangeError`); this one is a plain `RangeError` with the same `name`,
- * `message`, `code` and `String()` rendering.
- *
- * @category conversions
- * @since 0.1.0
- */
-export const toReferenceError = (error: SessionError): unknown => {
-  if (error._tag === "SessionTooLarge") return tooLargeError(error)
-  if (error._tag !== "SessionIo") return toQueryError(error)
-  const cause = error.cause
-  if (isPlatformError(cause) && cause.reason.cause !== undefined) {
-    return cause.reason.cause
-  }
-  return cause
 }

@@ -3,10 +3,9 @@
  *
  * Readers never fail for data they find on disk: a damaged sidecar is a
  * result (`availability` / `diagnostics.reason`). These errors are for caller
- * mistakes and for write paths that must stop. Each class names the error
- * class the reference package throws for the same condition (`plainClass`),
- * so the Promise facade maps them in one place; messages keep the phrases
- * plain callers match on.
+ * mistakes and for write paths that must stop. Messages keep the phrases
+ * plain callers match on; which of the reference's error classes each
+ * becomes is the Promise API's one mapping (`promise/PlainErrors`).
  *
  * @since 0.1.0
  */
@@ -15,12 +14,8 @@ import type { PlatformError } from "effect/PlatformError"
 import { clipText } from "../protocol/internal/Text.js"
 import type { FileNotRegular, NotDirectory } from "../io/RegularFile.js"
 
-/** The JavaScript error class the reference throws for a condition. @category models @since 0.1.0 */
-export type PlainErrorClass = "Error" | "TypeError" | "RangeError"
-
 /** The Session file argument is missing or blank. @category errors @since 0.1.0 */
 export class SessionFileRequired extends Schema.TaggedError<SessionFileRequired>()("SessionFileRequired", {}) {
-  readonly plainClass: PlainErrorClass = "Error"
   override get message() {
     return "A persisted Pi Session file is required"
   }
@@ -31,7 +26,6 @@ export class SessionOutsideRoot extends Schema.TaggedError<SessionOutsideRoot>()
   sessionFile: Schema.String,
   sessionRoot: Schema.String
 }) {
-  readonly plainClass: PlainErrorClass = "Error"
   override get message() {
     return "Pi Session file is outside the configured Session root"
   }
@@ -41,7 +35,6 @@ export class SessionOutsideRoot extends Schema.TaggedError<SessionOutsideRoot>()
 export class NotRegularFile extends Schema.TaggedError<NotRegularFile>()("NotRegularFile", {
   path: Schema.String
 }) {
-  readonly plainClass: PlainErrorClass = "Error"
   override get message() {
     return "Rarebit materialization path must be a regular file"
   }
@@ -60,7 +53,6 @@ export class UnsafeDirectory extends Schema.TaggedError<UnsafeDirectory>()("Unsa
   /** e.g. "a symlink", "a FIFO, not a directory", "owned by uid 1001, not by uid 1000". */
   reason: Schema.String
 }) {
-  readonly plainClass: PlainErrorClass = "Error"
   override get message() {
     return `Rarebit store directory ${this.path} is ${this.reason}; refusing to use it`
   }
@@ -70,7 +62,6 @@ export class UnsafeDirectory extends Schema.TaggedError<UnsafeDirectory>()("Unsa
 export class InvalidJobId extends Schema.TaggedError<InvalidJobId>()("InvalidJobId", {
   jobId: Schema.Unknown
 }) {
-  readonly plainClass: PlainErrorClass = "TypeError"
   override get message() {
     return "Rarebit jobId must be a SHA-256 hex string"
   }
@@ -80,7 +71,6 @@ export class InvalidJobId extends Schema.TaggedError<InvalidJobId>()("InvalidJob
 export class InvalidLease extends Schema.TaggedError<InvalidLease>()("InvalidLease", {
   leaseMs: Schema.Unknown
 }) {
-  readonly plainClass: PlainErrorClass = "TypeError"
   override get message() {
     return "Rarebit leaseMs must be a positive finite number"
   }
@@ -91,7 +81,6 @@ export class HistoryBoundsInvalid extends Schema.TaggedError<HistoryBoundsInvali
   fromOffset: Schema.Unknown,
   limit: Schema.Unknown
 }) {
-  readonly plainClass: PlainErrorClass = "TypeError"
   override get message() {
     return "History offset and limit are outside protocol bounds"
   }
@@ -99,7 +88,6 @@ export class HistoryBoundsInvalid extends Schema.TaggedError<HistoryBoundsInvali
 
 /** Settle was called with something other than an acquired reservation. @category errors @since 0.1.0 */
 export class ReservationNotAcquired extends Schema.TaggedError<ReservationNotAcquired>()("ReservationNotAcquired", {}) {
-  readonly plainClass: PlainErrorClass = "Error"
   override get message() {
     return "An acquired Rarebit reservation is required"
   }
@@ -109,7 +97,6 @@ export class ReservationNotAcquired extends Schema.TaggedError<ReservationNotAcq
 export class ReceiptTypeUnsupported extends Schema.TaggedError<ReceiptTypeUnsupported>()("ReceiptTypeUnsupported", {
   type: Schema.Unknown
 }) {
-  readonly plainClass: PlainErrorClass = "TypeError"
   override get message() {
     return "Rarebit derivation receipt type is unsupported"
   }
@@ -135,7 +122,6 @@ export class ReceiptInvalid extends Schema.TaggedError<ReceiptInvalid>()("Receip
   keys: Schema.Array(Schema.String),
   reason: Schema.String
 }) {
-  readonly plainClass: PlainErrorClass = "TypeError"
   override get message() {
     const keys = clipText(this.keys.join(","), 300)
     return `Rarebit ${this.kind} receipt does not match protocol v4: ${this.reason} (status ${
@@ -148,7 +134,6 @@ export class ReceiptInvalid extends Schema.TaggedError<ReceiptInvalid>()("Receip
 export class ReceiptTooLarge extends Schema.TaggedError<ReceiptTooLarge>()("ReceiptTooLarge", {
   bytes: Schema.Number
 }) {
-  readonly plainClass: PlainErrorClass = "RangeError"
   override get message() {
     return "Rarebit receipt exceeds protocol byte limit"
   }
@@ -158,7 +143,6 @@ export class ReceiptTooLarge extends Schema.TaggedError<ReceiptTooLarge>()("Rece
 export class HeadTooLarge extends Schema.TaggedError<HeadTooLarge>()("HeadTooLarge", {
   bytes: Schema.Number
 }) {
-  readonly plainClass: PlainErrorClass = "RangeError"
   override get message() {
     return "Rarebit head exceeds protocol byte limit"
   }
@@ -169,7 +153,6 @@ export class LeaseFenced extends Schema.TaggedError<LeaseFenced>()("LeaseFenced"
   jobId: Schema.String,
   claimPath: Schema.String
 }) {
-  readonly plainClass: PlainErrorClass = "Error"
   override get message() {
     return "Rarebit reservation lease was fenced by a newer worker"
   }
@@ -191,7 +174,6 @@ export class LockHeld extends Schema.TaggedError<LockHeld>()("LockHeld", {
   lockPath: Schema.String,
   attempts: Schema.Number
 }) {
-  readonly plainClass: PlainErrorClass = "Error"
   override get message() {
     return "Rarebit Session commit lock is held; explicit repair is required if its owner crashed"
   }
@@ -202,7 +184,6 @@ export class HeadInvalid extends Schema.TaggedError<HeadInvalid>()("HeadInvalid"
   claimPath: Schema.String,
   materializationPath: Schema.String
 }) {
-  readonly plainClass: PlainErrorClass = "Error"
   override get message() {
     return "Rarebit settled job receipt pointer is invalid"
   }
@@ -212,7 +193,6 @@ export class HeadInvalid extends Schema.TaggedError<HeadInvalid>()("HeadInvalid"
 export class SettleHookFailed extends Schema.TaggedError<SettleHookFailed>()("SettleHookFailed", {
   cause: Schema.Defect()
 }) {
-  readonly plainClass: PlainErrorClass = "Error"
   override get message() {
     return "Rarebit settle hook failed"
   }
@@ -229,7 +209,6 @@ export class StoreIo extends Schema.TaggedError<StoreIo>()("StoreIo", {
   path: Schema.String,
   cause: Schema.Defect()
 }) {
-  readonly plainClass: PlainErrorClass = "Error"
   override get message() {
     const cause = this.cause as { message?: unknown } | undefined
     return `Rarebit store ${this.operation} failed for ${this.path}: ${String(cause?.message ?? cause)}`
@@ -267,7 +246,6 @@ export class HistoryUnreadable extends Schema.TaggedError<HistoryUnreadable>()("
   path: Schema.String,
   offset: Schema.Number
 }) {
-  readonly plainClass: PlainErrorClass = "Error"
   override get message() {
     return `Rarebit sidecar history is unreadable at offset ${this.offset}: ${this.path}`
   }

@@ -10,9 +10,9 @@ import {
   resolveSessionFile,
   SessionAmbiguous,
   type SessionError,
-  SessionNotFound,
-  toReferenceError
+  SessionNotFound
 } from "../../src/session/index.js"
+import { toPlainError } from "../../src/promise/PlainErrors.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 import { assertSameOutcome, type Outcome, settle } from "./Outcome.js"
 import { referenceNative, Session } from "../support/Reference.js"
@@ -28,7 +28,7 @@ const ours = <A, R>(effect: Effect.Effect<A, SessionError, R>): Effect.Effect<Ou
   Effect.map(
     Effect.result(effect),
     (result): Outcome<A> =>
-      Result.isSuccess(result) ? { ok: true, value: result.success } : { ok: false, error: toReferenceError(result.failure) }
+      Result.isSuccess(result) ? { ok: true, value: result.success } : { ok: false, error: toPlainError(result.failure) }
   )
 
 const theirs = <A>(f: () => Promise<A>) => Effect.promise(() => settle(f))

@@ -11,9 +11,9 @@ import {
   scanBytes,
   SessionLineScanner,
   type SessionLineSink,
-  SessionTooLarge,
-  toReferenceError
+  SessionTooLarge
 } from "../../src/session/index.js"
+import { toPlainError } from "../../src/promise/PlainErrors.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 
 const whole = new TextDecoder("utf-8", { ignoreBOM: true })
@@ -163,7 +163,7 @@ describe("SessionLineScanner", () => {
 
 describe("SessionTooLarge", () => {
   it("becomes the RangeError Node's readFile throws for the same file", () => {
-    const file = toReferenceError(
+    const file = toPlainError(
       new SessionTooLarge({ path: "/s.jsonl", reason: "file", size: 2 ** 31, limit: 2 ** 31 - 1 })
     )
     assert.instanceOf(file, RangeError)
@@ -172,7 +172,7 @@ describe("SessionTooLarge", () => {
     assert.strictEqual((file as { code?: unknown }).code, "ERR_FS_FILE_TOO_LARGE")
     assert.deepStrictEqual(Object.keys(file as object), ["code"])
     assert.strictEqual(String(file), "RangeError [ERR_FS_FILE_TOO_LARGE]: File size (2147483648) is greater than 2 GiB")
-    const text = toReferenceError(new SessionTooLarge({ path: "/s.jsonl", reason: "text", size: 2 ** 30, limit: 1 }))
+    const text = toPlainError(new SessionTooLarge({ path: "/s.jsonl", reason: "text", size: 2 ** 30, limit: 1 }))
     assert.strictEqual(Object.getPrototypeOf(text), RangeError.prototype)
     assert.strictEqual((text as Error).message, "Invalid string length")
     assert.isUndefined((text as { code?: unknown }).code)
