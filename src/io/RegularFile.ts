@@ -27,6 +27,7 @@
  * @since 0.1.0
  */
 import { Effect, Exit, type FileSystem, Option, type PlatformError, Schema, Scope } from "effect"
+import { errnoOf } from "./ErrnoCode.js"
 import { nonBlockingOpenOf } from "./NonBlockingOpen.js"
 
 /**
@@ -101,9 +102,6 @@ export interface OpenedRegular {
   readonly file: FileSystem.File
   readonly info: FileSystem.File.Info
 }
-
-const errnoOf = (error: PlatformError.PlatformError): unknown =>
-  (error.reason as { readonly cause?: { readonly code?: unknown } }).cause?.code
 
 /**
  * What an open's failure says about the file: `ENXIO` (a socket, or a FIFO

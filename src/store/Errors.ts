@@ -11,6 +11,7 @@
  */
 import { Schema } from "effect"
 import type { PlatformError } from "effect/PlatformError"
+import { memberOf } from "../protocol/internal/JsonShape.js"
 import { clipText } from "../protocol/internal/Text.js"
 import type { FileNotRegular, NotDirectory } from "../io/RegularFile.js"
 
@@ -210,8 +211,7 @@ export class StoreIo extends Schema.TaggedError<StoreIo>()("StoreIo", {
   cause: Schema.Defect()
 }) {
   override get message() {
-    const cause = this.cause as { message?: unknown } | undefined
-    return `Rarebit store ${this.operation} failed for ${this.path}: ${String(cause?.message ?? cause)}`
+    return `Rarebit store ${this.operation} failed for ${this.path}: ${String(memberOf(this.cause, "message") ?? this.cause)}`
   }
 }
 

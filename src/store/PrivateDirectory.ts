@@ -49,6 +49,7 @@ import { Effect, Option } from "effect"
 import type { File, FileSystem } from "effect/FileSystem"
 import type { Path } from "effect/Path"
 import type { PlatformError } from "effect/PlatformError"
+import { errnoOf } from "../io/ErrnoCode.js"
 import { handleChmodOf, processUidOf } from "../io/NonBlockingOpen.js"
 import { describeType, openDirectory } from "../io/RegularFile.js"
 import { fileIdentity } from "../protocol/internal/FileInfo.js"
@@ -58,8 +59,7 @@ import { type StoreIo, storeIo, UnsafeDirectory } from "./Errors.js"
 // Failures in resolving a path: every later call through the same
 // components fails the same way, so a check can leave them to that call.
 const RESOLUTION_ERRNOS: ReadonlySet<unknown> = new Set(["EACCES", "ENOTDIR", "ENAMETOOLONG", "ELOOP"])
-const isResolutionFailure = (error: PlatformError) =>
-  RESOLUTION_ERRNOS.has((error.reason as { readonly cause?: { readonly code?: unknown } }).cause?.code)
+const isResolutionFailure = (error: PlatformError) => RESOLUTION_ERRNOS.has(errnoOf(error))
 
 /**
  * The `StoreIo` operation of a failed creation. Its cause is what the
@@ -96,7 +96,8 @@ const componentsOf = (path: Path, root: string, target: string): ReadonlyArray<s
   const key = `${path.sep}${root}\u0000${target}`
   if (componentCache.has(key)) return componentCache.get(key)
   const components = computeComponents(path, root, target)
-  if (componentCache.size >= COMPONENT_CACHE_SIZE) componentCache.delete(componentCache.keys().next().value as string)
+  const oldest = componentCache.keys().next()
+  if (componentCache.size >= COMPONENT_CACHE_SIZE && !oldest.done) componentCache.delete(oldest.value)
   componentCache.set(key, components)
   return components
 }

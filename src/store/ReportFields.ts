@@ -14,6 +14,7 @@
 import { Effect } from "effect"
 import type { FileSystem } from "effect/FileSystem"
 import type { PlatformError } from "effect/PlatformError"
+import { errnoOf } from "../io/ErrnoCode.js"
 import { modifiedMs } from "../protocol/internal/FileInfo.js"
 import { isObjectRecord, memberOf } from "../protocol/internal/JsonShape.js"
 import { clipText } from "../protocol/internal/Text.js"
@@ -82,8 +83,8 @@ export const describeJson = (value: unknown): string => {
 
 /** Why a file could not be read, by the platform error's reason and errno: `cannot be read (PermissionDenied, EACCES)`. @internal */
 export const describeError = (error: PlatformError): string => {
-  const code = memberOf((error.reason as { readonly cause?: unknown }).cause, "code")
-  return typeof code !== "string" ? `cannot be read (${error.reason._tag})` : `cannot be read (${error.reason._tag}, ${code})`
+  const code = errnoOf(error)
+  return code === undefined ? `cannot be read (${error.reason._tag})` : `cannot be read (${error.reason._tag}, ${code})`
 }
 
 /** When `path` itself (never a link's target) was last modified, in epoch ms; `undefined` when that cannot be told. @internal */

@@ -31,8 +31,8 @@ import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { type Head, isValidHead, isValidReceiptReference } from "../protocol/Head.js"
 import { MAX_HISTORY_BYTES, MAX_HISTORY_RECORDS, MAX_TAIL_BYTES } from "../protocol/Limits.js"
 import type { Receipt } from "../protocol/Receipt.js"
-import { type SummaryReceipt, validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
-import { validateTitleReceipt } from "../protocol/TitleReceipt.js"
+import { isSummaryReceipt, type SummaryReceipt } from "../protocol/SummaryReceipt.js"
+import { isTitleReceipt } from "../protocol/TitleReceipt.js"
 import { type FileNotRegular, openRegular } from "../io/RegularFile.js"
 import { NotRegularFile } from "./Errors.js"
 
@@ -216,8 +216,7 @@ const lastHeadOf = (tail: TailWindow): {
 /** A receipt of either kind that its schema accepts. @category validation @since 0.1.0 */
 export const isValidReceipt = (record: unknown): record is Receipt => {
   const type = memberOf(record, "type")
-  return (type === "rarebit_summary" && validateSummaryReceipt(record).valid) ||
-    (type === "rarebit_title" && validateTitleReceipt(record).valid)
+  return (type === "rarebit_summary" && isSummaryReceipt(record)) || (type === "rarebit_title" && isTitleReceipt(record))
 }
 
 /**
@@ -279,6 +278,13 @@ export const readRange = (file: OpenFile, position: number, length: number): Eff
 export const verifyReceiptRange = (file: OpenFile, size: number, reference: unknown, requireSummary: boolean) =>
   Effect.map(verifyReceiptBytes(file, size, reference, requireSummary), (verified) => verified?.record)
 
+/** `record` when it is a valid Summary receipt of `sessionId`. */
+const summaryOf = (record: unknown, sessionId: unknown): SummaryReceipt | undefined =>
+  isObjectRecord(record) && record.type === "rarebit_summary" && record.sessionId === sessionId &&
+    isSummaryReceipt(record)
+    ? record
+    : undefined
+
 /** Like `verifyReceiptRange`, also returning the verified bytes and where they start. */
 const verifyReceiptBytes = Effect.fnUntraced(function*(
   file: OpenFile,
@@ -293,13 +299,12 @@ const verifyReceiptBytes = Effect.fnUntraced(function*(
   if (bytes.length !== receiptLength) return undefined
   if (bytes[bytes.length - 1] !== NEWLINE || sha256Hex(bytes) !== receiptHash) return undefined
   const record = parseJsonOrNull(decodeUtf8(bytes.subarray(0, -1)))
-  const valid = requireSummary
-    ? isObjectRecord(record) && record.type === "rarebit_summary" &&
-      record.sessionId === (reference as { readonly sessionId?: unknown }).sessionId &&
-      validateSummaryReceipt(record).valid
+  const verified: Receipt | undefined = requireSummary
+    ? summaryOf(record, memberOf(reference, "sessionId"))
     : isValidReceipt(record)
-  // Validated just above: a Summary receipt when one is required, else either kind.
-  return valid ? { record: record as Receipt, offset: receiptOffset, bytes } : undefined
+    ? record
+    : undefined
+  return verified === undefined ? undefined : { record: verified, offset: receiptOffset, bytes }
 })
 
 /**
@@ -455,8 +460,8 @@ export const readSidecarCurrent = (fs: FileSystem, path: string): Effect.Effect<
  * @since 0.1.0
  */
 export const historyBoundsValid = (fromOffset: unknown, limit: unknown): boolean =>
-  Number.isSafeInteger(fromOffset) && (fromOffset as number) >= 0 && Number.isInteger(limit) &&
-  (limit as number) >= 1 && (limit as number) <= MAX_HISTORY_RECORDS
+  typeof fromOffset === "number" && Number.isSafeInteger(fromOffset) && fromOffset >= 0 &&
+  typeof limit === "number" && Number.isInteger(limit) && limit >= 1 && limit <= MAX_HISTORY_RECORDS
 
 /**
  * Reads one page of history at an absolute byte offset.
