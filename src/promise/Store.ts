@@ -25,6 +25,7 @@ import {
   jobIdValid,
   leaseValid,
   type Reservation,
+  type ReservationLocation,
   type ReserveOptions,
   type SettledReceipt
 } from "../store/Reservation.js"
@@ -134,14 +135,7 @@ export interface ReserveRarebitJobInput extends RarebitLocationOptions {
  * @category models
  * @since 0.1.0
  */
-export interface RarebitReservationLocation {
-  readonly jobId: string
-  readonly materializationPath: string
-  readonly sessionFile: string
-  readonly rarebitRoot: string
-  readonly sessionRoot: string
-  readonly allowExternalSession: boolean
-}
+export type RarebitReservationLocation = ReservationLocation
 
 /**
  * This worker holds the job's lease: settle it or release it.

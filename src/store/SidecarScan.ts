@@ -21,6 +21,7 @@
 import { Effect, Option } from "effect"
 import type { FileSystem } from "effect/FileSystem"
 import { sha256Hex } from "../protocol/CanonicalJson.js"
+import { concatBytes } from "../protocol/internal/Bytes.js"
 import { type Head, isValidHead } from "../protocol/Head.js"
 import { parseJsonOrNull } from "../protocol/internal/JsonParse.js"
 import { isObjectRecord, memberOf } from "../protocol/internal/JsonShape.js"
@@ -204,14 +205,7 @@ export const scanSidecar = (
       const joined = (piece: Uint8Array): Uint8Array => {
         if (pending.length === 0) return piece
         keep(piece)
-        const total = pending.reduce((sum, part) => sum + part.length, 0)
-        const bytes = new Uint8Array(total)
-        let at = 0
-        for (const part of pending) {
-          bytes.set(part, at)
-          at += part.length
-        }
-        return bytes
+        return concatBytes(pending)
       }
       while (position < size) {
         const chunk = Option.getOrElse(
