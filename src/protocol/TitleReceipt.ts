@@ -41,7 +41,7 @@ import {
   isObjectRecord,
   isParsableTimestamp,
   isSha256Hex,
-  keyShape
+  keyShapeOf
 } from "./internal/JsonShape.js"
 import { makeExplainer, malformedReceipt, type ReceiptValidation, validReceipt } from "./ReceiptValidation.js"
 
@@ -175,27 +175,10 @@ export const TitleReceipt = Schema.Union([TitledTitleReceipt, SkippedTitleReceip
  */
 export type TitleReceipt = typeof TitleReceipt.Type
 
-const commonKeys = [
-  "schemaVersion",
-  "type",
-  "status",
-  "jobId",
-  "implementationVersion",
-  "sessionId",
-  "branch",
-  "selectionManifestHash",
-  "titleEvidence",
-  "promptVersion",
-  "model",
-  "modelProvenance",
-  "applicationMode",
-  "priorTitle",
-  "title",
-  "observedAt"
-]
-const synthesizedKeys = keyShape([...commonKeys, "synthesis"])
-const failureKeys = keyShape([...commonKeys, "retryable", "error"])
-const evidenceKeys = keyShape(["provenance", "sourceEntryId"])
+// Titled and skipped receipts have the same keys.
+const synthesizedKeys = keyShapeOf(TitledTitleReceipt.fields)
+const failureKeys = keyShapeOf(FailureTitleReceipt.fields)
+const evidenceKeys = keyShapeOf(TitleEvidence.fields)
 
 /**
  * Exact guard for {@link TitleReceipt}, with the reference validator's
