@@ -57,7 +57,7 @@ import {
   keyShapeOf,
   propertyKeyOf
 } from "./internal/JsonShape.js"
-import { makeExplainer, malformedReceipt, type ReceiptValidation, validReceipt } from "./ReceiptValidation.js"
+import { makeExplainer, makeValidator, type ReceiptValidation } from "./ReceiptValidation.js"
 
 // ---------------------------------------------------------------------------
 // vocabularies
@@ -736,8 +736,9 @@ export const isSummaryReceipt = (u: unknown): u is SummaryReceipt => {
  * @category validation
  * @since 0.1.0
  */
-export const validateSummaryReceipt = (record: unknown): ReceiptValidation<SummaryReceipt> =>
-  isSummaryReceipt(record) ? validReceipt(record) : malformedReceipt()
+export const validateSummaryReceipt: (record: unknown) => ReceiptValidation<SummaryReceipt> = makeValidator(
+  isSummaryReceipt
+)
 
 /**
  * Why a record is not a valid Summary receipt, as the Schema issue formatter

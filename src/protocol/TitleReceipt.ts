@@ -43,7 +43,7 @@ import {
   isSha256Hex,
   keyShapeOf
 } from "./internal/JsonShape.js"
-import { makeExplainer, malformedReceipt, type ReceiptValidation, validReceipt } from "./ReceiptValidation.js"
+import { makeExplainer, makeValidator, type ReceiptValidation } from "./ReceiptValidation.js"
 
 /**
  * Where the title evidence came from and which session entry carried it.
@@ -242,8 +242,7 @@ export const isTitleReceipt = (u: unknown): u is TitleReceipt => {
  * @category validation
  * @since 0.1.0
  */
-export const validateTitleReceipt = (record: unknown): ReceiptValidation<TitleReceipt> =>
-  isTitleReceipt(record) ? validReceipt(record) : malformedReceipt()
+export const validateTitleReceipt: (record: unknown) => ReceiptValidation<TitleReceipt> = makeValidator(isTitleReceipt)
 
 /**
  * Why a record is not a valid Title receipt, as the Schema issue formatter
