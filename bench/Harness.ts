@@ -148,6 +148,8 @@ export interface Row {
   readonly ratio?: number | undefined
   /** The ratio this row must stay at or below. */
   readonly target?: number | undefined
+  /** The value `ours` must stay at or below, in the row's unit. */
+  readonly maxOurs?: number | undefined
   /** The 10th and 90th percentiles of each side's timings, and over how many rounds, when reported. */
   readonly spread?: {
     readonly ours: { readonly p10: number; readonly p90: number }
@@ -160,6 +162,24 @@ export interface Row {
 }
 
 export const ratioOf = (row: Row): number => row.ratio ?? row.ours / row.theirs
+
+/** Whether a row meets its targets; `undefined` when it has none. */
+export const meetsTargets = (row: Row): boolean | undefined =>
+  row.target === undefined && row.maxOurs === undefined
+    ? undefined
+    : (row.target === undefined || ratioOf(row) <= row.target) && (row.maxOurs === undefined || row.ours <= row.maxOurs)
+
+const targetText = (row: Row, separator: string): string =>
+  [row.target === undefined ? "" : `≤ ${row.target}`, row.maxOurs === undefined ? "" : `ours ≤ ${row.maxOurs}`]
+    .filter((text) => text !== "")
+    .join(separator)
+
+/** The value at fraction `p` (0–1) of the sorted values, by the nearest rank. */
+export const percentile = (values: ReadonlyArray<number>, p: number): number => {
+  if (values.length === 0) return Number.NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]
+}
 
 const formatTime = (ms: number): string =>
   !Number.isFinite(ms) ? "-" : ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms >= 1 ? ms.toFixed(2) : ms.toFixed(3)
@@ -190,7 +210,8 @@ export const markdownTable = (rows: ReadonlyArray<Row>): string => {
   const lines = [`| ${header.join(" | ")} |`, `| ${header.map(() => "---").join(" | ")} |`]
   for (const row of rows) {
     const ratio = ratioOf(row)
-    const ok = row.target === undefined ? "" : ratio <= row.target ? "yes" : "**no**"
+    const met = meetsTargets(row)
+    const ok = met === undefined ? "" : met ? "yes" : "**no**"
     lines.push(
       `| ${
         [
@@ -198,7 +219,7 @@ export const markdownTable = (rows: ReadonlyArray<Row>): string => {
           formatTime(row.ours),
           formatTime(row.theirs),
           ratio.toFixed(3),
-          row.target === undefined ? "" : `≤ ${row.target}`,
+          targetText(row, ", "),
           ok,
           formatSpread(row),
           formatMiB(row.oursMiB),
@@ -220,7 +241,7 @@ export const textTable = (rows: ReadonlyArray<Row>): string => {
       formatTime(row.ours),
       formatTime(row.theirs),
       ratio.toFixed(3),
-      row.target === undefined ? "" : `<=${row.target}${ratio <= row.target ? "" : " MISS"}`,
+      `${targetText(row, ",").replace(/≤ /g, "<=")}${meetsTargets(row) === false ? " MISS" : ""}`,
       formatSpread(row),
       row.oursMiB === undefined ? "" : `${formatMiB(row.oursMiB)}/${formatMiB(row.theirsMiB)}`,
       row.versus ?? ""
@@ -259,3 +280,48 @@ export const runChild = (script: string, args: ReadonlyArray<string>) =>
       }
     })
   })
+
+/** A sibling script run as a child that talks in JSON lines: `next()` is its next line, `send` writes one to it. */
+export interface LineChild {
+  readonly next: () => Promise<any>
+  readonly send: (line: string) => void
+  readonly done: Promise<void>
+}
+
+/** Starts sibling script `script` with `args` as a `LineChild`. */
+export const startLineChild = (script: string, args: ReadonlyArray<string>): LineChild => {
+  const child = spawn(process.execPath, [siblingScript(script), ...args], { stdio: ["pipe", "pipe", "inherit"] })
+  const lines: Array<string> = []
+  const waiting: Array<{ readonly resolve: (line: string) => void; readonly reject: (error: Error) => void }> = []
+  let partial = ""
+  let exited: Error | undefined
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+    partial += chunk
+    for (let newline = partial.indexOf("\n"); newline >= 0; newline = partial.indexOf("\n")) {
+      const line = partial.slice(0, newline)
+      partial = partial.slice(newline + 1)
+      const waiter = waiting.shift()
+      if (waiter) waiter.resolve(line)
+      else lines.push(line)
+    }
+  })
+  const done = new Promise<void>((resolve, reject) =>
+    child.on("exit", (code) => {
+      exited = new Error(`${script} exited with ${code}`)
+      for (const waiter of waiting.splice(0)) waiter.reject(exited)
+      if (code === 0) resolve()
+      else reject(exited)
+    })
+  )
+  const nextLine = () =>
+    lines.length > 0
+      ? Promise.resolve(lines.shift()!)
+      : exited !== undefined
+      ? Promise.reject(exited)
+      : new Promise<string>((resolve, reject) => waiting.push({ resolve, reject }))
+  return {
+    next: async () => JSON.parse(await nextLine()),
+    send: (line) => void child.stdin.write(`${line}\n`),
+    done
+  }
+}

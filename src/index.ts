@@ -25,13 +25,22 @@ export {
   type ReadCurrentOptions,
   type ReadHistoryOptions,
   RECOVERY_WINDOW_BYTES,
+  type ReleaseError,
   type ReserveError,
   type ReserveOptions,
   type SettleError,
   type Settled,
   type SettleHooks,
-  type SettleOptions
+  type SettleOptions,
+  type StoreError
 } from "./store/RarebitStore.js"
+export type {
+  WatchedCurrent,
+  WatchMode,
+  WatchOptions,
+  WatchSessionsOptions,
+  WatchTuning
+} from "./store/CurrentWatch.js"
 export type {
   Acquired,
   Duplicate,
@@ -82,6 +91,7 @@ export type {
 export type { SessionObservation } from "./session/SessionReader.js"
 export type { ArtifactExpectation, NativeObservation } from "./state/ArtifactState.js"
 export * as SidecarAudit from "./store/SidecarAudit.js"
+export * as CommitLockRepair from "./store/CommitLockRepair.js"
 export * as NodeStore from "./platform/NodeStore.js"
 export * as DirectFileSystem from "./platform/DirectFileSystem.js"
 export * as Protocol from "./protocol/index.js"

@@ -172,45 +172,67 @@ const messageOf = (error) => String(fieldsOf(error)?.message ?? error)
 const oursAdapter = async () => {
   const { Effect, FileSystem, Layer, ManagedRuntime, Path } = await import("effect")
   const DirectFileSystem = await import("../dist/platform/DirectFileSystem.js")
+  const NonBlockingOpen = await import("../dist/io/NonBlockingOpen.js")
   const { RarebitStore } = await import("../dist/store/RarebitStore.js")
   const NodeStore = await import("../dist/platform/NodeStore.js")
 
   /**
+   * @param {string} path
+   * @param {{ readonly flag?: string | undefined } | undefined} options
+   */
+  const beforeOpen = (path, options) => {
+    if (isSidecar(path) && options?.flag === "a+") seen.appended = true
+    if (isClaimTemp(path) && seen.appended && chance(kills.K2a)) selfKill("K2a")
+  }
+  /**
    * Counts what the store does and crashes this process at the chosen steps.
+   * The store opens sidecars, claims and locks through the non-blocking open
+   * (`src/io/NonBlockingOpen.ts`), so that is counted like `open`.
    * @param {import("effect").FileSystem.FileSystem} fs
    * @returns {import("effect").FileSystem.FileSystem}
    */
-  const counting = (fs) => ({
-    ...fs,
-    open: (path, options) =>
-      Effect.suspend(() => {
-        if (isSidecar(path) && options?.flag === "a+") seen.appended = true
-        if (isClaimTemp(path) && seen.appended && chance(kills.K2a)) selfKill("K2a")
-        return fs.open(path, options)
-      }),
-    rename: (from, to) =>
-      Effect.suspend(() => {
-        if (isClaim(to) && seen.appended && chance(kills.K2b)) selfKill("K2b")
-        return Effect.tap(fs.rename(from, to), () =>
+  const counting = (fs) => {
+    const nonBlockingOpen = NonBlockingOpen.nonBlockingOpenOf(fs)
+    /** @type {Partial<import("../dist/io/NonBlockingOpen.js").NonBlockingOpenCapable>} */
+    const counted = nonBlockingOpen === undefined ? {} : {
+      [NonBlockingOpen.NonBlockingOpenTypeId]: (path, options) =>
+        Effect.suspend(() => {
+          beforeOpen(path, options)
+          return nonBlockingOpen(path, options)
+        })
+    }
+    return {
+      ...fs,
+      ...counted,
+      open: (path, options) =>
+        Effect.suspend(() => {
+          beforeOpen(path, options)
+          return fs.open(path, options)
+        }),
+      rename: (from, to) =>
+        Effect.suspend(() => {
+          if (isClaim(to) && seen.appended && chance(kills.K2b)) selfKill("K2b")
+          return Effect.tap(fs.rename(from, to), () =>
+            Effect.sync(() => {
+              if (isClaim(to)) {
+                seen.claimRenames++
+                seen.appended = false
+              }
+            }))
+        }),
+      writeFile: (path, data, options) =>
+        Effect.tap(fs.writeFile(path, data, options), () =>
           Effect.sync(() => {
-            if (isClaim(to)) {
-              seen.claimRenames++
-              seen.appended = false
-            }
+            if (path.includes(".commit-lock.break-")) seen.breaking = true
+          })),
+      remove: (path, options) =>
+        Effect.tap(fs.remove(path, options), () =>
+          Effect.sync(() => {
+            if (path.endsWith(".commit-lock") && seen.breaking) log({ e: "lockBroken", path })
+            if (path.includes(".commit-lock.break-")) seen.breaking = false
           }))
-      }),
-    writeFile: (path, data, options) =>
-      Effect.tap(fs.writeFile(path, data, options), () =>
-        Effect.sync(() => {
-          if (path.includes(".commit-lock.break-")) seen.breaking = true
-        })),
-    remove: (path, options) =>
-      Effect.tap(fs.remove(path, options), () =>
-        Effect.sync(() => {
-          if (path.endsWith(".commit-lock") && seen.breaking) log({ e: "lockBroken", path })
-          if (path.includes(".commit-lock.break-")) seen.breaking = false
-        }))
-  })
+    }
+  }
   const files = Layer.effect(
     FileSystem.FileSystem,
     Effect.gen(function*() {

@@ -124,7 +124,7 @@ export const requireStore = (options: Pick<Globals, "rarebitRoot">) =>
     const root = options.rarebitRoot
     const info = yield* fs.stat(root).pipe(
       Effect.map(Option.some),
-      Effect.catchIf((error) => error.reason._tag === "NotFound", () => Effect.succeed(Option.none())),
+      Effect.catchReason("PlatformError", "NotFound", () => Effect.succeed(Option.none())),
       Effect.mapError(toCliFailure)
     )
     if (Option.isNone(info)) {

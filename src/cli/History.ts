@@ -117,7 +117,8 @@ export const historyCommand = Command.make(
     }
 
     const fs = yield* FileSystem
-    const size = yield* fs.stat(resolved.sidecar).pipe(
+    // `lstat`, as the store sees the sidecar: a symlink there is not read.
+    const size = yield* fs.lstat(resolved.sidecar).pipe(
       Effect.map((info) => Number(info.size)),
       Effect.catch(() => Effect.succeed(undefined))
     )

@@ -27,7 +27,7 @@ import {
   type LockReport,
   type LockRemoval,
   removeCommitLock
-} from "../store/SidecarAudit.js"
+} from "../store/CommitLockRepair.js"
 import { cliFailure, ExitCode, toCliFailure } from "./CliFailure.js"
 import { globals, requireStore, resolveSession, sessionFlag } from "./GlobalOptions.js"
 import { displayText, formatDuration, printJson, printLines, type Style, style } from "./Output.js"
@@ -93,7 +93,12 @@ const evidenceLines = (s: Style, lock: LockReport, reader: OwnerEvidence | undef
   const owner = lock.owner
   return [
     field("Commit lock", lock.path),
-    field("Token", lock.tokenPrefix === null ? s.red("none (torn lock file)") : `${lock.tokenPrefix}…`),
+    field(
+      "Token",
+      lock.tokenPrefix !== null
+        ? `${lock.tokenPrefix}…`
+        : s.red(lock.unreadable === null ? "none (torn lock file)" : `none (cannot be read: ${lock.unreadable})`)
+    ),
     field(
       "Claimed at",
       `${displayText(lock.claimedAt ?? "unknown", 40)}${

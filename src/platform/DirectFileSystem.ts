@@ -21,11 +21,25 @@
  * but on a network file system where any stat can stall, prefer
  * `NodeStore.threadpoolLayer`.
  *
+ * Both layers carry the capabilities of `io/NonBlockingOpen`: an `open(2)`
+ * with `O_NONBLOCK` (and `O_NOFOLLOW` / `O_DIRECTORY` when asked) whose
+ * files can `fchmod` their handle, and the process's uid. The store opens
+ * every file through it, so a FIFO planted at one of its paths is refused
+ * after a non-blocking open instead of occupying a pool thread forever.
+ *
  * @since 0.1.0
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { ByteSize, Effect, FileSystem, Layer, Option, PlatformError, type Scope } from "effect"
 import * as NFS from "node:fs"
+import {
+  HandleChmodTypeId,
+  type NonBlockingOpen,
+  type NonBlockingOpenCapable,
+  NonBlockingOpenTypeId,
+  type ProcessUidCapable,
+  ProcessUidTypeId
+} from "../io/NonBlockingOpen.js"
 import { errnoReason } from "./ErrnoReason.js"
 
 /**
@@ -176,29 +190,41 @@ const viaPool = <A>(method: string, pathOrDescriptor: string | number, start: (d
     }
   })
 
-const readAt = (method: string, fd: number, buffer: Uint8Array, position: bigint) =>
-  buffer.length <= DIRECT_IO_LIMIT
+const readAt = (method: string, fd: number, buffer: Uint8Array, position: bigint, pooled: boolean) =>
+  buffer.length <= DIRECT_IO_LIMIT && !pooled
     ? direct(method, fd, () => NFS.readSync(fd, buffer, 0, buffer.length, position))
     : viaPool<number>(method, fd, (done) => NFS.read(fd, buffer, 0, buffer.length, position, (error, bytes) => done(error, bytes)))
 
-const writeAt = (method: string, fd: number, buffer: Uint8Array, position: number | null) =>
-  buffer.length <= DIRECT_IO_LIMIT
+const writeAt = (method: string, fd: number, buffer: Uint8Array, position: number | null, pooled: boolean) =>
+  buffer.length <= DIRECT_IO_LIMIT && !pooled
     ? direct(method, fd, () => NFS.writeSync(fd, buffer, 0, buffer.length, position))
     : viaPool<number>(method, fd, (done) => NFS.write(fd, buffer, 0, buffer.length, position, (error, bytes) => done(error, bytes)))
 
-/** An open file; keeps the same position rules as platform-node's. */
+/**
+ * An open file; keeps the same position rules as platform-node's. A
+ * `pooled` file (the thread-pool layer's) makes every call on the pool.
+ */
 class DirectFile implements FileSystem.File {
   readonly [FileSystem.FileTypeId] = FileSystem.FileTypeId
   private position = 0n
   /** The descriptor, exposed as platform-node's files expose it. */
   readonly fd: number
-  constructor(descriptor: number, private readonly append: boolean) {
+  constructor(descriptor: number, private readonly append: boolean, private readonly pooled = false) {
     this.fd = descriptor
   }
 
   get stat() {
-    return direct("stat", this.fd, () => fileInfo(NFS.fstatSync(this.fd, { bigint: true })))
+    return this.pooled
+      ? viaPool<FileSystem.File.Info>("stat", this.fd, (done) =>
+        NFS.fstat(this.fd, { bigint: true }, (error, stats) => done(error, error ? undefined : fileInfo(stats))))
+      : direct("stat", this.fd, () => fileInfo(NFS.fstatSync(this.fd, { bigint: true })))
   }
+
+  /** `fchmod(2)`: the mode lands on the file this handle has open, whatever its path names now. */
+  readonly [HandleChmodTypeId] = (mode: number): Effect.Effect<void, PlatformError.PlatformError> =>
+    this.pooled
+      ? viaPool<void>("chmod", this.fd, (done) => NFS.fchmod(this.fd, mode, done))
+      : direct("chmod", this.fd, () => NFS.fchmodSync(this.fd, mode))
 
   get sync() {
     // fsync is the one call here that routinely takes milliseconds.
@@ -222,10 +248,12 @@ class DirectFile implements FileSystem.File {
     return Effect.suspend(() => {
       const explicit = options?.position
       if (explicit !== undefined) {
-        return explicit < 0n ? Effect.fail(negativePosition("read")) : readAt("read", this.fd, buffer, explicit)
+        return explicit < 0n
+          ? Effect.fail(negativePosition("read"))
+          : readAt("read", this.fd, buffer, explicit, this.pooled)
       }
       const position = this.position
-      return Effect.map(readAt("read", this.fd, buffer, position), (bytesRead) => {
+      return Effect.map(readAt("read", this.fd, buffer, position, this.pooled), (bytesRead) => {
         this.position = position + BigInt(bytesRead)
         return bytesRead
       })
@@ -243,7 +271,7 @@ class DirectFile implements FileSystem.File {
       if (explicit !== undefined && explicit < 0n) return Effect.fail(negativePosition("readAlloc"))
       const position = explicit ?? this.position
       const buffer = Buffer.allocUnsafeSlow(size)
-      return Effect.map(readAt("readAlloc", this.fd, buffer, position), (bytesRead) => {
+      return Effect.map(readAt("readAlloc", this.fd, buffer, position, this.pooled), (bytesRead) => {
         if (bytesRead === 0) return Option.none<Uint8Array>()
         if (explicit === undefined) this.position = position + BigInt(bytesRead)
         return Option.some<Uint8Array>(bytesRead === size ? buffer : Buffer.from(buffer.subarray(0, bytesRead)))
@@ -252,7 +280,10 @@ class DirectFile implements FileSystem.File {
   }
 
   truncate(length?: number) {
-    return Effect.map(direct("truncate", this.fd, () => NFS.ftruncateSync(this.fd, length)), () => {
+    const call = this.pooled
+      ? viaPool<void>("truncate", this.fd, (done) => NFS.ftruncate(this.fd, length, done))
+      : direct("truncate", this.fd, () => NFS.ftruncateSync(this.fd, length))
+    return Effect.map(call, () => {
       if (!this.append) {
         const end = BigInt(length ?? 0)
         if (this.position > end) this.position = end
@@ -263,7 +294,7 @@ class DirectFile implements FileSystem.File {
   write(buffer: Uint8Array) {
     return Effect.suspend(() => {
       const position = this.position
-      return Effect.map(writeAt("write", this.fd, buffer, this.append ? null : Number(position)), (bytesWritten) => {
+      return Effect.map(writeAt("write", this.fd, buffer, this.append ? null : Number(position), this.pooled), (bytesWritten) => {
         if (!this.append) this.position = position + BigInt(bytesWritten)
         return bytesWritten
       })
@@ -275,7 +306,7 @@ class DirectFile implements FileSystem.File {
     return Effect.suspend(() => {
       const position = this.position
       return Effect.flatMap(
-        writeAt("writeAll", this.fd, buffer, this.append ? null : Number(position)),
+        writeAt("writeAll", this.fd, buffer, this.append ? null : Number(position), this.pooled),
         (bytesWritten) => {
           if (bytesWritten === 0) {
             return Effect.fail(PlatformError.systemError({
@@ -294,9 +325,38 @@ class DirectFile implements FileSystem.File {
   }
 }
 
+const nonBlockingFlags = (options: Parameters<NonBlockingOpen>[1]): number =>
+  openFlags(options.flag, options.noFollow) | NFS.constants.O_NONBLOCK |
+  (options.directory === true ? NFS.constants.O_DIRECTORY : 0)
+
+/**
+ * The non-blocking open (see `io/NonBlockingOpen`): `O_NONBLOCK` never waits
+ * for a FIFO peer, so the open itself is made on the calling thread, or on
+ * the pool for the thread-pool layer, whose files then read on the pool too.
+ */
+const nonBlockingOpen = (pooled: boolean): NonBlockingOpen => (path, options) => {
+  const flags = nonBlockingFlags(options)
+  const opened = pooled
+    ? viaPool<number>("open", path, (done) => NFS.open(path, flags, options.mode, (error, fd) => done(error, fd)))
+    : direct("open", path, () => NFS.openSync(path, flags, options.mode))
+  return Effect.map(
+    Effect.acquireRelease(opened, (fd) => Effect.orDie(direct("open", path, () => NFS.closeSync(fd)))),
+    (fd): FileSystem.File => new DirectFile(fd, options.flag.startsWith("a"), pooled)
+  )
+}
+
+// Read once: a process's uid does not change under the store (a getuid per directory check adds up).
+const processUid = process.getuid?.()
+
+const capabilities = (pooled: boolean): NonBlockingOpenCapable & ProcessUidCapable => ({
+  [NonBlockingOpenTypeId]: nonBlockingOpen(pooled),
+  [ProcessUidTypeId]: () => processUid
+})
+
 const make = (pool: FileSystem.FileSystem): FileSystem.FileSystem =>
   FileSystem.make({
     ...pool,
+    ...capabilities(false),
     access: (path, options) =>
       direct("access", path, () =>
         NFS.accessSync(
@@ -396,4 +456,17 @@ const make = (pool: FileSystem.FileSystem): FileSystem.FileSystem =>
  */
 export const layer: Layer.Layer<FileSystem.FileSystem> = Layer.effect(FileSystem.FileSystem)(
   Effect.map(Effect.service(FileSystem.FileSystem), make)
+).pipe(Layer.provide(NodeFileSystem.layer))
+
+/**
+ * `@effect/platform-node`'s `FileSystem` as it is, every call on libuv's
+ * thread pool, plus the non-blocking open (on the pool, its files reading
+ * and writing on the pool) so the store can refuse special files there too.
+ *
+ * @category layers
+ * @since 0.1.0
+ */
+export const threadpoolLayer: Layer.Layer<FileSystem.FileSystem> = Layer.effect(FileSystem.FileSystem)(
+  Effect.map(Effect.service(FileSystem.FileSystem), (pool) =>
+    FileSystem.make({ ...pool, ...capabilities(true) }))
 ).pipe(Layer.provide(NodeFileSystem.layer))

@@ -17,9 +17,8 @@
  * @since 0.1.0
  */
 import * as NodeCrypto from "@effect/platform-node/NodeCrypto"
-import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
-import { type FileSystem, Layer, Path } from "effect"
+import { type FileSystem, Layer, type Path } from "effect"
 import { RarebitStore } from "../store/RarebitStore.js"
 import type { StoreConfig } from "../store/StoreConfig.js"
 import * as DirectFileSystem from "./DirectFileSystem.js"
@@ -46,7 +45,7 @@ export const fileLayer = Layer.mergeAll(DirectFileSystem.layer, NodePath.layer)
  * @category layers
  * @since 0.1.0
  */
-export const threadpoolFileLayer = Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)
+export const threadpoolFileLayer = Layer.mergeAll(DirectFileSystem.threadpoolLayer, NodePath.layer)
 
 /**
  * `SecureRandom` from `node:crypto` for lease and lock tokens, and the

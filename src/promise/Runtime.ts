@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Cause, Effect, Exit, ManagedRuntime } from "effect"
+import { Cause, Effect, Exit, ManagedRuntime, Pull, Scope, Stream } from "effect"
 import type { FileSystem } from "effect/FileSystem"
 import type { Path } from "effect/Path"
 import * as NodeStore from "../platform/NodeStore.js"
@@ -47,3 +47,86 @@ export const runStore = <A, E>(program: (store: RarebitStore["Service"]) => Effe
 /** Runs one synchronous store operation. @internal */
 export const runStoreSync = <A, E>(program: (store: RarebitStore["Service"]) => Effect.Effect<A, E>): A =>
   runSync(RarebitStore.use(program))
+
+/** An `AbortError` as Node's own APIs throw it when their signal aborts. */
+const abortError = (signal: AbortSignal): Error =>
+  Object.assign(new Error("The operation was aborted", { cause: signal.reason }), {
+    name: "AbortError",
+    code: "ABORT_ERR"
+  })
+
+/**
+ * A stream as an async iterator, pulled one chunk at a time on the runtime.
+ *
+ * Nothing runs until the first `next()`. `return()` (a `break` out of
+ * `for await`) ends it and closes everything the stream opened; so does
+ * `signal`, after which `next()` rejects with an `AbortError`, as Node's
+ * own iterators (`fs.promises.watch`, `events.on`) do. A failure of the
+ * stream rejects `next()` with the reference's error for it, and ends the
+ * iteration.
+ *
+ * @internal
+ */
+export const iterate = <A, E>(
+  stream: Stream.Stream<A, E, Services>,
+  signal: AbortSignal | undefined
+): AsyncIterableIterator<A> => {
+  const runtime = services()
+  const scope = Scope.makeUnsafe()
+  // Interrupts a pull in flight when the iteration ends from outside it.
+  const stop = new AbortController()
+  const buffer: Array<A> = []
+  let pull: Effect.Effect<ReadonlyArray<A>, E | Cause.Done, never> | undefined
+  let ended = false
+  let closed: Promise<void> | undefined
+  const close = () => {
+    ended = true
+    stop.abort()
+    signal?.removeEventListener("abort", onAbort)
+    return (closed ??= runtime.runPromise(Scope.close(scope, Exit.void)).then(() => undefined, () => undefined))
+  }
+  const onAbort = () => void close()
+  signal?.addEventListener("abort", onAbort, { once: true })
+
+  const step = async (): Promise<IteratorResult<A, undefined>> => {
+    if (signal?.aborted) {
+      await close()
+      throw abortError(signal)
+    }
+    if (buffer.length > 0) return { done: false, value: buffer.shift()! }
+    if (ended) return { done: true, value: undefined }
+    pull ??= await runtime.runPromise(Scope.provide(Stream.toPull(stream), scope))
+    const exit = await runtime.runPromiseExit(pull, { signal: stop.signal })
+    if (Exit.isSuccess(exit)) {
+      buffer.push(...exit.value)
+      if (buffer.length > 0) return { done: false, value: buffer.shift()! }
+      return step()
+    }
+    if (signal?.aborted) {
+      await close()
+      throw abortError(signal)
+    }
+    const stoppedFromOutside = ended
+    await close()
+    if (stoppedFromOutside || Pull.isDoneCause(exit.cause)) return { done: true, value: undefined }
+    throw failureOf(exit.cause)
+  }
+
+  // Calls are answered in order, one pull at a time.
+  let queue: Promise<unknown> = Promise.resolve()
+  const iterator: AsyncIterableIterator<A> = {
+    next: () => {
+      const result = queue.then(step)
+      queue = result.catch(() => undefined)
+      return result
+    },
+    return: async () => {
+      await close()
+      return { done: true, value: undefined }
+    },
+    [Symbol.asyncIterator]() {
+      return iterator
+    }
+  }
+  return iterator
+}

@@ -7,25 +7,31 @@
  * its arguments, runs one `RarebitStore` operation on a runtime built once
  * over the live Node layer, and translates the result or the failure back.
  *
+ * One addition the reference does not have: `watchRarebitCurrent`, the
+ * current read as an async iterator that yields again after each change
+ * (`RarebitStore.watch`), in the same shapes.
+ *
  * @since 0.1.0
  */
-import { Effect } from "effect"
+import { Effect, Stream } from "effect"
 import { dirname, join, resolve } from "node:path"
 import { DEFAULT_LEASE_MS, SIDECAR_PROTOCOL_VERSION } from "../protocol/Limits.js"
 import type { ReceiptInput } from "../protocol/Receipt.js"
 import type { ArtifactExpectation, NativeObservation } from "../state/ArtifactState.js"
+import type { WatchOptions } from "../store/CurrentWatch.js"
+import { type CurrentRead, RarebitStore, type ReadCurrentOptions, type ReadHistoryOptions } from "../store/RarebitStore.js"
 import {
-  type CurrentRead,
+  type Acquired,
   jobIdValid,
   leaseValid,
-  type ReadCurrentOptions,
-  type ReadHistoryOptions,
-  type ReserveOptions
-} from "../store/RarebitStore.js"
-import type { Acquired, Reservation, SettledReceipt } from "../store/Reservation.js"
+  type Reservation,
+  type ReservationLocation,
+  type ReserveOptions,
+  type SettledReceipt
+} from "../store/Reservation.js"
 import { type HistoryPage, historyBoundsValid } from "../store/SidecarReader.js"
 import { DEFAULT_RAREBIT_ROOT, DEFAULT_RAREBIT_SESSION_ROOT, type LocationOverrides } from "../store/StoreConfig.js"
-import { runStore as run, runStoreSync as runSync } from "./Runtime.js"
+import { iterate, runStore as run, runStoreSync as runSync } from "./Runtime.js"
 
 export { DEFAULT_RAREBIT_ROOT, DEFAULT_RAREBIT_SESSION_ROOT }
 
@@ -129,14 +135,7 @@ export interface ReserveRarebitJobInput extends RarebitLocationOptions {
  * @category models
  * @since 0.1.0
  */
-export interface RarebitReservationLocation {
-  readonly jobId: string
-  readonly materializationPath: string
-  readonly sessionFile: string
-  readonly rarebitRoot: string
-  readonly sessionRoot: string
-  readonly allowExternalSession: boolean
-}
+export type RarebitReservationLocation = ReservationLocation
 
 /**
  * This worker holds the job's lease: settle it or release it.
@@ -264,6 +263,18 @@ export function readRarebitCurrent(
   // The store checks every value at run time, whatever a plain caller passed.
   const checkedByStore = { sessionFile, native, expectation, deadlineExpired, ...locationOf(options) }
   return run((store) => store.readCurrent(checkedByStore as ReadCurrentOptions))
+}
+
+/**
+ * The store's options for a plain caller's `readRarebitCurrent` input, after
+ * the checks `readRarebitCurrent` makes first (which throw as the
+ * reference's do); for the functions that take the same input.
+ */
+const checkedCurrentInput = (input: Unchecked<ReadRarebitCurrentInput> = {}): ReadCurrentOptions => {
+  const { sessionFile, native = null, expectation, deadlineExpired, ...options } = input
+  checkRoots(sessionFile, options)
+  // The store checks every value at run time, whatever a plain caller passed.
+  return { sessionFile, native, expectation, deadlineExpired, ...locationOf(options) } as ReadCurrentOptions
 }
 
 /**
@@ -434,4 +445,77 @@ export async function releaseRarebitJob(
   const claimed = reservation as Partial<RarebitAcquiredReservation> | null | undefined
   if (!claimed?.claimPath || !claimed.materializationPath) return
   await run((store) => store.release(acquiredFrom(claimed as RarebitAcquiredReservation)))
+}
+
+// ---- watchRarebitCurrent ----------------------------------------------------
+
+/**
+ * Options of `watchRarebitCurrent`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface WatchRarebitCurrentOptions {
+  /** Ends the iteration: a pending or later `next()` rejects with an `AbortError`. */
+  readonly signal?: AbortSignal | undefined
+  /** The wait after a change before reading, in milliseconds; default 5. */
+  readonly debounceMs?: number | undefined
+  /** `"poll"` polls from the start (network file systems); default `"auto"`: events, else polling. */
+  readonly mode?: "auto" | "poll" | undefined
+  /** The polling interval after a change, in milliseconds; default 100. */
+  readonly pollIntervalMs?: number | undefined
+  /** The longest polling interval while nothing changes, in milliseconds; default 2000. */
+  readonly maxPollIntervalMs?: number | undefined
+}
+
+const millis = (value: number | undefined) => (value === undefined ? undefined : `${value} millis` as const)
+
+/**
+ * The current read of a Session, once now and again after each change, as
+ * an async iterator.
+ *
+ * **Details**
+ *
+ * Each value is what `readRarebitCurrent(input)` resolves to at that moment.
+ * A change is a new head in the sidecar, the sidecar appearing or being
+ * replaced, or (unless `input.native` is passed) the Session growing; a
+ * change that leaves the read as it was (a torn tail) yields nothing, and
+ * a burst of writes yields its last state. A loop that takes its time is
+ * handed the latest state, never a backlog.
+ *
+ * `break` (the iterator's `return()`) and `signal` both stop it and close
+ * every file-system watch it opened; after `signal` aborts, `next()` rejects
+ * with an `AbortError`, as `fs.promises.watch` does.
+ *
+ * @example
+ * const controller = new AbortController()
+ * try {
+ *   for await (const current of watchRarebitCurrent({ sessionFile }, { signal: controller.signal })) {
+ *     console.log(current.availability, current.artifactState.syncState)
+ *   }
+ * } catch (error) {
+ *   if ((error as Error).name !== "AbortError") throw error
+ * }
+ *
+ * @category store
+ * @since 0.1.0
+ */
+export function watchRarebitCurrent(
+  input: ReadRarebitCurrentInput,
+  options: WatchRarebitCurrentOptions = {}
+): AsyncIterableIterator<RarebitSidecarCurrent> {
+  const tuning = {
+    debounce: millis(options.debounceMs),
+    mode: options.mode,
+    pollInterval: millis(options.pollIntervalMs),
+    maxPollInterval: millis(options.maxPollIntervalMs)
+  }
+  const stream = Stream.unwrap(Effect.gen(function*() {
+    // Checked as readRarebitCurrent checks it: the same input fails the same way.
+    const read = yield* Effect.try({ try: () => checkedCurrentInput(input), catch: (error) => error })
+    const store = yield* RarebitStore
+    const watchOptions: WatchOptions = { ...read, ...tuning }
+    return Stream.map(store.watch(watchOptions), (state) => state.current)
+  }))
+  return iterate(stream, options.signal)
 }

@@ -22,7 +22,7 @@ import {
   isNullableString,
   isParsableTimestamp,
   isPositiveInteger,
-  keyShape
+  keyShapeOf
 } from "./internal/JsonShape.js"
 
 // ---------------------------------------------------------------------------
@@ -117,7 +117,7 @@ export const BranchRef = Schema.Struct({
  */
 export type BranchRef = typeof BranchRef.Type
 
-const branchKeys = keyShape(["leafId", "entryCount", "pathHash"])
+const branchKeys = keyShapeOf(BranchRef.fields)
 
 /**
  * Exact guard for {@link BranchRef}.
@@ -161,7 +161,7 @@ export type ModelRef = typeof ModelRef.Type
  */
 export const NullableModelRef = Schema.NullOr(ModelRef)
 
-const modelKeys = keyShape(["provider", "id"])
+const modelKeys = keyShapeOf(ModelRef.fields)
 
 /**
  * Exact guard for {@link NullableModelRef}.
@@ -190,7 +190,7 @@ export const ModelProvenance = Schema.Struct({
  */
 export type ModelProvenance = typeof ModelProvenance.Type
 
-const modelProvenanceKeys = keyShape(["source", "status"], ["settingsKey"])
+const modelProvenanceKeys = keyShapeOf(ModelProvenance.fields)
 
 /**
  * Exact guard for {@link ModelProvenance}.
@@ -225,7 +225,7 @@ export const ReceiptError = Schema.Struct({
  */
 export type ReceiptError = typeof ReceiptError.Type
 
-const errorKeys = keyShape(["name", "message"])
+const errorKeys = keyShapeOf(ReceiptError.fields)
 
 /**
  * Exact guard for {@link ReceiptError}.
@@ -241,17 +241,6 @@ export const isReceiptError = (u: unknown): u is ReceiptError =>
 // ---------------------------------------------------------------------------
 
 const NullableString = Schema.NullOr(Schema.String)
-
-const providerKeyList = [
-  "responseProvider",
-  "responseProviderSource",
-  "responseModel",
-  "responseModelSource",
-  "responseId",
-  "responseIdSource",
-  "requestId",
-  "requestIdSource"
-] as const
 
 /**
  * The token and cost figures a synthesis `usage` (and its `provenance`)
@@ -269,6 +258,12 @@ export const SYNTHESIS_USAGE_KEYS = [
   "reasoningTokens",
   "estimatedCostUsd"
 ] as const
+
+/** One field per `SYNTHESIS_USAGE_KEYS` entry, each of `schema`, in that order. */
+const usageFields = <S extends Schema.Top>(schema: S) =>
+  Object.fromEntries(SYNTHESIS_USAGE_KEYS.map((key) => [key, schema])) as {
+    readonly [K in (typeof SYNTHESIS_USAGE_KEYS)[number]]: S
+  }
 
 /**
  * What the model provider reported about one synthesis call: timing, response
@@ -300,22 +295,8 @@ export const SynthesisReceipt = Schema.Struct({
   }),
   usage: Schema.Struct({
     availability: Schema.Literals(["unavailable", "partial", "reported"]),
-    inputTokens: NullableNonNegativeNumber,
-    outputTokens: NullableNonNegativeNumber,
-    totalTokens: NullableNonNegativeNumber,
-    cacheReadTokens: NullableNonNegativeNumber,
-    cacheWriteTokens: NullableNonNegativeNumber,
-    reasoningTokens: NullableNonNegativeNumber,
-    estimatedCostUsd: NullableNonNegativeNumber,
-    provenance: Schema.Struct({
-      inputTokens: NullableString,
-      outputTokens: NullableString,
-      totalTokens: NullableString,
-      cacheReadTokens: NullableString,
-      cacheWriteTokens: NullableString,
-      reasoningTokens: NullableString,
-      estimatedCostUsd: NullableString
-    })
+    ...usageFields(NullableNonNegativeNumber),
+    provenance: Schema.Struct(usageFields(NullableString))
   })
 })
 
@@ -325,19 +306,11 @@ export const SynthesisReceipt = Schema.Struct({
  */
 export type SynthesisReceipt = typeof SynthesisReceipt.Type
 
-const synthesisKeys = keyShape([
-  "schemaVersion",
-  "kind",
-  "outcome",
-  "requestedModel",
-  "timing",
-  "provider",
-  "usage"
-])
-const timingKeys = keyShape(["startedAt", "completedAt", "durationMs", "provenance"])
-const providerKeys = keyShape(providerKeyList)
-const usageKeys = keyShape(["availability", ...SYNTHESIS_USAGE_KEYS, "provenance"])
-const usageProvenanceKeys = keyShape(SYNTHESIS_USAGE_KEYS)
+const synthesisKeys = keyShapeOf(SynthesisReceipt.fields)
+const timingKeys = keyShapeOf(SynthesisReceipt.fields.timing.fields)
+const providerKeys = keyShapeOf(SynthesisReceipt.fields.provider.fields)
+const usageKeys = keyShapeOf(SynthesisReceipt.fields.usage.fields)
+const usageProvenanceKeys = keyShapeOf(SynthesisReceipt.fields.usage.fields.provenance.fields)
 
 const everyNullableString = (record: Record<string, unknown>, keys: ReadonlyArray<string>): boolean => {
   for (let i = 0; i < keys.length; i++) {
@@ -369,7 +342,7 @@ export const isSynthesisReceipt = (u: unknown): u is SynthesisReceipt => {
     timing.provenance !== "local_monotonic_clock"
   ) return false
   const provider = u.provider
-  if (!hasKeyShape(provider, providerKeys) || !everyNullableString(provider, providerKeyList)) return false
+  if (!hasKeyShape(provider, providerKeys) || !everyNullableString(provider, providerKeys.required)) return false
   const usage = u.usage
   if (
     !hasKeyShape(usage, usageKeys) ||

@@ -63,6 +63,16 @@ export const validReceipt = <A>(record: A): ReceiptValidation<A> => ({ valid: tr
 export const malformedReceipt = <A>(): ReceiptValidation<A> => ({ valid: false, reason: "malformed" })
 
 /**
+ * Builds a receipt's validator from its exact guard: a valid result holds
+ * the very object passed in, not a copy.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const makeValidator = <A>(guard: (record: unknown) => record is A) => (record: unknown): ReceiptValidation<A> =>
+  guard(record) ? validReceipt(record) : malformedReceipt()
+
+/**
  * Builds a receipt's `explain` function: `undefined` when the hand-written
  * guard accepts the record, otherwise the Schema decoder's wording of the
  * problems on one line (each with its path, at most

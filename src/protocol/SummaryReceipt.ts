@@ -54,10 +54,10 @@ import {
   isPositiveInteger,
   isSha256Hex,
   type KeyShape,
-  keyShape,
+  keyShapeOf,
   propertyKeyOf
 } from "./internal/JsonShape.js"
-import { makeExplainer, malformedReceipt, type ReceiptValidation, validReceipt } from "./ReceiptValidation.js"
+import { makeExplainer, makeValidator, type ReceiptValidation } from "./ReceiptValidation.js"
 
 // ---------------------------------------------------------------------------
 // vocabularies
@@ -252,13 +252,7 @@ export const CompactSelection = Schema.Struct({
  */
 export type CompactSelection = typeof CompactSelection.Type
 
-const selectionKeys = keyShape([
-  "manifestHash",
-  "selectorVersion",
-  "occurrenceCount",
-  "uniquePayloadCount",
-  "latestUserSourceEntryId"
-])
+const selectionKeys = keyShapeOf(CompactSelection.fields)
 
 const isCompactSelection = (u: unknown, ownerRequest: boolean): boolean =>
   hasKeyShape(u, selectionKeys) &&
@@ -286,7 +280,7 @@ export const InputCoveragePolicy = Schema.Struct({
  */
 export type InputCoveragePolicy = typeof InputCoveragePolicy.Type
 
-const coveragePolicyKeys = keyShape(["strategy", "maxPromptChars"])
+const coveragePolicyKeys = keyShapeOf(InputCoveragePolicy.fields)
 
 const isInputCoveragePolicy = (u: unknown): boolean =>
   hasKeyShape(u, coveragePolicyKeys) &&
@@ -342,14 +336,7 @@ export const InputCoverage = Schema.Struct({
  */
 export type InputCoverage = typeof InputCoverage.Type
 
-const coverageKeys = keyShape([
-  "totalMessageCount",
-  "includedMessageCount",
-  "omittedMessageCount",
-  "omittedTextChars",
-  "promptChars",
-  "complete"
-])
+const coverageKeys = keyShapeOf(InputCoverage.fields)
 
 const isInputCoverage = (u: unknown): boolean =>
   hasKeyShape(u, coverageKeys) &&
@@ -380,7 +367,7 @@ export const Overflow = Schema.Struct({
  */
 export type Overflow = typeof Overflow.Type
 
-const overflowKeys = keyShape(["promptChars", "maxPromptChars", "strategy"])
+const overflowKeys = keyShapeOf(Overflow.fields)
 
 const isOverflow = (u: unknown): boolean =>
   hasKeyShape(u, overflowKeys) &&
@@ -422,19 +409,8 @@ export const AutomaticSummaryPolicy = Schema.Struct({
  */
 export type AutomaticSummaryPolicy = typeof AutomaticSummaryPolicy.Type
 
-const policyKeys = keyShape([
-  "contractVersion",
-  "decision",
-  "queryStatus",
-  "queryId",
-  "provider",
-  "reason",
-  "observedAt",
-  "validUntil",
-  "queriedAt",
-  "provenance"
-])
-const policyProvenanceKeys = keyShape(["identity", "generation", "association"])
+const policyKeys = keyShapeOf(AutomaticSummaryPolicy.fields)
+const policyProvenanceKeys = keyShapeOf(AutomaticSummaryPolicy.fields.provenance.fields)
 
 const isAutomaticSummaryPolicy = (u: unknown): boolean => {
   if (
@@ -659,34 +635,17 @@ export type SummaryReceipt =
 // the guard
 // ---------------------------------------------------------------------------
 
-const commonKeys = [
-  "schemaVersion",
-  "type",
-  "status",
-  "jobId",
-  "sessionId",
-  "branch",
-  "observedAt",
-  "selection",
-  "lifecycleBoundary",
-  "implementationVersion",
-  "synthesisMode",
-  "inputCoveragePolicy",
-  "promptVersion",
-  "model",
-  "modelProvenance"
-]
-const okKeys = keyShape([...commonKeys, "summary", "sessionStatus", "statusReason", "synthesis"])
-const okWithCoverageKeys = keyShape([...commonKeys, "inputCoverage", "summary", "sessionStatus", "statusReason", "synthesis"])
-const ineligibleKeys = keyShape(commonKeys)
-const inhibitedKeys = keyShape([...commonKeys, "automaticSummaryPolicy"])
-const overflowVariantKeys = keyShape([...commonKeys, "overflow"])
-const failureKeys = keyShape([...commonKeys, "retryable", "error"])
+// `inputCoverage` is an optional key of an ok receipt; the variant's rule on it is checked below.
+const okKeys = keyShapeOf(OkSummaryReceipt.fields)
+const ineligibleKeys = keyShapeOf(IneligibleSummaryReceipt.fields)
+const inhibitedKeys = keyShapeOf(InhibitedSummaryReceipt.fields)
+const overflowVariantKeys = keyShapeOf(UnavailableOverflowSummaryReceipt.fields)
+const failureKeys = keyShapeOf(FailureSummaryReceipt.fields)
 
 const variantKeys = (record: Record<string, unknown>): KeyShape | undefined => {
   switch (record.status) {
     case "ok":
-      return Object.hasOwn(record, "inputCoverage") ? okWithCoverageKeys : okKeys
+      return okKeys
     case "ineligible":
       return ineligibleKeys
     case "inhibited":
@@ -777,8 +736,9 @@ export const isSummaryReceipt = (u: unknown): u is SummaryReceipt => {
  * @category validation
  * @since 0.1.0
  */
-export const validateSummaryReceipt = (record: unknown): ReceiptValidation<SummaryReceipt> =>
-  isSummaryReceipt(record) ? validReceipt(record) : malformedReceipt()
+export const validateSummaryReceipt: (record: unknown) => ReceiptValidation<SummaryReceipt> = makeValidator(
+  isSummaryReceipt
+)
 
 /**
  * Why a record is not a valid Summary receipt, as the Schema issue formatter

@@ -41,9 +41,9 @@ import {
   isObjectRecord,
   isParsableTimestamp,
   isSha256Hex,
-  keyShape
+  keyShapeOf
 } from "./internal/JsonShape.js"
-import { makeExplainer, malformedReceipt, type ReceiptValidation, validReceipt } from "./ReceiptValidation.js"
+import { makeExplainer, makeValidator, type ReceiptValidation } from "./ReceiptValidation.js"
 
 /**
  * Where the title evidence came from and which session entry carried it.
@@ -175,27 +175,10 @@ export const TitleReceipt = Schema.Union([TitledTitleReceipt, SkippedTitleReceip
  */
 export type TitleReceipt = typeof TitleReceipt.Type
 
-const commonKeys = [
-  "schemaVersion",
-  "type",
-  "status",
-  "jobId",
-  "implementationVersion",
-  "sessionId",
-  "branch",
-  "selectionManifestHash",
-  "titleEvidence",
-  "promptVersion",
-  "model",
-  "modelProvenance",
-  "applicationMode",
-  "priorTitle",
-  "title",
-  "observedAt"
-]
-const synthesizedKeys = keyShape([...commonKeys, "synthesis"])
-const failureKeys = keyShape([...commonKeys, "retryable", "error"])
-const evidenceKeys = keyShape(["provenance", "sourceEntryId"])
+// Titled and skipped receipts have the same keys.
+const synthesizedKeys = keyShapeOf(TitledTitleReceipt.fields)
+const failureKeys = keyShapeOf(FailureTitleReceipt.fields)
+const evidenceKeys = keyShapeOf(TitleEvidence.fields)
 
 /**
  * Exact guard for {@link TitleReceipt}, with the reference validator's
@@ -259,8 +242,7 @@ export const isTitleReceipt = (u: unknown): u is TitleReceipt => {
  * @category validation
  * @since 0.1.0
  */
-export const validateTitleReceipt = (record: unknown): ReceiptValidation<TitleReceipt> =>
-  isTitleReceipt(record) ? validReceipt(record) : malformedReceipt()
+export const validateTitleReceipt: (record: unknown) => ReceiptValidation<TitleReceipt> = makeValidator(isTitleReceipt)
 
 /**
  * Why a record is not a valid Title receipt, as the Schema issue formatter

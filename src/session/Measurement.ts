@@ -10,7 +10,7 @@
  *
  * @since 0.1.0
  */
-import { messageTextBlocks, selectRarebits } from "./Selector.js"
+import { messageOf, messageTextBlocks, selectRarebits } from "./Selector.js"
 
 /**
  * The measurement version written into every measurement.
@@ -69,22 +69,33 @@ export const measureRarebits = (
 ): RarebitMeasurement => {
   const entries: ReadonlyArray<unknown> = Array.isArray(branch) ? branch : []
   // `reduce` (not `for...of`) so holes and non-arrays behave as in the reference.
-  const totalMessageProseChars = entries.reduce<number>((sum, entry) => {
-    const message = entry !== null && entry !== undefined && (entry as Record<string, unknown>).type === "message"
-      ? (entry as Record<string, unknown>).message
-      : undefined
-    return sum + messageTextBlocks(message).reduce((length, text) => length + charLength(text), 0)
-  }, 0)
+  const totalMessageProseChars = entries.reduce<number>(
+    (sum, entry) => sum + messageTextBlocks(messageOf(entry)).reduce((length, text) => length + charLength(text), 0),
+    0
+  )
   const rarebitChars = selection.occurrences.reduce<number>((sum, occurrence) => sum + charLength(occurrence.text), 0)
-  return {
-    measurementVersion: RAREBIT_MEASUREMENT_VERSION,
-    rawUnit: "utf16_code_units_of_human_readable_message_text",
-    estimateMethod: "ceil(chars_div_4)",
-    totalMessageProseChars,
-    rarebitChars,
-    estimatedTotalTokens: estimatedTokens(totalMessageProseChars),
-    estimatedRarebitTokens: estimatedTokens(rarebitChars),
-    rarebitRatio: totalMessageProseChars === 0 ? null : rarebitChars / totalMessageProseChars,
-    rarebitOccurrenceCount: selection.occurrences.length
-  }
+  return measurementOf(totalMessageProseChars, rarebitChars, selection.occurrences.length)
 }
+
+/**
+ * The measurement of a selection from its totals: the prose of the whole
+ * branch, the selected prose and how many occurrences carry it.
+ *
+ * @category measurement
+ * @since 0.1.0
+ */
+export const measurementOf = (
+  totalMessageProseChars: number,
+  rarebitChars: number,
+  rarebitOccurrenceCount: number
+): RarebitMeasurement => ({
+  measurementVersion: RAREBIT_MEASUREMENT_VERSION,
+  rawUnit: "utf16_code_units_of_human_readable_message_text",
+  estimateMethod: "ceil(chars_div_4)",
+  totalMessageProseChars,
+  rarebitChars,
+  estimatedTotalTokens: estimatedTokens(totalMessageProseChars),
+  estimatedRarebitTokens: estimatedTokens(rarebitChars),
+  rarebitRatio: totalMessageProseChars === 0 ? null : rarebitChars / totalMessageProseChars,
+  rarebitOccurrenceCount
+})

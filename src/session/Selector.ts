@@ -15,6 +15,7 @@
  * @since 0.1.0
  */
 import { sha256, sha256Hex } from "../protocol/CanonicalJson.js"
+import { memberOf } from "../protocol/internal/JsonShape.js"
 
 /**
  * The selector version written into every manifest.
@@ -104,10 +105,15 @@ export interface RarebitSelection {
   readonly manifestHash: string
 }
 
-const get = (value: unknown, key: string): unknown =>
-  value === null || value === undefined ? undefined : (value as Record<string, unknown>)[key]
-
-const messageOf = (entry: unknown): unknown => (get(entry, "type") === "message" ? get(entry, "message") : undefined)
+/**
+ * The message a branch entry carries: its `message` when its `type` is
+ * "message", else `undefined`.
+ *
+ * @category selection
+ * @since 0.1.0
+ */
+export const messageOf = (entry: unknown): unknown =>
+  memberOf(entry, "type") === "message" ? memberOf(entry, "message") : undefined
 
 /**
  * Every human-readable text of one persisted Pi message: its string content,
@@ -117,7 +123,7 @@ const messageOf = (entry: unknown): unknown => (get(entry, "type") === "message"
  * @since 0.1.0
  */
 export const messageTextBlocks = (message: unknown): Array<string> => {
-  const content = get(message, "content")
+  const content = memberOf(message, "content")
   if (typeof content === "string") return [content]
   if (!Array.isArray(content)) return []
   const texts: Array<string> = []
@@ -143,17 +149,17 @@ export const messageTextBlocks = (message: unknown): Array<string> => {
 export const rarebitMetadata = (entry: unknown, order: number = 0): RarebitMetadata | null => {
   const message = messageOf(entry)
   if (!message || messageTextBlocks(message).length === 0) return null
-  const role = get(message, "role")
-  const stopReason = get(message, "stopReason")
+  const role = memberOf(message, "role")
+  const stopReason = memberOf(message, "stopReason")
   let outcome: RarebitMetadata["outcome"]
   if (role === "user") outcome = "user"
   else if (role === "assistant" && stopReason === "stop") outcome = "stop"
   else if (role === "assistant" && stopReason === "toolUse") outcome = "continuation"
   else return null
-  const entryId = get(entry, "id")
-  const messageId = get(message, "id")
-  const entryTimestamp = get(entry, "timestamp")
-  const messageTimestamp = get(message, "timestamp")
+  const entryId = memberOf(entry, "id")
+  const messageId = memberOf(message, "id")
+  const entryTimestamp = memberOf(entry, "timestamp")
+  const messageTimestamp = memberOf(message, "timestamp")
   return {
     sourceEntryId: typeof entryId === "string" ? entryId : typeof messageId === "string" ? messageId : null,
     order,

@@ -3,10 +3,10 @@
  *
  * A Pi Session is append-only JSONL, so a Session read again after it grew
  * only needs its new lines parsed. The cache keeps, per resolved Session
- * path, a compact summary of what was parsed so far (header, the selected
- * texts and tree links, never the long tool outputs) plus fingerprints of the
- * bytes it was built from, and on the next read parses only the bytes after
- * the last complete line.
+ * path, a compact summary of what was parsed so far (a `SessionAccumulator`:
+ * header, the selected texts and tree links, never the long tool outputs)
+ * plus fingerprints of the bytes it was built from, and on the next read
+ * feeds it only the bytes after the last complete line.
  *
  * Guarantees:
  * - A read answers exactly what `readSession` (and the reference's
@@ -35,12 +35,15 @@
  *   grown Session whose prints still match is answered without reading what
  *   was appended; a replaced or truncated one is read afresh.
  * - Each cached Session stays open for reading between reads (at most
- *   `capacity` handles), so a poll of a grown Session is one `stat` and its
- *   reads, with no open or close. The handle is used only while a `stat` of
- *   the path shows the same device and inode; a replaced Session is opened
- *   anew and the old handle closed, and a removed one is let go at its next
- *   read. Evicted Sessions' handles close, and all of them when the cache's
- *   scope ends (`make` needs a `Scope`; the store's layer provides it).
+ *   `capacity` handles, in an `io/HeldFiles` set), so a poll of a grown Session
+ *   is one `stat` and its reads, with no open or close. The handle is used
+ *   only while a `stat` of the path shows the same device and inode; a
+ *   replaced Session is opened anew and the old handle closed, one swapped
+ *   in between the `stat` and the open is read once and not kept, and a
+ *   removed one is let go at its next read. Evicted Sessions' handles close
+ *   (once a read in flight is done with them), and all of them when the
+ *   cache's scope ends (`make` needs a `Scope`; the store's layer provides
+ *   it); reads after that go to the uncached reader.
  *
  * **Gotchas**
  *
@@ -57,37 +60,20 @@
  *
  * @since 0.1.0
  */
-import { Clock, Effect, Exit, FileSystem, Option, Path, Result, Scope, ScopedCache, Semaphore } from "effect"
+import { Clock, Effect, FileSystem, Option, Path, Result, Semaphore } from "effect"
 import type { PlatformError } from "effect/PlatformError"
-import { sha256Hex, stableJson } from "../protocol/CanonicalJson.js"
-import { sameBytes } from "../protocol/internal/Bytes.js"
+import type { HeldFile } from "../io/HeldFiles.js"
+import type { FileNotRegular } from "../io/RegularFile.js"
+import { concatBytes, sameBytes } from "../protocol/internal/Bytes.js"
 import { fileIdentity, modifiedMs } from "../protocol/internal/FileInfo.js"
-import { registerOwnEvidence } from "../protocol/internal/OwnEvidence.js"
-import { measureRarebits, type RarebitMeasurement } from "./Measurement.js"
-import {
-  messageTextBlocks,
-  type RarebitManifest,
-  type RarebitManifestOccurrence,
-  type RarebitMetadata,
-  type RarebitOccurrence,
-  type RarebitPayload,
-  rarebitMetadata,
-  type RarebitSelection,
-  RAREBIT_SELECTOR_VERSION
-} from "./Selector.js"
-import { isSessionMissing, type SessionError, SessionInvalid, SessionTooLarge } from "./SessionErrors.js"
-import type { SessionHeader } from "./SessionParse.js"
-import {
-  type SessionObservation,
-  RAREBIT_QUERY_SCHEMA_VERSION,
-  readSession,
-  type SessionProjection,
-  type SessionReaderOptions
-} from "./SessionReader.js"
+import { SessionAccumulator, type SessionOutcome } from "./SessionAccumulator.js"
+import { type SessionError, SessionTooLarge } from "./SessionErrors.js"
+import { holdSessionFiles } from "./SessionFile.js"
+import type { SessionProjection } from "./SessionProjection.js"
+import { observationOf, readSession, type SessionObservation, type SessionReaderOptions } from "./SessionReader.js"
 import {
   DEFAULT_SESSION_LIMITS,
   fileTooLarge,
-  openSessionFile,
   READ_CHUNK_BYTES,
   type ScanEnd,
   scanBytes,
@@ -96,526 +82,6 @@ import {
   type SessionLimits
 } from "./SessionStream.js"
 
-// ---------------------------------------------------------------------------
-// the pure accumulator
-// ---------------------------------------------------------------------------
-
-/** What a selected entry contributes, independent of its position on the branch. */
-interface Pick {
-  readonly metadata: RarebitMetadata
-  readonly text: string
-  /** SHA-256 of `text`, computed the first time the entry is on a branch. */
-  hash: string | undefined
-  /** The branch position `json` and `payloadJson` were rendered for. */
-  renderedOrder: number
-  /** `stableJson` of the manifest occurrence at `renderedOrder`. */
-  json: string
-  /** `stableJson` of the manifest payload when this is its only occurrence. */
-  payloadJson: string
-}
-
-/** A tree entry, reduced to what the branch walk, selection and measurement read. */
-interface TreeNode {
-  readonly id: string
-  readonly parentId: unknown
-  readonly prose: number
-  readonly pick: Pick | null
-}
-
-type Mode = "empty" | "invalid" | "linear" | "tree"
-
-// Property reads on arbitrary JSON values, with the semantics of `value?.key`.
-const field = (value: unknown, key: string): unknown =>
-  value === null || value === undefined ? undefined : (value as Record<string, unknown>)[key]
-
-const parseLine = (line: string): { readonly ok: true; readonly value: unknown } | { readonly ok: false } => {
-  try {
-    return { ok: true, value: JSON.parse(line) }
-  } catch {
-    return { ok: false }
-  }
-}
-
-/** Prose chars (as `measureRarebits` counts them) and the selection pick of one entry. */
-const contributionOf = (entry: unknown): { readonly prose: number; readonly pick: Pick | null } => {
-  const message = field(entry, "type") === "message" ? field(entry, "message") : undefined
-  if (message === undefined) return { prose: 0, pick: null }
-  const blocks = messageTextBlocks(message)
-  let prose = 0
-  for (const text of blocks) prose += text.length
-  if (blocks.length === 0) return { prose, pick: null }
-  const metadata = rarebitMetadata(entry, 0)
-  return {
-    prose,
-    pick: metadata === null
-      ? null
-      : { metadata, text: blocks.join("\n"), hash: undefined, renderedOrder: -1, json: "", payloadJson: "" }
-  }
-}
-
-const ENTRY_OVERHEAD_BYTES = 96
-
-// Text, hash and the two rendered JSON strings, roughly.
-const pickBytes = (pick: Pick | null): number => (pick === null ? 0 : 2 * pick.text.length + 800)
-
-const malformed = (source: string, line: number) =>
-  new SessionInvalid({
-    kind: "malformed_json",
-    message: `${source} contains malformed JSON at line ${line}`,
-    source,
-    line
-  })
-
-const invalidHeader = (source: string) =>
-  new SessionInvalid({
-    kind: "invalid_header",
-    message: `${source} does not begin with a valid Pi Session header`,
-    source
-  })
-
-const withoutId = (source: string) =>
-  new SessionInvalid({
-    kind: "entry_without_id",
-    message: `${source} contains a Session entry without an ID`,
-    source
-  })
-
-const duplicateId = (source: string, entryId: string) =>
-  new SessionInvalid({
-    kind: "duplicate_id",
-    message: `${source} contains duplicate Session entry ID ${entryId}`,
-    source,
-    entryId
-  })
-
-const isValidHeader = (header: unknown): header is SessionHeader => {
-  const id = field(header, "id")
-  return field(header, "type") === "session" && typeof id === "string" && id.length > 0
-}
-
-/** The outcome of a Session read: its projection, the rule it breaks, or too large to read. */
-export type SessionOutcome = Result.Result<SessionProjection, SessionInvalid | SessionTooLarge>
-
-/**
- * The parse of a Session's complete lines so far, fed line by line.
- *
- * **Details**
- *
- * `addLine` takes each complete line (without its newline) in file order;
- * `finish` projects the lines fed so far plus an optional unterminated last
- * line, which is parsed but not kept. The outcome equals that of
- * `parseSessionResult`, `resolveActiveBranchResult` and `projectSession` on
- * the same text, errors included; only the reduced state is kept, never the
- * entries themselves.
- *
- * @category models
- * @since 0.1.0
- */
-export class SessionAccumulator {
-  /** Lines fed so far (newlines consumed). */
-  lines = 0
-  /** First malformed line (1-based); once set, nothing later matters. */
-  private malformedLine: number | undefined = undefined
-  private mode: Mode = "empty"
-  private header: SessionHeader | undefined = undefined
-  // linear Sessions: every entry is on the branch, in file order
-  private entryCount = 0
-  private readonly linearPicks: Array<{ readonly order: number; readonly pick: Pick }> = []
-  private linearProse = 0
-  private readonly selectionMemo: { last: SelectionMemo | undefined } = { last: undefined }
-  // tree Sessions
-  private readonly byId = new Map<string, TreeNode>()
-  private leaf: TreeNode | undefined = undefined
-  private treeError: SessionInvalid | undefined = undefined
-  /** Estimated bytes this accumulator keeps alive. */
-  retainedBytes = 0
-
-  constructor(readonly source: string) {}
-
-  /** Whether later lines can still change the outcome: false after a malformed line. */
-  get wantsLines(): boolean {
-    return this.malformedLine === undefined
-  }
-
-  /** Feeds one complete line. */
-  addLine(line: string): void {
-    this.lines++
-    if (this.malformedLine !== undefined || !line.trim()) return
-    const parsed = parseLine(line)
-    if (!parsed.ok) {
-      this.malformedLine = this.lines
-      return
-    }
-    this.addRecord(parsed.value)
-  }
-
-  private addRecord(record: unknown): void {
-    switch (this.mode) {
-      case "empty": {
-        if (!isValidHeader(record)) {
-          this.mode = "invalid"
-          return
-        }
-        this.header = record
-        // The comparison is JavaScript's own, as in `parseSessionResult`.
-        this.mode = ((record.version ?? 1) as number) < 2 ? "linear" : "tree"
-        return
-      }
-      case "invalid":
-        return
-      case "linear": {
-        const { pick, prose } = contributionOf(record)
-        if (pick !== null) {
-          this.linearPicks.push({ order: this.entryCount, pick })
-          this.retainedBytes += pickBytes(pick)
-        }
-        this.linearProse += prose
-        this.entryCount++
-        return
-      }
-      case "tree": {
-        if (this.treeError !== undefined) return
-        const node = this.treeNodeOf(record)
-        if (node instanceof SessionInvalid) {
-          this.treeError = node
-          return
-        }
-        this.byId.set(node.id, node)
-        this.leaf = node
-        this.retainedBytes += ENTRY_OVERHEAD_BYTES + 2 * node.id.length + pickBytes(node.pick)
-        return
-      }
-    }
-  }
-
-  private treeNodeOf(record: unknown): TreeNode | SessionInvalid {
-    const id = field(record, "id")
-    if (typeof id !== "string" || !id) return withoutId(this.source)
-    if (this.byId.has(id)) return duplicateId(this.source, id)
-    const { pick, prose } = contributionOf(record)
-    return { id, parentId: field(record, "parentId"), prose, pick }
-  }
-
-  /**
-   * The outcome for the lines fed so far followed by `trailing`, an
-   * unterminated last line (empty when the text ends with a newline).
-   */
-  finish(trailing: string): Result.Result<SessionProjection, SessionInvalid> {
-    if (this.malformedLine !== undefined) return Result.fail(malformed(this.source, this.malformedLine))
-    let extra: { readonly value: unknown } | undefined
-    if (trailing.trim()) {
-      const parsed = parseLine(trailing)
-      if (!parsed.ok) return Result.fail(malformed(this.source, this.lines + 1))
-      extra = { value: parsed.value }
-    }
-    switch (this.mode) {
-      case "empty":
-        // The unterminated line, if any, is the header and there are no entries.
-        return extra !== undefined && isValidHeader(extra.value)
-          ? Result.succeed(project(extra.value, true, [], 0, null))
-          : Result.fail(invalidHeader(this.source))
-      case "invalid":
-        return Result.fail(invalidHeader(this.source))
-      case "linear":
-        return Result.succeed(this.finishLinear(extra))
-      case "tree":
-        return this.finishTree(extra)
-    }
-  }
-
-  private finishLinear(extra: { readonly value: unknown } | undefined): SessionProjection {
-    let picks: ReadonlyArray<{ readonly order: number; readonly pick: Pick }> = this.linearPicks
-    let prose = this.linearProse
-    if (extra !== undefined) {
-      const contribution = contributionOf(extra.value)
-      prose += contribution.prose
-      if (contribution.pick !== null) picks = [...picks, { order: this.entryCount, pick: contribution.pick }]
-    }
-    return project(this.header!, true, picks, prose, null, this.selectionMemo)
-  }
-
-  private finishTree(extra: { readonly value: unknown } | undefined): Result.Result<SessionProjection, SessionInvalid> {
-    if (this.treeError !== undefined) return Result.fail(this.treeError)
-    let leaf = this.leaf
-    let provisional: TreeNode | undefined
-    if (extra !== undefined) {
-      const node = this.treeNodeOf(extra.value)
-      if (node instanceof SessionInvalid) return Result.fail(node)
-      leaf = provisional = node
-    }
-    if (leaf === undefined) return Result.succeed(project(this.header!, false, [], 0, null))
-    // The walk of `resolveActiveBranchResult`, over the reduced nodes.
-    const reversed: Array<TreeNode> = []
-    const visited = new Set<string>()
-    let current: TreeNode | undefined = leaf
-    while (current !== undefined) {
-      if (visited.has(current.id)) {
-        return Result.fail(
-          new SessionInvalid({
-            kind: "cycle",
-            message: `${this.source} contains a cycle at Session entry ${current.id}`,
-            source: this.source,
-            entryId: current.id
-          })
-        )
-      }
-      visited.add(current.id)
-      reversed.push(current)
-      const parentId: unknown = current.parentId
-      if (parentId === null || parentId === undefined) break
-      // The unterminated entry is not in `byId`, but an older entry may still name it as parent.
-      current = provisional !== undefined && parentId === provisional.id
-        ? provisional
-        : this.byId.get(parentId as string)
-      if (current === undefined) {
-        return Result.fail(
-          new SessionInvalid({
-            kind: "missing_parent",
-            message: `${this.source} is missing parent Session entry ${parentId}`,
-            source: this.source,
-            entryId: `${parentId}`
-          })
-        )
-      }
-    }
-    const picks: Array<{ readonly order: number; readonly pick: Pick }> = []
-    let prose = 0
-    for (let order = 0, index = reversed.length - 1; index >= 0; order++, index--) {
-      const node = reversed[index]
-      prose += node.prose
-      if (node.pick !== null) picks.push({ order, pick: node.pick })
-    }
-    return Result.succeed(project(this.header!, false, picks, prose, leaf.id, this.selectionMemo))
-  }
-}
-
-// The measurement's constant fields, taken from the measurement itself.
-const measurementTemplate = measureRarebits([], { occurrences: [] })
-
-const SELECTOR_VERSION_JSON = JSON.stringify(RAREBIT_SELECTOR_VERSION)
-
-/**
- * `projectSession`, assembled from cached picks instead of entries.
- *
- * The manifest hash is `sha256(manifest)` as `selectRarebits` computes it,
- * but its `stableJson` is put together from per-occurrence renderings kept on
- * the picks, so a poll re-renders only occurrences whose position changed.
- */
-type OrderedPicks = ReadonlyArray<{ readonly order: number; readonly pick: Pick }>
-
-/**
- * A selection with what it takes to extend it: the pieces of its manifest's
- * `stableJson`, and where each payload sits.
- */
-interface SelectionBuild {
-  readonly selection: RarebitSelection
-  readonly rarebitChars: number
-  /** The occurrence renderings, comma-joined. */
-  readonly occurrencesJson: string
-  readonly payloadJsons: ReadonlyArray<string>
-  /**
-   * Payload position by content hash. Owned by the newest build of a memo
-   * chain: extending moves it to the new build (see `extendSelection`).
-   */
-  readonly payloadIndex: Map<string, number>
-}
-
-/** The last selection an accumulator projected, reused while its picks stay the same and extended while they grow. */
-interface SelectionMemo {
-  readonly picks: OrderedPicks
-  readonly build: SelectionBuild
-}
-
-/** How many of `picks` start with exactly `prefix` (same picks at the same positions): its length, or -1. */
-const sharedPrefix = (prefix: OrderedPicks, picks: OrderedPicks): number => {
-  if (prefix.length > picks.length) return -1
-  for (let index = 0; index < prefix.length; index++) {
-    if (prefix[index].pick !== picks[index].pick || prefix[index].order !== picks[index].order) return -1
-  }
-  return prefix.length
-}
-
-const project = (
-  header: SessionHeader,
-  linear: boolean,
-  picks: OrderedPicks,
-  totalMessageProseChars: number,
-  leafId: string | null,
-  memo?: { last: SelectionMemo | undefined }
-): SessionProjection => {
-  // Most appended lines (tool calls and results, thinking) select nothing:
-  // the selection, its manifest hash included, is the one computed last time.
-  // A line that selects something usually extends the branch the last one
-  // ended: only the new picks are added.
-  const last = memo?.last
-  const shared = last === undefined ? -1 : sharedPrefix(last.picks, picks)
-  const build = last === undefined || shared < 0
-    ? extendSelection(emptySelection(), picks, 0)
-    : shared === picks.length
-    ? last.build
-    : extendSelection(last.build, picks, shared)
-  // A copy: linear Sessions pass their growing array of picks itself.
-  if (memo !== undefined && build !== last?.build) memo.last = { picks: [...picks], build }
-  const { rarebitChars, selection } = build
-  const measurement: RarebitMeasurement = {
-    ...measurementTemplate,
-    totalMessageProseChars,
-    rarebitChars,
-    estimatedTotalTokens: Math.ceil(totalMessageProseChars / 4),
-    estimatedRarebitTokens: Math.ceil(rarebitChars / 4),
-    rarebitRatio: totalMessageProseChars === 0 ? null : rarebitChars / totalMessageProseChars,
-    rarebitOccurrenceCount: selection.occurrences.length
-  }
-  const startedAt = header.timestamp
-  return {
-    schemaVersion: RAREBIT_QUERY_SCHEMA_VERSION,
-    selectorVersion: RAREBIT_SELECTOR_VERSION,
-    session: {
-      id: header.id,
-      activeLeafId: linear ? null : leafId,
-      startedAt: typeof startedAt === "string" ? startedAt : null
-    },
-    selection,
-    measurement
-  }
-}
-
-/** The rendering and objects of one picked occurrence at `order`; renders only when its position changed. */
-const occurrenceOf = (order: number, pick: Pick) => {
-  const { metadata, text } = pick
-  const contentHash = pick.hash ??= sha256Hex(text)
-  const occurrenceId = `${metadata.sourceEntryId ?? "message"}:${order}`
-  const listed: RarebitManifestOccurrence = {
-    occurrenceId,
-    sourceEntryId: metadata.sourceEntryId,
-    order,
-    role: metadata.role,
-    outcome: metadata.outcome,
-    timestamp: metadata.timestamp,
-    contentHash
-  }
-  if (pick.renderedOrder !== order) {
-    pick.json = stableJson(listed)
-    pick.payloadJson = stableJson({ contentHash, occurrenceIds: [occurrenceId] })
-    pick.renderedOrder = order
-  }
-  return { listed, occurrence: { ...listed, text } satisfies RarebitOccurrence }
-}
-
-const payloadJsonOf = (payload: RarebitPayload): string =>
-  stableJson({ contentHash: payload.contentHash, occurrenceIds: payload.occurrenceIds })
-
-/**
- * Assembles a selection from its parts. `stableJson(manifest)`: its keys in
- * sorted order around the kept renderings.
- */
-const finishSelection = (
-  occurrences: Array<RarebitOccurrence>,
-  manifestOccurrences: Array<RarebitManifestOccurrence>,
-  payloads: Array<RarebitPayload>,
-  manifestPayloads: RarebitManifest["payloads"],
-  parts: Omit<SelectionBuild, "selection">
-): SelectionBuild => {
-  const manifestJson = `{"occurrences":[${parts.occurrencesJson}],"payloads":[${
-    parts.payloadJsons.join(",")
-  }],"selectorVersion":${SELECTOR_VERSION_JSON}}`
-  return {
-    ...parts,
-    selection: {
-      // Every poll of an unchanged Session shares this list; the projection
-      // remembers its verdict on it.
-      occurrences: registerOwnEvidence(occurrences),
-      payloads,
-      manifest: { selectorVersion: RAREBIT_SELECTOR_VERSION, occurrences: manifestOccurrences, payloads: manifestPayloads },
-      manifestHash: sha256Hex(manifestJson)
-    }
-  }
-}
-
-const EMPTY_SELECTION = finishSelection([], [], [], [], {
-  rarebitChars: 0,
-  occurrencesJson: "",
-  payloadJsons: [],
-  payloadIndex: new Map()
-})
-
-/** The selection of no picks, to extend from; with an index of its own, since extending takes the index over. */
-const emptySelection = (): SelectionBuild => ({ ...EMPTY_SELECTION, payloadIndex: new Map() })
-
-/**
- * The selection of `picks`, whose first `shared` entries are exactly those
- * `prior` was built from, in time for the new picks only (plus copying the
- * arrays, which earlier results share and so are never changed in place).
- * From `emptySelection()` it is the whole selection of `picks`.
- */
-const extendSelection = (prior: SelectionBuild, picks: OrderedPicks, shared: number): SelectionBuild => {
-  const occurrences = prior.selection.occurrences.slice()
-  const manifestOccurrences = prior.selection.manifest.occurrences.slice()
-  const payloads = prior.selection.payloads.slice()
-  const manifestPayloads = prior.selection.manifest.payloads.slice()
-  const payloadJsons = prior.payloadJsons.slice()
-  // Moved, not copied: `prior` is never extended again once this build replaces it in the memo.
-  const payloadIndex = prior.payloadIndex
-  let occurrencesJson = prior.occurrencesJson
-  let rarebitChars = prior.rarebitChars
-  // Payloads made or copied in this build (so this build may change them), and those that gained occurrences.
-  const owned = new Set<number>()
-  const grown = new Set<number>()
-  for (let index = shared; index < picks.length; index++) {
-    const { order, pick } = picks[index]
-    const { listed, occurrence } = occurrenceOf(order, pick)
-    manifestOccurrences.push(listed)
-    occurrences.push(occurrence)
-    occurrencesJson = occurrencesJson === "" ? pick.json : `${occurrencesJson},${pick.json}`
-    rarebitChars += pick.text.length
-    const at = payloadIndex.get(listed.contentHash)
-    if (at === undefined) {
-      payloadIndex.set(listed.contentHash, payloads.length)
-      owned.add(payloads.length)
-      const occurrenceIds = [listed.occurrenceId]
-      payloads.push({ contentHash: listed.contentHash, text: pick.text, occurrenceIds })
-      manifestPayloads.push({ contentHash: listed.contentHash, occurrenceIds })
-      payloadJsons.push(pick.payloadJson)
-    } else {
-      // Earlier results hold the old payload: the first new occurrence puts a copy in its place.
-      if (!owned.has(at)) {
-        const occurrenceIds = [...payloads[at].occurrenceIds]
-        payloads[at] = { ...payloads[at], occurrenceIds }
-        manifestPayloads[at] = { contentHash: listed.contentHash, occurrenceIds }
-        owned.add(at)
-      }
-      payloads[at].occurrenceIds.push(listed.occurrenceId)
-      grown.add(at)
-    }
-  }
-  // Rendered once per build, however many occurrences a payload gained in it.
-  for (const at of grown) payloadJsons[at] = payloadJsonOf(payloads[at])
-  return finishSelection(occurrences, manifestOccurrences, payloads, manifestPayloads, {
-    rarebitChars,
-    occurrencesJson,
-    payloadJsons,
-    payloadIndex
-  })
-}
-
-/**
- * The outcome of a whole Session text, computed through an accumulator (for
- * tests and one-shot callers).
- *
- * @category parsing
- * @since 0.1.0
- */
-export const accumulateText = (text: string, source?: string): Result.Result<SessionProjection, SessionInvalid> => {
-  const accumulator = new SessionAccumulator(source ?? "Pi Session")
-  const lines = String(text).split("\n")
-  const trailing = lines.pop() ?? ""
-  for (const line of lines) accumulator.addLine(line)
-  return accumulator.finish(trailing)
-}
-
-// ---------------------------------------------------------------------------
-// the cache
-// ---------------------------------------------------------------------------
 
 // The scan reports at least a run's first 64 KiB and last 8 KiB (see
 // `CommitListener`), which covers both prints exactly.
@@ -632,13 +98,6 @@ interface Prints {
 
 const emptyPrints: Prints = { head: new Uint8Array(0), tail: new Uint8Array(0) }
 
-const concatBytes = (a: Uint8Array, b: Uint8Array): Uint8Array => {
-  const out = new Uint8Array(a.length + b.length)
-  out.set(a, 0)
-  out.set(b, a.length)
-  return out
-}
-
 /**
  * Prints after `piece` was committed at offset `committedEnd`. Pieces come
  * in order; a gap between two is allowed only past the head print and
@@ -646,12 +105,13 @@ const concatBytes = (a: Uint8Array, b: Uint8Array): Uint8Array => {
  */
 const extendPrints = (prints: Prints, committedEnd: number, piece: Uint8Array): Prints => {
   if (piece.length === 0) return prints
+  // `piece` lies in the scan's reused buffer: what is kept of it is copied (two pieces always are).
   const head = committedEnd >= HEAD_PRINT_BYTES
     ? prints.head
-    : concatBytes(prints.head, piece.subarray(0, HEAD_PRINT_BYTES - committedEnd))
+    : concatBytes([prints.head, piece.subarray(0, HEAD_PRINT_BYTES - committedEnd)])
   const tail = piece.length >= TAIL_PRINT_BYTES
     ? piece.slice(piece.length - TAIL_PRINT_BYTES)
-    : concatBytes(prints.tail.subarray(Math.max(0, prints.tail.length + piece.length - TAIL_PRINT_BYTES)), piece)
+    : concatBytes([prints.tail.subarray(Math.max(0, prints.tail.length + piece.length - TAIL_PRINT_BYTES)), piece])
   return { head, tail }
 }
 
@@ -682,19 +142,14 @@ interface Scanned {
   readonly tooLarge: SessionTooLarge | undefined
 }
 
-/** The Session held open between reads, and the identity (device and inode) it was opened as. */
-interface HeldFile {
-  readonly file: OpenFile
-  readonly identity: string | undefined
-  readonly scope: Scope.Closeable
-}
-
+/** What the cache keeps for one Session, beside the Session's held file. */
 interface Slot {
-  /** Serializes refreshes, and uses of `held`, of one Session. */
+  /** Serializes refreshes of one Session. */
   readonly lock: Semaphore.Semaphore
-  held: HeldFile | undefined
   /** Set only through `setState`, which keeps the byte budget's running total. */
   state: CachedSession | undefined
+  /** Dropped from the cache: a refresh still in flight keeps nothing in it. */
+  dropped: boolean
 }
 
 /**
@@ -803,26 +258,23 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
   const path = yield* Path.Path
   const maxBytes = options.maxBytes ?? 64 * 1024 * 1024
   const limits = options.limits ?? DEFAULT_SESSION_LIMITS
-  const cache = yield* ScopedCache.make<string, Slot>({
+  // Each Session's file is let go when it is dropped (evicted, invalidated, or the cache closed), once its last read ends.
+  const sessions = yield* holdSessionFiles(fs, {
     capacity: options.capacity ?? 32,
-    lookup: () =>
-      Effect.gen(function*() {
-        const slot: Slot = { lock: Semaphore.makeUnsafe(1), held: undefined, state: undefined }
-        // Evicted, or the cache closed: wait for a refresh in progress to end, then let go.
-        yield* Effect.addFinalizer(() =>
-          slot.lock.withPermits(1)(Effect.suspend(() => {
-            setState(slot, undefined)
-            return letGo(slot)
-          }))
-        )
-        return slot
-      })
+    initial: (): Slot => ({ lock: Semaphore.makeUnsafe(1), state: undefined, dropped: false }),
+    // Waits for a refresh in progress to end, so that it cannot put its state back after this.
+    onDrop: ({ state: slot }) =>
+      slot.lock.withPermits(1)(Effect.sync(() => {
+        setState(slot, undefined)
+        slot.dropped = true
+      }))
   })
   // The byte budget is checked on every read, so its total is kept as it
-  // changes instead of summed over all slots each time (eviction clears a
-  // slot's state through `setState` too).
+  // changes instead of summed over all slots each time (a dropped slot's
+  // state is cleared through `setState` too).
   let retained = 0
   const setState = (slot: Slot, state: CachedSession | undefined) => {
+    if (slot.dropped) return
     retained += (state?.bytes ?? 0) - (slot.state?.bytes ?? 0)
     slot.state = state
   }
@@ -1015,46 +467,29 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       return remember(slot, prior.identity, mtimeMs, readAt, accumulator, scanned, size)
     })
 
-  /** Closes the Session file a slot holds, if any. Under the slot's lock. */
-  const letGo = (slot: Slot): Effect.Effect<void> => {
-    const held = slot.held
-    slot.held = undefined
-    return held === undefined ? Effect.void : Scope.close(held.scope, Exit.void)
-  }
-
   /**
-   * The Session open for reading, with what is known of it: the handle kept
-   * from the last read while the path still names the same file (`pathInfo`
-   * was stat'ed just before, so no open, `fstat` or close is needed), else a
-   * newly opened one, kept for the next read. Under the slot's lock.
+   * Reads the Session again through the slot's file: `pathInfo` was stat'ed
+   * just before, so the file kept from the last read is used while the path
+   * still names it (no open, `fstat` or close), else the path is opened anew.
+   * Under the slot's lock.
    */
-  const fileFor = (slot: Slot, sessionFile: string, pathInfo: FileSystem.File.Info) => {
-    const held = slot.held
-    if (held !== undefined && held.identity !== undefined && held.identity === fileIdentity(pathInfo)) {
-      return Effect.succeed({ file: held.file, info: pathInfo })
-    }
-    return Effect.gen(function*() {
-      yield* letGo(slot)
-      const scope = yield* Scope.make()
-      const file = yield* Effect.uninterruptible(
-        Scope.provide(openSessionFile(fs, sessionFile), scope).pipe(
-          Effect.tap((file) => Effect.sync(() => slot.held = { file, identity: undefined, scope })),
-          Effect.onError(() => Scope.close(scope, Exit.void))
-        )
-      )
-      const info = yield* file.stat
-      slot.held = { file, identity: fileIdentity(info), scope }
-      return { file, info }
-    })
-  }
-
-  const refresh = (slot: Slot, sessionFile: string, pathInfo: FileSystem.File.Info) =>
-    Effect.gen(function*() {
-      const readAt = yield* Clock.currentTimeMillis
+  const refresh = (slot: Slot, held: HeldFile, sessionFile: string, pathInfo: FileSystem.File.Info) =>
+    Effect.flatMap(Clock.currentTimeMillis, (readAt) => {
       const prior = slot.state
       // Cleared first: an interrupted or failed refresh must not leave a half-fed accumulator behind.
       setState(slot, undefined)
-      const { file, info } = yield* fileFor(slot, sessionFile, pathInfo)
+      return held.use(pathInfo, ({ file, info }) => refreshFrom(slot, prior, file, info, sessionFile, readAt))
+    })
+
+  const refreshFrom = (
+    slot: Slot,
+    prior: CachedSession | undefined,
+    file: OpenFile,
+    info: FileSystem.File.Info,
+    sessionFile: string,
+    readAt: number
+  ) =>
+    Effect.gen(function*() {
       const size = Number(info.size)
       const identity = fileIdentity(info)
       const mtimeMs = mtimeOf(info)
@@ -1082,8 +517,8 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
 
   /** Drops the least recently used Sessions' state until the total fits. */
   const enforceBudget = (current: Slot) =>
-    retained <= maxBytes ? Effect.void : Effect.map(ScopedCache.values(cache), (slots) => {
-      for (const slot of slots) {
+    retained <= maxBytes ? Effect.void : Effect.sync(() => {
+      for (const { state: slot } of sessions.entries()) {
         if (retained <= maxBytes) break
         if (slot !== current && slot.state !== undefined) setState(slot, undefined)
       }
@@ -1108,10 +543,13 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       const info = yield* Effect.option(fs.stat(sessionFile))
       if (Option.isNone(info) || info.value.type !== "File") {
         // A Session that was removed or replaced by something else is not held open any longer.
-        yield* ScopedCache.invalidate(cache, sessionFile)
+        yield* sessions.invalidate(sessionFile)
         return yield* uncached(reference, options)
       }
-      const slot = yield* ScopedCache.get(cache, sessionFile)
+      const entry = yield* sessions.get(sessionFile)
+      // The cache's scope has ended: read around it.
+      if (entry === undefined) return yield* uncached(reference, options)
+      const slot = entry.state
       const settled = slot.state
       if (settled !== undefined && unmovedSince(settled, info.value)) {
         counters.unchanged++
@@ -1122,10 +560,10 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       }
       // After a failure the handle is not trusted again.
       const outcome = yield* slot.lock.withPermits(1)(
-        refresh(slot, sessionFile, info.value).pipe(Effect.onError(() => letGo(slot)))
+        refresh(slot, entry.file, sessionFile, info.value).pipe(Effect.onError(() => entry.file.letGo))
       ).pipe(
         Effect.map(Option.some),
-        Effect.catch((_: PlatformError) => Effect.succeedNone)
+        Effect.catch((_: PlatformError | FileNotRegular) => Effect.succeedNone)
       )
       if (Option.isNone(outcome)) return yield* uncached(reference, options)
       yield* enforceBudget(slot)
@@ -1134,18 +572,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
     })
 
   const observe = (reference: unknown, options: SessionReaderOptions): Effect.Effect<SessionObservation> =>
-    read(reference, options).pipe(
-      Effect.map(({ selection, session }): SessionObservation => ({
-        availability: "available",
-        sessionId: session.id,
-        selection: { ...selection, selectorVersion: selection.manifest.selectorVersion }
-      })),
-      Effect.catch((error: SessionError) =>
-        Effect.succeed<SessionObservation>(
-          isSessionMissing(error) ? { availability: "missing" } : { availability: "unreadable" }
-        )
-      )
-    )
+    observationOf(read(reference, options))
 
   const stats = Effect.sync((): SessionCacheStats => ({ ...counters, retainedBytes: retained }))
 

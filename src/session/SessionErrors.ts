@@ -3,11 +3,10 @@
  *
  * Every class carries the exact message the reference package puts on its
  * `RarebitQueryError`, so the plain API can rethrow through `toQueryError`
- * and callers matching on messages keep working. `SessionIo` is different:
- * the reference lets the raw Node error escape, so `toReferenceError` hands
- * that original error back instead of inventing a query error, and
- * `SessionTooLarge` becomes the `RangeError` Node's `readFile` throws for
- * the same file.
+ * and callers matching on messages keep working. What the reference throws
+ * for each (the raw Node error for `SessionIo`, Node's `RangeError` for
+ * `SessionTooLarge`) is the Promise API's one mapping
+ * (`promise/PlainErrors`).
  *
  * @since 0.1.0
  */
@@ -55,7 +54,52 @@ export class SessionInvalid extends Schema.TaggedError<SessionInvalid>()("Sessio
   source: Schema.String,
   line: Schema.optionalKey(Schema.Number),
   entryId: Schema.optionalKey(Schema.String)
-}) {}
+}) {
+  /** Line `line` (1-based) is neither blank nor JSON. @category constructors @since 0.1.0 */
+  static malformedJson(source: string, line: number): SessionInvalid {
+    return invalid("malformed_json", source, `contains malformed JSON at line ${line}`, { line })
+  }
+
+  /** The first record is not a header with a non-empty string id. @category constructors @since 0.1.0 */
+  static invalidHeader(source: string): SessionInvalid {
+    return invalid("invalid_header", source, "does not begin with a valid Pi Session header")
+  }
+
+  /** An entry of a tree Session has no non-empty string id. @category constructors @since 0.1.0 */
+  static entryWithoutId(source: string): SessionInvalid {
+    return invalid("entry_without_id", source, "contains a Session entry without an ID")
+  }
+
+  /** Two entries of a tree Session share an id. @category constructors @since 0.1.0 */
+  static duplicateId(source: string, entryId: string): SessionInvalid {
+    return invalid("duplicate_id", source, `contains duplicate Session entry ID ${entryId}`, { entryId })
+  }
+
+  /**
+   * The walk from the last entry came back to the entry `entryId`: whatever
+   * that entry holds as its id, rendered as a template literal renders it,
+   * as in the reference's message.
+   *
+   * @category constructors
+   * @since 0.1.0
+   */
+  static cycle(source: string, entryId: unknown): SessionInvalid {
+    return invalid("cycle", source, `contains a cycle at Session entry ${entryId}`, { entryId: `${entryId}` })
+  }
+
+  /** No entry has the id `parentId` the walk needs next (rendered as in `cycle`). @category constructors @since 0.1.0 */
+  static missingParent(source: string, parentId: unknown): SessionInvalid {
+    return invalid("missing_parent", source, `is missing parent Session entry ${parentId}`, { entryId: `${parentId}` })
+  }
+}
+
+/** The reference's message is always the source, then what is wrong with it. */
+const invalid = (
+  kind: SessionInvalidKind,
+  source: string,
+  problem: string,
+  at: { readonly line?: number; readonly entryId?: string } = {}
+): SessionInvalid => new SessionInvalid({ kind, message: `${source} ${problem}`, source, ...at })
 
 /**
  * No Session matches the reference.
@@ -176,53 +220,4 @@ export const toQueryError = (error: SessionInvalid | SessionNotFound | SessionAm
   const queryError = new Error(error.message)
   queryError.name = "RarebitQueryError"
   return queryError
-}
-
-const tooLargeError = (error: SessionTooLarge): RangeError => {
-  if (error.reason === "text") return new RangeError("Invalid string length")
-  const code = "ERR_FS_FILE_TOO_LARGE"
-  const plain = new RangeError(`File size (${error.size}) is greater than 2 GiB`)
-  Object.defineProperty(plain, "code", { value: code, enumerable: true, writable: true, configurable: true })
-  Object.defineProperty(plain, "toString", {
-    value(this: Error) {
-      return `${this.name} [${code}]: ${this.message}`
-    },
-    enumerable: false,
-    writable: true,
-    configurable: true
-  })
-  return plain
-}
-
-/**
- * What the reference would throw for this failure.
- *
- * **Details**
- *
- * Query failures become `toQueryError`. For `SessionIo` the reference lets the
- * Node error escape untouched, so this returns the original Node error kept
- * inside the `PlatformError` (with its `code`, `errno`, `syscall`), falling
- * back to the `PlatformError` itself when there is none. `SessionTooLarge`
- * becomes what Node's `readFile(path, "utf8")` throws for such a file (on
- * Node 20 and 22 alike): `RangeError` with code `ERR_FS_FILE_TOO_LARGE` and
- * "File size (N) is greater than 2 GiB", or `RangeError: Invalid string
- * length` without a code.
- *
- * **Gotchas**
- *
- * Node gives each coded error a class of its own (a subclass of `RangeError`
- * named `RangeError`); this one is a plain `RangeError` with the same `name`,
- * `message`, `code` and `String()` rendering.
- *
- * @category conversions
- * @since 0.1.0
- */
-export const toReferenceError = (error: SessionError): unknown => {
-  if (error._tag === "SessionTooLarge") return tooLargeError(error)
-  if (error._tag !== "SessionIo") return toQueryError(error)
-  const cause = error.cause
-  if (isPlatformError(cause) && cause.reason.cause !== undefined) {
-    return cause.reason.cause
-  }
-  return cause
 }

@@ -18,6 +18,7 @@
  * @since 0.1.0
  */
 import { Effect, Result } from "effect"
+import { memberOf } from "../protocol/internal/JsonShape.js"
 import { SessionInvalid, toQueryError } from "./SessionErrors.js"
 
 export { SessionInvalid, toQueryError }
@@ -79,9 +80,83 @@ export interface SessionTree {
 
 const DEFAULT_SOURCE = "Pi Session"
 
-// Property reads on arbitrary JSON values, with the same semantics as `value?.key`.
-const field = (value: unknown, key: string): unknown =>
-  value === null || value === undefined ? undefined : (value as Record<string, unknown>)[key]
+/**
+ * One line's JSON value, or that it is not JSON. (A line that is JSON
+ * `null` is a value, not a failure.)
+ *
+ * @category parsing
+ * @since 0.1.0
+ */
+export const parseLine = (line: string): { readonly ok: true; readonly value: unknown } | { readonly ok: false } => {
+  try {
+    return { ok: true, value: JSON.parse(line) }
+  } catch {
+    return { ok: false }
+  }
+}
+
+/**
+ * Whether a record is a Session header: `type: "session"` and a non-empty
+ * string `id`.
+ *
+ * @category parsing
+ * @since 0.1.0
+ */
+export const isSessionHeader = (record: unknown): record is SessionHeader => {
+  const id = memberOf(record, "id")
+  return memberOf(record, "type") === "session" && typeof id === "string" && id.length > 0
+}
+
+/**
+ * Whether a header's Session is linear (version 1, or no version) rather
+ * than a tree. The comparison is JavaScript's own, on whatever `version`
+ * holds: "2" and [2] count as tree Sessions exactly as they do for the
+ * reference.
+ *
+ * @category parsing
+ * @since 0.1.0
+ */
+export const isLinearSession = (header: SessionHeader): boolean => ((header.version ?? 1) as number) < 2
+
+/**
+ * The line rule of a Session text, for parsers fed its lines in file order:
+ * blank lines are skipped, every other line must be JSON, and the first that
+ * is not decides the outcome (`malformed_json` at that 1-based line), so
+ * after it (`wantsLines` turns false) lines are only counted.
+ *
+ * **Details**
+ *
+ * `addLine` takes each complete line without its newline and hands the
+ * JSON value of each non-blank one to `addRecord`.
+ *
+ * @category parsing
+ * @since 0.1.0
+ */
+export abstract class SessionLineParser {
+  /** Lines fed so far (newlines consumed). */
+  lines = 0
+  /** The first malformed line (1-based), once there is one. */
+  protected malformedLine: number | undefined = undefined
+
+  constructor(readonly source: string) {}
+
+  /** Whether later lines can still change the outcome: false after a malformed line. */
+  get wantsLines(): boolean {
+    return this.malformedLine === undefined
+  }
+
+  /** Feeds one complete line. */
+  addLine(line: string): void {
+    this.lines++
+    if (this.malformedLine !== undefined || !line.trim()) return
+    const parsed = parseLine(line)
+    if (parsed.ok) this.addRecord(parsed.value)
+    else this.malformedLine = this.lines
+  }
+
+  /** Takes the value of the next non-blank line. */
+  protected abstract addRecord(record: unknown): void
+}
 
 /**
  * The parse of a Session fed line by line, in file order: what
@@ -98,88 +173,41 @@ const field = (value: unknown, key: string): unknown =>
  * @category parsing
  * @since 0.1.0
  */
-export class SessionRecords {
+export class SessionRecords extends SessionLineParser {
   private readonly records: Array<unknown> = []
-  private lines = 0
-  private malformedLine: number | undefined = undefined
 
-  constructor(readonly source: string = DEFAULT_SOURCE) {}
-
-  get wantsLines(): boolean {
-    return this.malformedLine === undefined
+  constructor(source: string = DEFAULT_SOURCE) {
+    super(source)
   }
 
-  addLine(line: string): void {
-    this.lines++
-    if (this.malformedLine !== undefined || !line.trim()) return
-    try {
-      this.records.push(JSON.parse(line))
-    } catch {
-      this.malformedLine = this.lines
-    }
+  protected addRecord(record: unknown): void {
+    this.records.push(record)
   }
 
   finish(trailing: string): Result.Result<ParsedSession, SessionInvalid> {
     this.addLine(trailing)
-    const source = this.source
-    if (this.malformedLine !== undefined) {
-      return Result.fail(
-        new SessionInvalid({
-          kind: "malformed_json",
-          message: `${source} contains malformed JSON at line ${this.malformedLine}`,
-          source,
-          line: this.malformedLine
-        })
-      )
-    }
-    return fromRecords(this.records, source)
+    if (this.malformedLine !== undefined) return Result.fail(SessionInvalid.malformedJson(this.source, this.malformedLine))
+    return fromRecords(this.records, this.source)
   }
 }
 
 const fromRecords = (records: Array<unknown>, source: string): Result.Result<ParsedSession, SessionInvalid> => {
   const header = records[0]
-  const id = field(header, "id")
-  if (field(header, "type") !== "session" || typeof id !== "string" || !id) {
-    return Result.fail(
-      new SessionInvalid({
-        kind: "invalid_header",
-        message: `${source} does not begin with a valid Pi Session header`,
-        source
-      })
-    )
-  }
-  const sessionHeader = header as SessionHeader
+  if (!isSessionHeader(header)) return Result.fail(SessionInvalid.invalidHeader(source))
   const entries = records.slice(1)
   const byId = new Map<string, SessionEntry>()
-  // The comparison is JavaScript's own, on whatever `version` holds: "2" and
-  // [2] count as tree Sessions exactly as they do for the reference.
-  if (((sessionHeader.version ?? 1) as number) < 2) {
-    return Result.succeed({ header: sessionHeader, entries, byId, linear: true })
-  }
+  if (isLinearSession(header)) return Result.succeed({ header, entries, byId, linear: true })
   for (const entry of entries) {
-    const entryId = field(entry, "id")
+    const entryId = memberOf(entry, "id")
     if (typeof entryId !== "string" || !entryId) {
-      return Result.fail(
-        new SessionInvalid({
-          kind: "entry_without_id",
-          message: `${source} contains a Session entry without an ID`,
-          source
-        })
-      )
+      return Result.fail(SessionInvalid.entryWithoutId(source))
     }
     if (byId.has(entryId)) {
-      return Result.fail(
-        new SessionInvalid({
-          kind: "duplicate_id",
-          message: `${source} contains duplicate Session entry ID ${entryId}`,
-          source,
-          entryId
-        })
-      )
+      return Result.fail(SessionInvalid.duplicateId(source, entryId))
     }
     byId.set(entryId, entry as SessionEntry)
   }
-  return Result.succeed({ header: sessionHeader, entries, byId, linear: false })
+  return Result.succeed({ header, entries, byId, linear: false })
 }
 
 /**
@@ -227,31 +255,17 @@ export const resolveActiveBranchResult = (
   const visited = new Set<unknown>()
   let current: unknown = leaf
   while (current) {
-    const currentId = field(current, "id")
+    const currentId = memberOf(current, "id")
     if (visited.has(currentId)) {
-      return Result.fail(
-        new SessionInvalid({
-          kind: "cycle",
-          message: `${source} contains a cycle at Session entry ${currentId}`,
-          source,
-          entryId: `${currentId}`
-        })
-      )
+      return Result.fail(SessionInvalid.cycle(source, currentId))
     }
     visited.add(currentId)
     reversed.push(current)
-    const parentId = field(current, "parentId")
+    const parentId = memberOf(current, "parentId")
     if (parentId === null || parentId === undefined) break
     current = byId.get(parentId)
     if (!current) {
-      return Result.fail(
-        new SessionInvalid({
-          kind: "missing_parent",
-          message: `${source} is missing parent Session entry ${parentId}`,
-          source,
-          entryId: `${parentId}`
-        })
-      )
+      return Result.fail(SessionInvalid.missingParent(source, parentId))
     }
   }
   return Result.succeed(reversed.reverse())

@@ -25,11 +25,11 @@
  *
  * @since 0.1.0
  */
-import { Effect, FileSystem, Option, Path, Result } from "effect"
+import { Effect, FileSystem, Option, Path } from "effect"
 import type { PlatformError } from "effect/PlatformError"
+import type { FileNotRegular } from "../io/RegularFile.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
-import { measureRarebits, type RarebitMeasurement } from "./Measurement.js"
-import { RAREBIT_SELECTOR_VERSION, type RarebitSelection, selectRarebits } from "./Selector.js"
+import type { RarebitSelection } from "./Selector.js"
 import {
   isSessionMissing,
   SessionAmbiguous,
@@ -38,24 +38,17 @@ import {
   SessionIo,
   SessionNotFound
 } from "./SessionErrors.js"
-import { type ParsedSession, resolveActiveBranchResult, SessionRecords } from "./SessionParse.js"
+import { isSessionHeader, type ParsedSession, parseLine, resolveActiveBranchResult, SessionRecords } from "./SessionParse.js"
+import { projectSession, type SessionProjection } from "./SessionProjection.js"
 import {
   DEFAULT_SESSION_LIMITS,
   fileTooLarge,
-  openSessionFile,
   READ_CHUNK_BYTES,
   scanFile,
   SessionLineScanner,
   type SessionLimits
 } from "./SessionStream.js"
-
-/**
- * The schema version of a Session read result.
- *
- * @category constants
- * @since 0.1.0
- */
-export const RAREBIT_QUERY_SCHEMA_VERSION = 1 as const
+import { openSessionFile } from "./SessionFile.js"
 
 /**
  * Where id lookups search.
@@ -67,34 +60,6 @@ export interface SessionReaderOptions {
   readonly sessionRoot: string
   /** When a Session is too large to read; the reference's limits (`DEFAULT_SESSION_LIMITS`) by default. */
   readonly limits?: SessionLimits | undefined
-}
-
-/**
- * The Session facts a read reports besides the selection.
- *
- * @category models
- * @since 0.1.0
- */
-export interface SessionSummary {
-  readonly id: string
-  /** The last branch entry's id for a tree Session; `null` for linear ones. */
-  readonly activeLeafId: string | null
-  /** The header's `timestamp` when it is a string. */
-  readonly startedAt: string | null
-}
-
-/**
- * The projection of a parsed Session and its active branch.
- *
- * @category models
- * @since 0.1.0
- */
-export interface SessionProjection {
-  readonly schemaVersion: typeof RAREBIT_QUERY_SCHEMA_VERSION
-  readonly selectorVersion: typeof RAREBIT_SELECTOR_VERSION
-  readonly session: SessionSummary
-  readonly selection: RarebitSelection
-  readonly measurement: RarebitMeasurement
 }
 
 /**
@@ -131,35 +96,30 @@ export type SessionObservation =
 
 const HEADER_PROBE_BYTES = 16384
 
-const ioAt = (path: string) => (cause: PlatformError) => new SessionIo({ path, cause })
+const ioAt = (path: string) => (cause: PlatformError | FileNotRegular) => new SessionIo({ path, cause })
 
 // Mirrors `stat().isFile()` with ENOENT meaning "no": symlinks to files count,
 // every other failure (ENOTDIR, EACCES, ELOOP, ...) is an I/O error.
 const isRegularFile = Effect.fnUntraced(function*(fs: FileSystem.FileSystem, path: string) {
   return yield* fs.stat(path).pipe(
     Effect.map((info) => info.type === "File"),
-    Effect.catch((error) => error.reason._tag === "NotFound" ? Effect.succeed(false) : Effect.fail(ioAt(path)(error)))
+    Effect.catchReason("PlatformError", "NotFound", () => Effect.succeed(false)),
+    Effect.mapError(ioAt(path))
   )
 })
 
-// The header of a candidate file, or null when its first line is not one.
-const probeHeader = Effect.fnUntraced(function*(fs: FileSystem.FileSystem, file: string) {
+// Whether a candidate file's first line is the header of the Session `id`.
+const hasHeaderId = Effect.fnUntraced(function*(fs: FileSystem.FileSystem, file: string, id: string) {
   const bytes = yield* Effect.scoped(
-    Effect.flatMap(openSessionFile(fs, file), (handle) => handle.readAlloc(HEADER_PROBE_BYTES, { position: 0n }))
+    Effect.flatMap(openSessionFile(fs, file), ({ file: handle }) => handle.readAlloc(HEADER_PROBE_BYTES, { position: 0n }))
   ).pipe(Effect.mapError(ioAt(file)))
   const firstLine = Option.match(bytes, { onNone: () => "", onSome: (chunk) => decodeUtf8(chunk) })
     .split("\n", 1)[0]
     ?.trim()
-  if (!firstLine) return null
-  let header: unknown
-  try {
-    header = JSON.parse(firstLine)
-  } catch {
-    return null
-  }
-  return header !== null && header !== undefined && (header as { type?: unknown }).type === "session"
-    ? header as { readonly id?: unknown }
-    : null
+  if (!firstLine) return false
+  const parsed = parseLine(firstLine)
+  // `id` is a non-empty string, so a header whose `type` is "session" and whose id is `id` is a valid header.
+  return parsed.ok && isSessionHeader(parsed.value) && parsed.value.id === id
 })
 
 // Depth-first, in directory listing order, reading each candidate's header as
@@ -172,15 +132,15 @@ const collectById: (
   matches: Array<string>
 ) => Effect.Effect<void, SessionIo> = Effect.fnUntraced(function*(fs, path, directory, id, matches) {
   const entries = yield* fs.readDirectoryEntries(directory).pipe(
-    Effect.catch((error) => error.reason._tag === "NotFound" ? Effect.succeed([]) : Effect.fail(ioAt(directory)(error)))
+    Effect.catchReason("PlatformError", "NotFound", () => Effect.succeed([])),
+    Effect.mapError(ioAt(directory))
   )
   for (const entry of entries) {
     const child = path.join(directory, entry.name)
     if (entry.type === "Directory") {
       yield* collectById(fs, path, child, id, matches)
     } else if (entry.type === "File" && entry.name.endsWith(".jsonl")) {
-      const header = yield* probeHeader(fs, child)
-      if (header?.id === id) matches.push(child)
+      if (yield* hasHeaderId(fs, child, id)) matches.push(child)
     }
   }
 })
@@ -227,31 +187,6 @@ export const resolveSessionFile = Effect.fn("SessionReader.resolveSessionFile")(
 })
 
 /**
- * The projection of a parsed Session and its branch: Session facts, the
- * selection and its measurement.
- *
- * @category reading
- * @since 0.1.0
- */
-export const projectSession = (parsed: ParsedSession, branch: ReadonlyArray<unknown>): SessionProjection => {
-  const selection = selectRarebits(branch)
-  const measurement = measureRarebits(branch, selection)
-  const leaf = branch.at(-1) as { readonly id?: string } | null | undefined
-  const startedAt = parsed.header.timestamp
-  return {
-    schemaVersion: RAREBIT_QUERY_SCHEMA_VERSION,
-    selectorVersion: RAREBIT_SELECTOR_VERSION,
-    session: {
-      id: parsed.header.id,
-      activeLeafId: parsed.linear ? null : (leaf?.id ?? null),
-      startedAt: typeof startedAt === "string" ? startedAt : null
-    },
-    selection,
-    measurement
-  }
-}
-
-/**
  * Resolves, reads, parses and projects one Session.
  *
  * **Details**
@@ -273,8 +208,8 @@ export const readSession = Effect.fn("SessionReader.readSession")(function*(
   const limits = options.limits ?? DEFAULT_SESSION_LIMITS
   const records = new SessionRecords(sessionFile)
   const scanned = yield* Effect.scoped(Effect.gen(function*() {
-    const file = yield* openSessionFile(fs, sessionFile)
-    const size = Number((yield* file.stat).size)
+    const { file, info } = yield* openSessionFile(fs, sessionFile)
+    const size = Number(info.size)
     const tooLarge = fileTooLarge(sessionFile, size, limits)
     if (tooLarge !== undefined) return yield* tooLarge
     return yield* scanFile(file, new SessionLineScanner(records, { maxTextUnits: limits.maxTextUnits }), {
@@ -286,7 +221,10 @@ export const readSession = Effect.fn("SessionReader.readSession")(function*(
       // limit, which a file no longer than the limit cannot pass.
       stopWhenSettled: size > 0 && size <= limits.maxTextUnits
     })
-  })).pipe(Effect.catchTag("PlatformError", (error) => Effect.fail(ioAt(sessionFile)(error))))
+  })).pipe(Effect.catchTags({
+    PlatformError: (error) => Effect.fail(ioAt(sessionFile)(error)),
+    FileNotRegular: (error) => Effect.fail(ioAt(sessionFile)(error))
+  }))
   const parsed = yield* Effect.fromResult(records.finish(scanned.trailing))
   const branch = yield* Effect.fromResult(resolveActiveBranchResult(parsed, sessionFile))
   const read: SessionRead = { sessionFile, parsed, branch, ...projectSession(parsed, branch) }
@@ -294,9 +232,28 @@ export const readSession = Effect.fn("SessionReader.readSession")(function*(
 })
 
 /**
- * What the store observes of a native Session: available with its selection,
- * `missing` when the file system reported the file not found, otherwise
- * `unreadable`.
+ * What a Session read tells the store: available with its selection,
+ * `missing` when the file system reported the file not found (see
+ * `isSessionMissing`), otherwise `unreadable`.
+ *
+ * @category reading
+ * @since 0.1.0
+ */
+export const observationOf = <R>(
+  read: Effect.Effect<Pick<SessionProjection, "session" | "selection">, SessionError, R>
+): Effect.Effect<SessionObservation, never, R> =>
+  Effect.match(read, {
+    onFailure: (error): SessionObservation =>
+      isSessionMissing(error) ? { availability: "missing" } : { availability: "unreadable" },
+    onSuccess: ({ selection, session }): SessionObservation => ({
+      availability: "available",
+      sessionId: session.id,
+      selection: { ...selection, selectorVersion: selection.manifest.selectorVersion }
+    })
+  })
+
+/**
+ * What the store observes of a native Session: `observationOf` a read of it.
  *
  * **Gotchas**
  *
@@ -313,23 +270,6 @@ export const nativeObservation: (
   options: SessionReaderOptions
 ) => Effect.Effect<SessionObservation, never, FileSystem.FileSystem | Path.Path> = Effect.fn(
   "SessionReader.nativeObservation"
-)(function*(
-  sessionFile: string,
-  options: SessionReaderOptions
-) {
-  const result = yield* Effect.result(readSession(sessionFile, options))
-  if (Result.isFailure(result)) {
-    const failure: SessionError = result.failure
-    const observation: SessionObservation = isSessionMissing(failure)
-      ? { availability: "missing" }
-      : { availability: "unreadable" }
-    return observation
-  }
-  const { selection, session } = result.success
-  const observation: SessionObservation = {
-    availability: "available",
-    sessionId: session.id,
-    selection: { ...selection, selectorVersion: selection.manifest.selectorVersion }
-  }
-  return observation
-})
+)(function*(sessionFile: string, options: SessionReaderOptions) {
+  return yield* readSession(sessionFile, options)
+}, observationOf)

@@ -20,9 +20,10 @@
  * which applies it.
  *
  * How, without holding the file: UTF-8 cut at a newline byte never cuts a
- * character, and a streaming decode (`Utf8Pieces`) yields the whole-text
- * decode piece by piece (a newline byte always decodes to "\n", right where
- * it is), so each chunk is decoded once, its code units counted as it goes,
+ * character, and the streaming decode (`Utf8Pieces`) yields the whole-text
+ * decode (`decodeUtf8`, the one UTF-8 rule of `protocol/internal/Utf8`)
+ * piece by piece (a newline byte always decodes to "\n", right where it
+ * is), so each chunk is decoded once, its code units counted as it goes,
  * and the read gives up as soon as the count passes the limit.
  *
  * **Memory** of a scan is bounded by constants and the longest line whose
@@ -44,8 +45,9 @@
  * @since 0.1.0
  */
 import { Buffer, constants as bufferConstants } from "node:buffer"
-import { Effect, type FileSystem, type Scope } from "effect"
-import type { PlatformError } from "effect/PlatformError"
+import { Effect, type FileSystem } from "effect"
+import { concatBytes } from "../protocol/internal/Bytes.js"
+import { decodeUtf8, Utf8Pieces } from "../protocol/internal/Utf8.js"
 import { SessionTooLarge } from "./SessionErrors.js"
 
 /**
@@ -131,86 +133,6 @@ const searchForward = Buffer.prototype.indexOf as (this: Uint8Array, value: numb
 const searchBackward = Buffer.prototype.lastIndexOf as (this: Uint8Array, value: number) => number
 const firstNewline = (bytes: Uint8Array): number => searchForward.call(bytes, NEWLINE)
 const lastNewline = (bytes: Uint8Array): number => searchBackward.call(bytes, NEWLINE)
-const utf8 = new TextDecoder("utf-8", { ignoreBOM: true })
-
-const EMPTY = new Uint8Array(0)
-
-/**
- * How many bytes at the end of `bytes` are the start of a UTF-8 sequence
- * that the next bytes could still complete (0–3): what a WHATWG streaming
- * decoder would hold back, with the same second-byte ranges (E0 A0–BF,
- * ED 80–9F, F0 90–BF, F4 80–8F). Any other ending is decoded completely.
- */
-const heldBack = (bytes: Uint8Array): number => {
-  const length = bytes.length
-  for (let count = 1; count <= 3 && count <= length; count++) {
-    const byte = bytes[length - count]
-    if (byte >= 0x80 && byte <= 0xbf) continue
-    const needed = byte >= 0xc2 && byte <= 0xdf
-      ? 1
-      : byte >= 0xe0 && byte <= 0xef
-      ? 2
-      : byte >= 0xf0 && byte <= 0xf4
-      ? 3
-      : 0
-    if (count - 1 >= needed) return 0
-    if (count > 1) {
-      const second = bytes[length - count + 1]
-      const low = byte === 0xe0 ? 0xa0 : byte === 0xf0 ? 0x90 : 0x80
-      const high = byte === 0xed ? 0x9f : byte === 0xf4 ? 0x8f : 0xbf
-      if (second < low || second > high) return 0
-    }
-    return count
-  }
-  return 0
-}
-
-/**
- * Streaming UTF-8 decoding with the result of decoding all bytes at once
- * (`readFile(path, "utf8")`, `TextDecoder` with the BOM kept): each piece is
- * decoded whole up to the incomplete character at its end, which is carried
- * into the next. Node's `TextDecoder` in stream mode gives the same text
- * but is 5–10 times slower on ASCII, which decides how long a huge
- * Session takes to be found too large.
- *
- * @category parsing
- * @since 0.1.0
- */
-export class Utf8Pieces {
-  private held: Uint8Array = EMPTY
-
-  /** The text of `bytes` after the bytes before them; holds back an incomplete last character. */
-  decode(bytes: Uint8Array): string {
-    let data = bytes
-    if (this.held.length > 0) {
-      data = new Uint8Array(this.held.length + bytes.length)
-      data.set(this.held, 0)
-      data.set(bytes, this.held.length)
-    }
-    const held = heldBack(data)
-    this.held = held === 0 ? EMPTY : data.slice(data.length - held)
-    return utf8.decode(held === 0 ? data : data.subarray(0, data.length - held))
-  }
-
-  /** The text of a character left incomplete at the end (U+FFFD), or "". */
-  end(): string {
-    const held = this.held
-    this.held = EMPTY
-    return held.length === 0 ? "" : utf8.decode(held)
-  }
-}
-
-/**
- * Opens a Session file for reading: the one place every Session read opens
- * its file (the cache, the reader, the id lookup's header probe).
- *
- * @category reading
- * @since 0.1.0
- */
-export const openSessionFile = (
-  fs: FileSystem.FileSystem,
-  path: string
-): Effect.Effect<FileSystem.File, PlatformError, Scope.Scope> => fs.open(path, { flag: "r" })
 
 /**
  * The verdict of the file-size rule for a file of `size` bytes, checked
@@ -297,17 +219,6 @@ export interface ScanEnd {
  * @since 0.1.0
  */
 export type CommitListener = (bytes: Uint8Array, at: number) => void
-
-const concat = (pieces: ReadonlyArray<Uint8Array>, length: number): Uint8Array => {
-  if (pieces.length === 1) return pieces[0]
-  const out = new Uint8Array(length)
-  let at = 0
-  for (const piece of pieces) {
-    out.set(piece, at)
-    at += piece.length
-  }
-  return out
-}
 
 /**
  * The line splitter, code-unit counter and limit of a Session scan: push the
@@ -405,7 +316,7 @@ export class SessionLineScanner {
         size: this.position,
         trailing,
         trailingBytes: this.pendingLength <= this.pendingBytesKept
-          ? concat(this.pendingPieces, this.pendingKept)
+          ? concatBytes(this.pendingPieces, this.pendingKept)
           : undefined
       }
     }
@@ -485,7 +396,7 @@ export class SessionLineScanner {
       this.pendingLast = tail.slice()
     } else {
       const keep = Math.min(previous.length, this.pendingLastBytes - tail.length)
-      this.pendingLast = concat([previous.subarray(previous.length - keep), tail], keep + tail.length)
+      this.pendingLast = concatBytes([previous.subarray(previous.length - keep), tail], keep + tail.length)
     }
   }
 
@@ -527,7 +438,7 @@ const readInto = Effect.fnUntraced(function*(file: FileSystem.File, position: nu
 /** The decoded text of the file's bytes `[start, end)`: one long line, read again. */
 const readLine = (file: FileSystem.File, start: number, end: number) => {
   const bytes = new Uint8Array(end - start)
-  return Effect.map(readInto(file, start, bytes), (filled) => utf8.decode(bytes.subarray(0, filled)))
+  return Effect.map(readInto(file, start, bytes), (filled) => decodeUtf8(bytes.subarray(0, filled)))
 }
 
 /**
@@ -610,7 +521,7 @@ export const scanBytes = (
       const step = scanner.push(chunk)
       if (step._tag === "Consumed") break
       if (step._tag === "TooLarge") return undefined
-      scanner.supply(utf8.decode(bytes.subarray(step.start - base, step.end - base)))
+      scanner.supply(decodeUtf8(bytes.subarray(step.start - base, step.end - base)))
       chunk = chunk.subarray(step.consumed)
     }
   }
@@ -618,6 +529,6 @@ export const scanBytes = (
     const step = scanner.finish()
     if (step._tag === "Done") return step.end
     if (step._tag === "TooLarge") return undefined
-    scanner.supply(utf8.decode(bytes.subarray(step.start - base, step.end - base)))
+    scanner.supply(decodeUtf8(bytes.subarray(step.start - base, step.end - base)))
   }
 }

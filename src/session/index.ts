@@ -10,5 +10,8 @@ export * from "./Measurement.js"
 export * from "./Selector.js"
 export * from "./SessionErrors.js"
 export * from "./SessionParse.js"
+export * from "./SessionProjection.js"
 export * from "./SessionReader.js"
 export * from "./SessionStream.js"
+// The streaming decoder the scanner uses, public here since the scanner is.
+export { Utf8Pieces } from "../protocol/internal/Utf8.js"

@@ -18,6 +18,7 @@
  */
 import { Result, Schema } from "effect"
 import { SHA256_HEX_PATTERN, sha256 } from "../protocol/CanonicalJson.js"
+import { memberOf } from "../protocol/internal/JsonShape.js"
 import { isOwnEvidence } from "../protocol/internal/OwnEvidence.js"
 import { isVerifiedSummary } from "../protocol/internal/VerifiedReceipts.js"
 import { validReceipt } from "../protocol/ReceiptValidation.js"
@@ -343,12 +344,8 @@ export class ProjectionInputInvalid extends Schema.TaggedError<ProjectionInputIn
 // selection applicability
 // ---------------------------------------------------------------------------
 
-/** Reads `key` exactly as `value?.[key]` would. */
-const field = (value: unknown, key: string): unknown =>
-  value === null || value === undefined ? undefined : (value as Record<string, unknown>)[key]
-
 const selectorVersionOf = (selection: unknown): unknown =>
-  field(selection, "selectorVersion") ?? field(field(selection, "manifest"), "selectorVersion")
+  memberOf(selection, "selectorVersion") ?? memberOf(memberOf(selection, "manifest"), "selectorVersion")
 
 const isNonEmptyString = (value: unknown): value is string => typeof value === "string" && value.length > 0
 
@@ -371,10 +368,10 @@ const isNativeOccurrence = (value: unknown): boolean => {
  * are taken on trust, as the reference does.
  */
 const isValidNativeSelection = (selection: unknown): boolean => {
-  if (!selection || !isSha256Hex(field(selection, "manifestHash")) || !isNonEmptyString(selectorVersionOf(selection))) {
+  if (!selection || !isSha256Hex(memberOf(selection, "manifestHash")) || !isNonEmptyString(selectorVersionOf(selection))) {
     return false
   }
-  const occurrences = field(selection, "occurrences")
+  const occurrences = memberOf(selection, "occurrences")
   if (!Array.isArray(occurrences)) return false
   // A polled Session hands over the same list again and again; its verdict cannot change.
   const own = isOwnEvidence(occurrences)
@@ -407,7 +404,7 @@ const areValidOccurrences = (occurrences: ReadonlyArray<unknown>): boolean => {
  * a malformed payload fails with the very `TypeError` the reference raises.
  */
 const prefixManifestHash = (selection: NativeSelection, count: number): string | null => {
-  if (!Array.isArray(field(selection, "occurrences")) || !Array.isArray(field(selection, "payloads"))) return null
+  if (!Array.isArray(memberOf(selection, "occurrences")) || !Array.isArray(memberOf(selection, "payloads"))) return null
   const kept = selection.occurrences.slice(0, count).map(({ text: _text, ...occurrence }) => occurrence)
   const keptIds = new Set(kept.map((occurrence) => occurrence.occurrenceId))
   const payloads = selection.payloads
@@ -434,8 +431,8 @@ export const exactSelectionApplies = (
   receiptSelection: CompactSelection | null | undefined,
   selection: NativeSelection | null | undefined
 ): boolean =>
-  field(receiptSelection, "manifestHash") === field(selection, "manifestHash") &&
-  field(receiptSelection, "selectorVersion") === selectorVersionOf(selection)
+  memberOf(receiptSelection, "manifestHash") === memberOf(selection, "manifestHash") &&
+  memberOf(receiptSelection, "selectorVersion") === selectorVersionOf(selection)
 
 /**
  * Whether an owner request's compact selection is a prefix of this native
@@ -462,8 +459,8 @@ export const requestPrefixApplies = (
   receiptSelection: CompactSelection | null | undefined,
   selection: NativeSelection | null | undefined
 ): boolean => {
-  if (field(receiptSelection, "selectorVersion") !== selectorVersionOf(selection)) return false
-  const count = field(receiptSelection, "occurrenceCount")
+  if (memberOf(receiptSelection, "selectorVersion") !== selectorVersionOf(selection)) return false
+  const count = memberOf(receiptSelection, "occurrenceCount")
   if (!Number.isInteger(count)) return false
   // Past this point the reference reads without guards; plain reads keep its TypeErrors.
   return (count as number) <= selection!.occurrences.length &&
@@ -547,9 +544,9 @@ const projectReceipt = (record: SummaryReceipt): ArtifactProjection => {
 }
 
 const nativeRefOf = (native: NativeObservation): NativeRef => ({
-  availability: (field(native, "availability") ?? "missing") as ArtifactAvailability,
-  sessionId: (field(native, "sessionId") ?? null) as string | null,
-  selectionManifestHash: (field(field(native, "selection"), "manifestHash") ?? null) as string | null
+  availability: (memberOf(native, "availability") ?? "missing") as ArtifactAvailability,
+  sessionId: (memberOf(native, "sessionId") ?? null) as string | null,
+  selectionManifestHash: (memberOf(memberOf(native, "selection"), "manifestHash") ?? null) as string | null
 })
 
 const retryAfter = (reason: RetryReason, deadlineExpired: boolean): ArtifactRetry => ({
@@ -602,8 +599,8 @@ const invalidSummaryReason = (
 ): "unsupported" | "malformed" | null => {
   let reason: "malformed" | null = null
   for (const { record, valid } of checked) {
-    if (valid || field(record, "type") !== "rarebit_summary") continue
-    if (field(record, "schemaVersion") !== 4) return "unsupported"
+    if (valid || memberOf(record, "type") !== "rarebit_summary") continue
+    if (memberOf(record, "schemaVersion") !== 4) return "unsupported"
     reason = "malformed"
   }
   return reason
@@ -613,8 +610,8 @@ const invalidSummaryReason = (
 const sidecarSessionIds = (records: ReadonlyArray<unknown>): ReadonlyArray<string> => {
   const ids = new Set<string>()
   for (const record of records) {
-    if (field(record, "type") !== "rarebit_summary") continue
-    const sessionId = field(record, "sessionId")
+    if (memberOf(record, "type") !== "rarebit_summary") continue
+    const sessionId = memberOf(record, "sessionId")
     if (isNonEmptyString(sessionId)) ids.add(sessionId)
   }
   return [...ids]

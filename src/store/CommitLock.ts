@@ -9,11 +9,11 @@
  * Guarantees:
  * - The lock file appears with its full content or not at all: it is written
  *   to a private temp file, fsynced, then hard-linked into place (a link
- *   fails if the name exists, like `wx`). A crash can therefore never leave
- *   an empty lock that nobody could attribute.
- * - Fibers of one process queue on an in-process semaphore per sidecar, so
- *   only one of them polls the file; the file still excludes other
- *   processes, unchanged on disk.
+ *   fails if the name exists, like `wx`; see `DurableFile`). A crash can
+ *   therefore never leave an empty lock that nobody could attribute.
+ * - Fibers of one process queue in front of the file (`LockQueues`), so
+ *   only one of them polls it and a held lock can pass from one to the
+ *   next; the file still excludes other processes, unchanged on disk.
  * - Release runs on success, failure and interruption, and removes the file
  *   only if it still holds our token.
  * - A lock whose owner evidence proves its process dead (written in this
@@ -27,44 +27,36 @@
  * - A lock is decoded exactly as the reference's `readFile(path, "utf8")`
  *   decodes it (`decodeUtf8`): a BOM is kept, so a lock that starts with one
  *   is not JSON, holds no token or evidence, and is never broken.
+ * - A lock file is read without blocking and at most `MAX_LOCK_FILE_BYTES`
+ *   of it (`io/RegularFile`): one that cannot be read as a lock — a FIFO, a
+ *   device, a socket or a symlink at the path, or an oversized file — is
+ *   held exactly like a torn lock: never broken, never removed by a
+ *   release, `LockHeld` once the retries run out.
+ *
+ * Inspecting a lock and removing one on an operator's word is the lock's
+ * repair (`CommitLockRepair`), which shares the break files used here.
  *
  * @since 0.1.0
  */
-import { Clock, Effect, Scope, Semaphore } from "effect"
-import * as SecureRandom from "effect/crypto/SecureRandom"
+import { Clock, Effect, type Scope } from "effect"
+import type * as SecureRandom from "effect/crypto/SecureRandom"
 import type { FileSystem } from "effect/FileSystem"
 import type { PlatformError } from "effect/PlatformError"
+import { describeType, type FileNotRegular, readBounded } from "../io/RegularFile.js"
 import { encodeLockLine, MAX_LOCK_LINE_BYTES } from "../protocol/CommitLockFile.js"
+import { fileIdentity } from "../protocol/internal/FileInfo.js"
+import { parseJsonOrNull } from "../protocol/internal/JsonParse.js"
+import { memberOf } from "../protocol/internal/JsonShape.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
+import { MAX_LOCK_FILE_BYTES } from "../protocol/Limits.js"
+import { removeIfPresent, writeDurableTemp } from "./DurableFile.js"
 import { LockHeld, StoreIo, storeIo } from "./Errors.js"
+import * as LockQueues from "./LockQueues.js"
 import { isOwnEvidence, LockOwner, type OwnerEvidence, ownerEvidenceOf } from "./LockOwner.js"
+import { randomToken } from "./RandomToken.js"
 import type { LockRetry } from "./StoreConfig.js"
-import { parseJsonOrNull } from "./SidecarReader.js"
 
 const encoder = new TextEncoder()
-
-/**
- * A random hex token of `bytes` bytes from the `SecureRandom` service.
- *
- * **Details**
- *
- * Lease and lock tokens are capabilities, and fencing is only as good as
- * their uniqueness: a worker holding another's token could settle, release
- * or unlock in its name. They never come from `Random`, which a caller may
- * seed for its own reasons (two reserves under `Random.withSeed(1)` would
- * otherwise get one token) and whose default is not a secure generator.
- *
- * @category constructors
- * @since 0.1.0
- */
-export const randomToken = (bytes: number): Effect.Effect<string, never, SecureRandom.SecureRandom> =>
-  SecureRandom.SecureRandom.use((random) => Effect.map(random.randomBytes(bytes), toHex))
-
-const toHex = (bytes: Uint8Array): string => {
-  let hex = ""
-  for (const byte of bytes) hex += byte.toString(16).padStart(2, "0")
-  return hex
-}
 
 /**
  * Tokens of the lock files this process holds (or is creating), across all
@@ -100,35 +92,56 @@ export interface HeldLock {
   readonly token: string
 }
 
-const isAlreadyExists = (error: PlatformError) => error.reason._tag === "AlreadyExists"
-const isNotFound = (error: PlatformError) => error.reason._tag === "NotFound"
+/**
+ * A lock file as read once.
+ *
+ * - `Absent`: no file at the path.
+ * - `Read`: its text and what it parses to (`null` when it does not: torn).
+ * - `Unreadable`: not a regular file, or longer than `MAX_LOCK_FILE_BYTES`;
+ *   `reason` says which, `identity` is its device and inode (from `lstat`)
+ *   so a repair can tell whether the same file is still there.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type LockFileRead =
+  | { readonly _tag: "Absent" }
+  | { readonly _tag: "Read"; readonly raw: string; readonly content: unknown }
+  | { readonly _tag: "Unreadable"; readonly reason: string; readonly identity: string }
 
-/** The token of a parsed lock file, whatever else it holds. */
-const tokenOf = (content: unknown): unknown => (content as { token?: unknown } | null | undefined)?.token
-
-/** Reads and parses a small JSON file; `undefined` when absent, `null` when unparsable. */
-const readJsonFile = (fs: FileSystem, path: string): Effect.Effect<unknown, PlatformError> =>
-  fs.readFile(path).pipe(
-    Effect.map((bytes) => parseJsonOrNull(decodeUtf8(bytes))),
-    Effect.catchIf(isNotFound, () => Effect.succeed(undefined))
+const unreadable = (fs: FileSystem, path: string, reason: string): Effect.Effect<LockFileRead> =>
+  fs.lstat(path).pipe(
+    Effect.map((info) => fileIdentity(info) ?? "unknown"),
+    Effect.orElseSucceed(() => "unknown"),
+    Effect.map((identity): LockFileRead => ({ _tag: "Unreadable", reason, identity }))
   )
 
 /**
- * Writes `content` to a fresh private file and fsyncs it, so it can be
- * linked or renamed into place whole.
+ * Reads a lock file without following a symlink, without blocking and
+ * without reading more than `MAX_LOCK_FILE_BYTES + 1` bytes.
  *
  * @internal
  */
-export const writeDurableTemp = Effect.fnUntraced(function*(fs: FileSystem, tempPath: string, content: string) {
-  yield* Effect.scoped(Effect.gen(function*() {
-    const file = yield* fs.open(tempPath, { flag: "wx", mode: 0o600 })
-    yield* file.writeAll(encoder.encode(content))
-    yield* file.sync
-  })).pipe(Effect.onError(() => Effect.ignore(removeIgnoringMissing(fs, tempPath))))
-})
+export const readLockFile = (fs: FileSystem, path: string): Effect.Effect<LockFileRead, PlatformError> =>
+  readBounded(fs, path, { maxBytes: MAX_LOCK_FILE_BYTES, followSymlinks: false }).pipe(
+    Effect.flatMap((read): Effect.Effect<LockFileRead> => {
+      if (read._tag === "Read") {
+        const raw = decodeUtf8(read.bytes)
+        return Effect.succeed({ _tag: "Read", raw, content: parseJsonOrNull(raw) })
+      }
+      return unreadable(fs, path, `larger than ${MAX_LOCK_FILE_BYTES} bytes`)
+    }),
+    Effect.catchTag(
+      "FileNotRegular",
+      (error: FileNotRegular) => unreadable(fs, path, `${describeType(error.type)}, not a regular file`)
+    ),
+    Effect.catchReason("PlatformError", "NotFound", () => Effect.succeed<LockFileRead>({ _tag: "Absent" }))
+  )
 
-const removeIgnoringMissing = (fs: FileSystem, path: string) =>
-  fs.remove(path).pipe(Effect.catchIf(isNotFound, () => Effect.void))
+/** A lock's parsed content; `undefined` when absent, `null` when it cannot be read as a lock (torn, or not one). */
+const readJsonFile = (fs: FileSystem, path: string): Effect.Effect<unknown, PlatformError> =>
+  Effect.map(readLockFile(fs, path), (read) =>
+    read._tag === "Absent" ? undefined : read._tag === "Read" ? read.content : null)
 
 /**
  * Removes `lockPath` only if it still holds `token`.
@@ -138,7 +151,7 @@ const removeIgnoringMissing = (fs: FileSystem, path: string) =>
 export const releaseFileLock = (fs: FileSystem, lockPath: string, token: string): Effect.Effect<void, StoreIo> =>
   Effect.gen(function*() {
     const current = yield* readJsonFile(fs, lockPath)
-    if (tokenOf(current) === token) yield* removeIgnoringMissing(fs, lockPath)
+    if (memberOf(current, "token") === token) yield* removeIfPresent(fs, lockPath)
   }).pipe(Effect.mapError(storeIo("release commit lock", lockPath)))
 
 /**
@@ -153,10 +166,19 @@ export const releaseFileLock = (fs: FileSystem, lockPath: string, token: string)
 export const lockTempPath = (lockPath: string, token: string): string => {
   const slash = lockPath.lastIndexOf("/")
   const named = `${lockPath}.${token}.tmp`
-  return encoder.encode(named.slice(slash + 1)).length <= 255
-    ? named
-    : `${lockPath.slice(0, slash + 1)}.commit-lock.${token}.tmp`
+  return fitsFileName(named.slice(slash + 1)) ? named : `${lockPath.slice(0, slash + 1)}.commit-lock.${token}.tmp`
 }
+
+// The longest file name most file systems accept, in bytes.
+const NAME_MAX = 255
+
+/**
+ * Whether `name`, one path component, is short enough to be a file name on
+ * most file systems (`NAME_MAX`, 255 bytes of UTF-8).
+ *
+ * @internal
+ */
+export const fitsFileName = (name: string): boolean => encoder.encode(name).length <= NAME_MAX
 
 /** Where the break of the lock holding `deadToken` is claimed. @internal */
 export const breakFilePath = (lockPath: string, deadToken: string): string => `${lockPath}.break-${deadToken}`
@@ -172,7 +194,7 @@ export const createBreakFile = (fs: FileSystem, lockPath: string, deadToken: str
   fs.writeFile(breakFilePath(lockPath, deadToken), encoder.encode(`${JSON.stringify({ deadToken })}\n`), {
     flag: "wx",
     mode: 0o600
-  }).pipe(Effect.as(true), Effect.catchIf(isAlreadyExists, () => Effect.succeed(false)))
+  }).pipe(Effect.as(true), Effect.catchReason("PlatformError", "AlreadyExists", () => Effect.succeed(false)))
 
 /**
  * Breaks a lock whose owner is provably dead.
@@ -197,10 +219,10 @@ const breakDeadLock = (fs: FileSystem, lockPath: string, deadToken: string): Eff
     // removed while it still holds the dead token.
     return yield* Effect.gen(function*() {
       const current = yield* readJsonFile(fs, lockPath)
-      const broken = tokenOf(current) === deadToken
-      if (broken) yield* removeIgnoringMissing(fs, lockPath)
+      const broken = memberOf(current, "token") === deadToken
+      if (broken) yield* removeIfPresent(fs, lockPath)
       return broken
-    }).pipe(Effect.ensuring(Effect.ignore(removeIgnoringMissing(fs, breakPath))))
+    }).pipe(Effect.ensuring(Effect.ignore(removeIfPresent(fs, breakPath))))
   })
 
 /**
@@ -234,7 +256,7 @@ const acquireFileLock = (
         for (let attempt = 0; attempt < retry.attempts; attempt++) {
           linked = yield* fs.link(tempPath, lockPath).pipe(
             Effect.as(true),
-            Effect.catchIf(isAlreadyExists, () => Effect.succeed(false))
+            Effect.catchReason("PlatformError", "AlreadyExists", () => Effect.succeed(false))
           )
           if (linked) {
             const lock: HeldLock = { lockPath, token }
@@ -244,7 +266,7 @@ const acquireFileLock = (
           if (breakDeadLocks) {
             const holder = yield* readJsonFile(fs, lockPath)
             const owner = ownerEvidenceOf(holder)
-            const holderToken = tokenOf(holder)
+            const holderToken = memberOf(holder, "token")
             if (
               owner && typeof holderToken === "string" &&
               (leakedHere(probe.current, owner, holderToken) || (yield* probe.isProvablyDead(owner)))
@@ -258,30 +280,11 @@ const acquireFileLock = (
       }).pipe(
         Effect.ensuring(Effect.suspend(() => {
           if (!linked) tokensHeldHere.delete(token)
-          return Effect.ignore(removeIgnoringMissing(fs, tempPath))
+          return Effect.ignore(removeIfPresent(fs, tempPath))
         }))
       )
     })
   ).pipe(Effect.catchTag("PlatformError", (error) => Effect.fail(storeIo("acquire commit lock", lockPath)(error))))
-
-/**
- * How many times in a row a file lock may pass from one fiber of this
- * process to the next before it is given back, so that other processes
- * waiting for the same sidecar are not starved.
- *
- * @category constants
- * @since 0.1.0
- */
-export const MAX_LOCK_HANDOFFS = 16
-
-interface LockQueue {
-  readonly semaphore: Semaphore.Semaphore
-  /** Fibers waiting for or holding the queue. */
-  users: number
-  /** A file lock passed on by the previous holder, not yet taken up. */
-  handedOver: HeldLock | undefined
-  handoffs: number
-}
 
 const releaseLogged = (fs: FileSystem, lock: HeldLock) =>
   releaseFileLock(fs, lock.lockPath, lock.token).pipe(
@@ -292,80 +295,25 @@ const releaseLogged = (fs: FileSystem, lock: HeldLock) =>
   )
 
 /**
- * In-process queues, one per lock path, so that fibers of this process wait
- * for each other without polling the file every few milliseconds.
- *
- * **Details**
- *
- * When a holder finishes while other fibers of this process are queued, it
- * hands its file lock to the next one instead of removing and re-creating
- * it (at most `MAX_LOCK_HANDOFFS` times in a row): under contention a
- * settle then costs no lock-file creation, fsync or removal. The next holder
- * re-reads the lock file and creates a fresh lock if the handed-over one is
- * no longer there (an operator removed it). The last fiber to leave the
- * queue removes a lock nobody took up.
+ * The in-process queues of one store's commit locks (see `LockQueues`): a
+ * handed-over lock is taken up only while the file still holds its token,
+ * and a lock is given back by removing the file if it still holds it.
  *
  * @category constructors
  * @since 0.1.0
  */
-export const makeLockQueues = (fs: FileSystem) => {
-  const queues = new Map<string, LockQueue>()
-  const enter = (lockPath: string) =>
-    Effect.sync(() => {
-      let entry = queues.get(lockPath)
-      if (entry === undefined) {
-        entry = { semaphore: Semaphore.makeUnsafe(1), users: 0, handedOver: undefined, handoffs: 0 }
-        queues.set(lockPath, entry)
-      }
-      entry.users++
-      return entry
-    })
-  const leave = (lockPath: string, entry: LockQueue) =>
-    Effect.suspend(() => {
-      if (--entry.users > 0) return Effect.void
-      queues.delete(lockPath)
-      const orphan = entry.handedOver
-      entry.handedOver = undefined
-      return orphan === undefined ? Effect.void : releaseLogged(fs, orphan)
-    })
-  /** Takes the in-process queue of `lockPath` for the current scope. */
-  const hold = (lockPath: string): Effect.Effect<LockQueue, never, Scope.Scope> =>
-    Effect.acquireRelease(enter(lockPath), (entry) => leave(lockPath, entry)).pipe(
-      Effect.tap((entry) => entry.semaphore.takeScoped(1))
-    )
-  /** Passes the lock to the next queued fiber, or removes it. Runs while the queue is still held. */
-  const handOffOrRelease = (entry: LockQueue, lock: HeldLock): Effect.Effect<void> =>
-    Effect.suspend(() => {
-      if (entry.users > 1 && entry.handoffs < MAX_LOCK_HANDOFFS) {
-        entry.handedOver = lock
-        entry.handoffs++
-        return Effect.void
-      }
-      entry.handoffs = 0
-      return releaseLogged(fs, lock)
-    })
-  /**
-   * Takes up a handed-over lock if it is still on disk with its token.
-   * Otherwise it is released: left holding our token after a failed
-   * re-read, it would keep counting as held here, so no waiter of this
-   * process could ever break it.
-   */
-  const takeHandedOver = (entry: LockQueue) =>
-    Effect.gen(function*() {
-      const lock = entry.handedOver
-      entry.handedOver = undefined
-      if (lock === undefined) return undefined
-      const current = yield* readJsonFile(fs, lock.lockPath).pipe(Effect.orElseSucceed(() => undefined))
-      if (tokenOf(current) === lock.token) return lock
-      entry.handoffs = 0
-      yield* releaseLogged(fs, lock)
-      return undefined
-    })
-  return { hold, handOffOrRelease, takeHandedOver, size: () => queues.size }
-}
+export const makeLockQueues = (fs: FileSystem): CommitLockQueues =>
+  LockQueues.make<HeldLock>({
+    release: (lock) => releaseLogged(fs, lock),
+    stillHeld: (lock) =>
+      readJsonFile(fs, lock.lockPath).pipe(
+        Effect.map((current) => memberOf(current, "token") === lock.token),
+        Effect.orElseSucceed(() => false)
+      )
+  })
 
-/** The in-process queues of one store. @category models @since 0.1.0 */
-export type LockQueues = ReturnType<typeof makeLockQueues>
+/** The in-process queues of one store's commit locks. @category models @since 0.1.0 */
+export type CommitLockQueues = LockQueues.LockQueues<HeldLock>
 
 /**
  * Acquires a sidecar's commit lock for the current scope.
@@ -383,7 +331,7 @@ export type LockQueues = ReturnType<typeof makeLockQueues>
  */
 export const acquireCommitLock = (
   fs: FileSystem,
-  queues: LockQueues,
+  queues: CommitLockQueues,
   lockPath: string,
   retry: LockRetry,
   breakDeadLocks: boolean
@@ -397,3 +345,41 @@ export const acquireCommitLock = (
     if (handedOver !== undefined) return handedOver
     return yield* acquireFileLock(fs, lockPath, retry, breakDeadLocks, release)
   })
+
+/**
+ * The lock is created through a temp file and a link, so a lock path the
+ * file system refuses outright (a NUL byte, a name longer than `NAME_MAX`)
+ * would fail naming the temp file or the link. The reference opens the lock
+ * path itself; opening it first, only for such names, fails exactly as the
+ * reference's open does.
+ */
+const lockPathAccepted = (fs: FileSystem, lockPath: string): Effect.Effect<void, StoreIo> =>
+  lockPath.includes("\0") || !fitsFileName(lockPath.slice(lockPath.lastIndexOf("/") + 1))
+    ? Effect.scoped(fs.open(lockPath, { flag: "r" })).pipe(
+      Effect.catchReason("PlatformError", "NotFound", () => Effect.void),
+      Effect.asVoid,
+      Effect.mapError(storeIo("acquire commit lock", lockPath))
+    )
+    : Effect.void
+
+/**
+ * Runs `body` holding the commit lock at `lockPath`, released (or handed to
+ * a queued fiber) whatever ends it.
+ *
+ * @category resources
+ * @since 0.1.0
+ */
+export const withCommitLock = <A, E, R>(
+  fs: FileSystem,
+  queues: CommitLockQueues,
+  lockPath: string,
+  retry: LockRetry,
+  breakDeadLocks: boolean,
+  body: Effect.Effect<A, E, R>
+): Effect.Effect<A, E | LockHeld | StoreIo, Exclude<R, Scope.Scope> | SecureRandom.SecureRandom> =>
+  Effect.scoped(
+    Effect.andThen(
+      Effect.andThen(lockPathAccepted(fs, lockPath), acquireCommitLock(fs, queues, lockPath, retry, breakDeadLocks)),
+      body
+    )
+  )

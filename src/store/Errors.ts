@@ -3,23 +3,20 @@
  *
  * Readers never fail for data they find on disk: a damaged sidecar is a
  * result (`availability` / `diagnostics.reason`). These errors are for caller
- * mistakes and for write paths that must stop. Each class names the error
- * class the reference package throws for the same condition (`plainClass`),
- * so the Promise facade maps them in one place; messages keep the phrases
- * plain callers match on.
+ * mistakes and for write paths that must stop. Messages keep the phrases
+ * plain callers match on; which of the reference's error classes each
+ * becomes is the Promise API's one mapping (`promise/PlainErrors`).
  *
  * @since 0.1.0
  */
 import { Schema } from "effect"
 import type { PlatformError } from "effect/PlatformError"
+import { memberOf } from "../protocol/internal/JsonShape.js"
 import { clipText } from "../protocol/internal/Text.js"
-
-/** The JavaScript error class the reference throws for a condition. @category models @since 0.1.0 */
-export type PlainErrorClass = "Error" | "TypeError" | "RangeError"
+import type { FileNotRegular, NotDirectory } from "../io/RegularFile.js"
 
 /** The Session file argument is missing or blank. @category errors @since 0.1.0 */
 export class SessionFileRequired extends Schema.TaggedError<SessionFileRequired>()("SessionFileRequired", {}) {
-  readonly plainClass: PlainErrorClass = "Error"
   override get message() {
     return "A persisted Pi Session file is required"
   }
@@ -30,7 +27,6 @@ export class SessionOutsideRoot extends Schema.TaggedError<SessionOutsideRoot>()
   sessionFile: Schema.String,
   sessionRoot: Schema.String
 }) {
-  readonly plainClass: PlainErrorClass = "Error"
   override get message() {
     return "Pi Session file is outside the configured Session root"
   }
@@ -40,9 +36,26 @@ export class SessionOutsideRoot extends Schema.TaggedError<SessionOutsideRoot>()
 export class NotRegularFile extends Schema.TaggedError<NotRegularFile>()("NotRegularFile", {
   path: Schema.String
 }) {
-  readonly plainClass: PlainErrorClass = "Error"
   override get message() {
     return "Rarebit materialization path must be a regular file"
+  }
+}
+
+/**
+ * A directory the store would create or write into under the rarebit root
+ * is not one it may use: a symlink, not a directory, or owned by another
+ * user. Nothing was written there.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class UnsafeDirectory extends Schema.TaggedError<UnsafeDirectory>()("UnsafeDirectory", {
+  path: Schema.String,
+  /** e.g. "a symlink", "a FIFO, not a directory", "owned by uid 1001, not by uid 1000". */
+  reason: Schema.String
+}) {
+  override get message() {
+    return `Rarebit store directory ${this.path} is ${this.reason}; refusing to use it`
   }
 }
 
@@ -50,7 +63,6 @@ export class NotRegularFile extends Schema.TaggedError<NotRegularFile>()("NotReg
 export class InvalidJobId extends Schema.TaggedError<InvalidJobId>()("InvalidJobId", {
   jobId: Schema.Unknown
 }) {
-  readonly plainClass: PlainErrorClass = "TypeError"
   override get message() {
     return "Rarebit jobId must be a SHA-256 hex string"
   }
@@ -60,7 +72,6 @@ export class InvalidJobId extends Schema.TaggedError<InvalidJobId>()("InvalidJob
 export class InvalidLease extends Schema.TaggedError<InvalidLease>()("InvalidLease", {
   leaseMs: Schema.Unknown
 }) {
-  readonly plainClass: PlainErrorClass = "TypeError"
   override get message() {
     return "Rarebit leaseMs must be a positive finite number"
   }
@@ -71,7 +82,6 @@ export class HistoryBoundsInvalid extends Schema.TaggedError<HistoryBoundsInvali
   fromOffset: Schema.Unknown,
   limit: Schema.Unknown
 }) {
-  readonly plainClass: PlainErrorClass = "TypeError"
   override get message() {
     return "History offset and limit are outside protocol bounds"
   }
@@ -79,7 +89,6 @@ export class HistoryBoundsInvalid extends Schema.TaggedError<HistoryBoundsInvali
 
 /** Settle was called with something other than an acquired reservation. @category errors @since 0.1.0 */
 export class ReservationNotAcquired extends Schema.TaggedError<ReservationNotAcquired>()("ReservationNotAcquired", {}) {
-  readonly plainClass: PlainErrorClass = "Error"
   override get message() {
     return "An acquired Rarebit reservation is required"
   }
@@ -89,7 +98,6 @@ export class ReservationNotAcquired extends Schema.TaggedError<ReservationNotAcq
 export class ReceiptTypeUnsupported extends Schema.TaggedError<ReceiptTypeUnsupported>()("ReceiptTypeUnsupported", {
   type: Schema.Unknown
 }) {
-  readonly plainClass: PlainErrorClass = "TypeError"
   override get message() {
     return "Rarebit derivation receipt type is unsupported"
   }
@@ -115,7 +123,6 @@ export class ReceiptInvalid extends Schema.TaggedError<ReceiptInvalid>()("Receip
   keys: Schema.Array(Schema.String),
   reason: Schema.String
 }) {
-  readonly plainClass: PlainErrorClass = "TypeError"
   override get message() {
     const keys = clipText(this.keys.join(","), 300)
     return `Rarebit ${this.kind} receipt does not match protocol v4: ${this.reason} (status ${
@@ -128,7 +135,6 @@ export class ReceiptInvalid extends Schema.TaggedError<ReceiptInvalid>()("Receip
 export class ReceiptTooLarge extends Schema.TaggedError<ReceiptTooLarge>()("ReceiptTooLarge", {
   bytes: Schema.Number
 }) {
-  readonly plainClass: PlainErrorClass = "RangeError"
   override get message() {
     return "Rarebit receipt exceeds protocol byte limit"
   }
@@ -138,7 +144,6 @@ export class ReceiptTooLarge extends Schema.TaggedError<ReceiptTooLarge>()("Rece
 export class HeadTooLarge extends Schema.TaggedError<HeadTooLarge>()("HeadTooLarge", {
   bytes: Schema.Number
 }) {
-  readonly plainClass: PlainErrorClass = "RangeError"
   override get message() {
     return "Rarebit head exceeds protocol byte limit"
   }
@@ -149,7 +154,6 @@ export class LeaseFenced extends Schema.TaggedError<LeaseFenced>()("LeaseFenced"
   jobId: Schema.String,
   claimPath: Schema.String
 }) {
-  readonly plainClass: PlainErrorClass = "Error"
   override get message() {
     return "Rarebit reservation lease was fenced by a newer worker"
   }
@@ -171,7 +175,6 @@ export class LockHeld extends Schema.TaggedError<LockHeld>()("LockHeld", {
   lockPath: Schema.String,
   attempts: Schema.Number
 }) {
-  readonly plainClass: PlainErrorClass = "Error"
   override get message() {
     return "Rarebit Session commit lock is held; explicit repair is required if its owner crashed"
   }
@@ -182,7 +185,6 @@ export class HeadInvalid extends Schema.TaggedError<HeadInvalid>()("HeadInvalid"
   claimPath: Schema.String,
   materializationPath: Schema.String
 }) {
-  readonly plainClass: PlainErrorClass = "Error"
   override get message() {
     return "Rarebit settled job receipt pointer is invalid"
   }
@@ -192,7 +194,6 @@ export class HeadInvalid extends Schema.TaggedError<HeadInvalid>()("HeadInvalid"
 export class SettleHookFailed extends Schema.TaggedError<SettleHookFailed>()("SettleHookFailed", {
   cause: Schema.Defect()
 }) {
-  readonly plainClass: PlainErrorClass = "Error"
   override get message() {
     return "Rarebit settle hook failed"
   }
@@ -209,15 +210,14 @@ export class StoreIo extends Schema.TaggedError<StoreIo>()("StoreIo", {
   path: Schema.String,
   cause: Schema.Defect()
 }) {
-  readonly plainClass: PlainErrorClass = "Error"
   override get message() {
-    const cause = this.cause as { message?: unknown } | undefined
-    return `Rarebit store ${this.operation} failed for ${this.path}: ${String(cause?.message ?? cause)}`
+    return `Rarebit store ${this.operation} failed for ${this.path}: ${String(memberOf(this.cause, "message") ?? this.cause)}`
   }
 }
 
 /**
- * Wraps a platform error with the operation and path it came from.
+ * Wraps a platform error (or a refusal to open something that is not what
+ * the store expects at a path) with the operation and path it came from.
  *
  * **Details**
  *
@@ -228,7 +228,7 @@ export class StoreIo extends Schema.TaggedError<StoreIo>()("StoreIo", {
  * @category constructors
  * @since 0.1.0
  */
-export const storeIo = (operation: string, path: string) => (cause: PlatformError): StoreIo =>
+export const storeIo = (operation: string, path: string) => (cause: PlatformError | FileNotRegular | NotDirectory): StoreIo =>
   new StoreIo({ operation, path: typeof path === "string" ? path : describeNonString(path), cause })
 
 // The string form of any value, cut short, even where `String` throws (a
@@ -241,32 +241,11 @@ const describeNonString = (value: unknown): string => {
   }
 }
 
-/** Every failure a store operation can report. @category errors @since 0.1.0 */
-export type StoreError =
-  | SessionFileRequired
-  | SessionOutsideRoot
-  | NotRegularFile
-  | InvalidJobId
-  | InvalidLease
-  | HistoryBoundsInvalid
-  | ReservationNotAcquired
-  | ReceiptTypeUnsupported
-  | ReceiptInvalid
-  | ReceiptTooLarge
-  | HeadTooLarge
-  | LeaseFenced
-  | LockHeld
-  | HeadInvalid
-  | SettleHookFailed
-  | StoreIo
-  | HistoryUnreadable
-
 /** The history stream met a sidecar it cannot read. @category errors @since 0.1.0 */
 export class HistoryUnreadable extends Schema.TaggedError<HistoryUnreadable>()("HistoryUnreadable", {
   path: Schema.String,
   offset: Schema.Number
 }) {
-  readonly plainClass: PlainErrorClass = "Error"
   override get message() {
     return `Rarebit sidecar history is unreadable at offset ${this.offset}: ${this.path}`
   }

@@ -14,6 +14,16 @@
  * - A claim is decoded exactly as the reference's `readFile(path, "utf8")`
  *   decodes it (`decodeUtf8`): a BOM is kept, so a claim that starts with
  *   one is not JSON and is `Torn` here, as the reference cannot parse it.
+ * - Reading never blocks and never reads more than `MAX_CLAIM_BYTES + 1`
+ *   bytes: a claim path holding a symlink, a FIFO, a device, a socket or an
+ *   oversized file cannot be read, and is reported `Torn` too (with the
+ *   `lstat` modification time and why), so it is in flight until the lease
+ *   has passed since then, and is then replaced by a rename that never
+ *   touches what it pointed at.
+ * - A directory at a claim path is not waited for: no rename can replace
+ *   it, and the reference's read of it fails at once. Reading it fails
+ *   with the file system's own `EISDIR` from a read of the directory, the
+ *   error the reference meets.
  *
  * @since 0.1.0
  */
@@ -22,18 +32,46 @@ import type { SecureRandom } from "effect/crypto/SecureRandom"
 import type { FileSystem } from "effect/FileSystem"
 import type { Path } from "effect/Path"
 import type { PlatformError } from "effect/PlatformError"
+import { describeType, type NotDirectory, openDirectory, readBounded } from "../io/RegularFile.js"
 import { modifiedMs } from "../protocol/internal/FileInfo.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { encodeClaimLine, type JobClaim, parseClaim } from "../protocol/JobClaim.js"
-import { randomToken, writeDurableTemp } from "./CommitLock.js"
+import { MAX_CLAIM_BYTES } from "../protocol/Limits.js"
+import { removeIfPresent, syncDirectory, writeDurableTemp } from "./DurableFile.js"
+import { randomToken } from "./RandomToken.js"
 
-/** What a claim path holds. @category models @since 0.1.0 */
+/**
+ * What a claim path holds. `Torn` is a claim that cannot be read as one:
+ * unparsable, or (with `unreadable` saying why) not a regular file or
+ * longer than `MAX_CLAIM_BYTES`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export type ClaimRead =
   | { readonly _tag: "Absent" }
   | { readonly _tag: "Parsed"; readonly claim: unknown }
-  | { readonly _tag: "Torn"; readonly modifiedAtMs: number }
+  | { readonly _tag: "Torn"; readonly modifiedAtMs: number; readonly unreadable?: string }
 
-const isNotFound = (error: PlatformError) => error.reason._tag === "NotFound"
+/** A claim that is there but cannot be read, dated by the path itself (`lstat`, never through a link). */
+const unreadableClaim = (fs: FileSystem, claimPath: string, unreadable: string): Effect.Effect<ClaimRead, PlatformError> =>
+  Effect.map(fs.lstat(claimPath), (info): ClaimRead => ({ _tag: "Torn", modifiedAtMs: modifiedMs(info) ?? 0, unreadable }))
+
+/**
+ * A directory at the claim path: the read the reference makes fails with
+ * `EISDIR`, and so does this one, on a handle that can only be a directory
+ * (so nothing swapped in can make it wait). Anything else found there by
+ * then is unreadable like any other non-regular file.
+ */
+const directoryClaim = (fs: FileSystem, claimPath: string): Effect.Effect<ClaimRead, PlatformError> =>
+  Effect.scoped(
+    openDirectory(fs, claimPath).pipe(Effect.flatMap(({ file }) => file.readAlloc(1)))
+  ).pipe(
+    Effect.catchTag("NotDirectory", (error) => Effect.succeed(error.type)),
+    Effect.flatMap((found) =>
+      unreadableClaim(fs, claimPath, `${describeType(typeof found === "string" ? found : "Directory")}, not a regular file`)
+    )
+  )
 
 /**
  * Reads a claim.
@@ -42,14 +80,20 @@ const isNotFound = (error: PlatformError) => error.reason._tag === "NotFound"
  * @since 0.1.0
  */
 export const readClaim = (fs: FileSystem, claimPath: string): Effect.Effect<ClaimRead, PlatformError> =>
-  Effect.gen(function*() {
-    const text = decodeUtf8(yield* fs.readFile(claimPath))
-    const parsed = parseClaim(text)
-    if (parsed._tag === "Parsed") return parsed satisfies ClaimRead
-    const info = yield* fs.stat(claimPath)
-    const modifiedAtMs = modifiedMs(info) ?? 0
-    return { _tag: "Torn", modifiedAtMs } satisfies ClaimRead
-  }).pipe(Effect.catchIf(isNotFound, () => Effect.succeed<ClaimRead>({ _tag: "Absent" })))
+  readBounded(fs, claimPath, { maxBytes: MAX_CLAIM_BYTES, followSymlinks: false }).pipe(
+    Effect.map((read): ClaimRead => {
+      // The handle's own `fstat` dates a torn claim: the file that was read.
+      const modifiedAtMs = modifiedMs(read.info) ?? 0
+      if (read._tag === "TooLarge") return { _tag: "Torn", modifiedAtMs, unreadable: `larger than ${MAX_CLAIM_BYTES} bytes` }
+      const parsed = parseClaim(decodeUtf8(read.bytes))
+      return parsed._tag === "Parsed" ? parsed : { _tag: "Torn", modifiedAtMs }
+    }),
+    Effect.catchTag("FileNotRegular", (error) =>
+      error.type === "Directory"
+        ? directoryClaim(fs, claimPath)
+        : unreadableClaim(fs, claimPath, `${describeType(error.type)}, not a regular file`)),
+    Effect.catchReason("PlatformError", "NotFound", () => Effect.succeed<ClaimRead>({ _tag: "Absent" }))
+  )
 
 /**
  * Creates a claim only if none exists. Succeeds with `false` when one does.
@@ -67,7 +111,7 @@ export const createClaimExclusive = (
     yield* writeDurableTemp(fs, tempPath, encodeClaimLine(claim))
     return yield* fs.link(tempPath, claimPath).pipe(
       Effect.as(true),
-      Effect.catchIf((error) => error.reason._tag === "AlreadyExists", () => Effect.succeed(false)),
+      Effect.catchReason("PlatformError", "AlreadyExists", () => Effect.succeed(false)),
       Effect.ensuring(Effect.ignore(fs.remove(tempPath)))
     )
   }).pipe(Effect.uninterruptible)
@@ -90,7 +134,7 @@ export const replaceClaim = (
   claimPath: string,
   claim: JobClaim,
   options: { readonly syncDirectory?: boolean } = {}
-): Effect.Effect<void, PlatformError, SecureRandom> =>
+): Effect.Effect<void, PlatformError | NotDirectory, SecureRandom> =>
   Effect.gen(function*() {
     const tempPath = `${claimPath}.${yield* randomToken(12)}.tmp`
     yield* writeDurableTemp(fs, tempPath, encodeClaimLine(claim))
@@ -98,15 +142,10 @@ export const replaceClaim = (
     if (options.syncDirectory !== false) yield* syncDirectory(fs, path.dirname(claimPath))
   }).pipe(Effect.uninterruptible)
 
-/** Fsyncs a directory so a rename or unlink in it is durable. @internal */
-export const syncDirectory = (fs: FileSystem, directory: string): Effect.Effect<void, PlatformError> =>
-  Effect.scoped(Effect.flatMap(fs.open(directory, { flag: "r" }), (handle) => handle.sync))
-
 /**
  * Removes a claim; a claim already gone is not an error.
  *
  * @category writers
  * @since 0.1.0
  */
-export const removeClaim = (fs: FileSystem, claimPath: string): Effect.Effect<void, PlatformError> =>
-  fs.remove(claimPath).pipe(Effect.catchIf(isNotFound, () => Effect.void))
+export const removeClaim: (fs: FileSystem, claimPath: string) => Effect.Effect<void, PlatformError> = removeIfPresent

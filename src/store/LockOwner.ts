@@ -38,6 +38,7 @@
  * @since 0.1.0
  */
 import { Context, Effect } from "effect"
+import { isObjectRecord } from "../protocol/internal/JsonShape.js"
 
 /** The owner record written into lock files. @category models @since 0.1.0 */
 export interface OwnerEvidence {
@@ -87,17 +88,15 @@ const OPTIONAL_FIELDS = ["bootId", "startTicks", "pidNamespace", "timeNamespace"
  * @since 0.1.0
  */
 export const ownerEvidenceOf = (lock: unknown): OwnerEvidence | undefined => {
-  if (typeof lock !== "object" || lock === null) return undefined
-  const owner = (lock as { readonly owner?: unknown }).owner
-  if (typeof owner !== "object" || owner === null || Array.isArray(owner)) return undefined
-  const record = owner as Record<string, unknown>
-  const { hostname, pid } = record
-  if (!Number.isSafeInteger(pid) || (pid as number) <= 0 || typeof hostname !== "string" || hostname === "") {
+  const owner = isObjectRecord(lock) ? lock.owner : undefined
+  if (!isObjectRecord(owner)) return undefined
+  const { hostname, pid } = owner
+  if (typeof pid !== "number" || !Number.isSafeInteger(pid) || pid <= 0 || typeof hostname !== "string" || hostname === "") {
     return undefined
   }
-  const evidence: { -readonly [K in keyof OwnerEvidence]: OwnerEvidence[K] } = { pid: pid as number, hostname }
+  const evidence: { -readonly [K in keyof OwnerEvidence]: OwnerEvidence[K] } = { pid, hostname }
   for (const field of OPTIONAL_FIELDS) {
-    const value = record[field]
+    const value = owner[field]
     if (value === undefined) continue
     if (typeof value !== "string") return undefined
     evidence[field] = value

@@ -16,6 +16,15 @@ import { sha256Hex } from "../protocol/CanonicalJson.js"
 import { SessionFileRequired, SessionOutsideRoot } from "./Errors.js"
 import type { StoreLocation } from "./StoreConfig.js"
 
+/**
+ * Failures of the path rule: no Session file, or one outside `sessionRoot`
+ * while external Sessions are not allowed.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export type PathError = SessionFileRequired | SessionOutsideRoot
+
 /** The folder under `rarebitRoot` that holds sidecars. @category constants @since 0.1.0 */
 export const MATERIALIZATIONS_DIR = "materializations-v4"
 
@@ -35,7 +44,7 @@ export const materializationPath = (
   path: Path,
   sessionFile: unknown,
   location: StoreLocation
-): Result.Result<string, SessionFileRequired | SessionOutsideRoot> => {
+): Result.Result<string, PathError> => {
   if (typeof sessionFile !== "string" || !sessionFile.trim()) return Result.fail(new SessionFileRequired())
   const outputRoot = path.resolve(path.join(location.rarebitRoot, MATERIALIZATIONS_DIR))
   const source = path.resolve(sessionFile)

@@ -1,261 +1,51 @@
 /**
- * The full-scan audit of a Rarebit store, and the explicit repair of a
- * commit lock.
+ * The full-scan audit of a Rarebit store, for operators.
  *
- * The bounded readers look at one tail window; this module reads everything,
- * on purpose, for operators: every line of every sidecar under
- * `<rarebitRoot>/materializations-v4` (or of one sidecar), every job claim
- * under `jobs-v4`, and every commit lock and leftover temp or break file.
- * What it finds is returned as data (`AuditFinding`), never as a failure:
- * the audit fails only for bugs.
+ * The bounded readers look at one tail window; the audit reads everything,
+ * on purpose: every line of every sidecar under
+ * `<rarebitRoot>/materializations-v4` (or of one sidecar: `SidecarScan`),
+ * every job claim under `jobs-v4` (`ClaimInspection`), and every commit lock
+ * (`CommitLockRepair.inspectCommitLock`) and leftover temp or break file.
+ * What it finds is returned as data (`AuditFinding`, each kind documented on
+ * `FindingKind`), never as a failure: the audit fails only for bugs. It
+ * writes nothing; repairing a lock it reports is `CommitLockRepair`'s.
  *
- * Every finding has a severity: `damage` (something is wrong, and some
- * reader or writer will stumble on it), or `notice` (worth knowing, harmless
- * by itself). Three kinds are the expected traces of a crash, which no
- * reader or writer is hurt by, and are notices unless the audit is `strict`
- * (`expectedAfterCrash` marks them): `torn_tail`, `uncommitted_tail`, and a
- * stale `temp_file_leftover`. Everything else listed here is damage:
- *
- * - `sidecar_not_regular`: a sidecar path that is a symlink or another
- *   non-regular file (the store never reads or writes it).
- * - `sidecar_unreadable` / `directory_unreadable` / `claim_unreadable`: the
- *   file system refused to open or read it.
- * - `torn_tail` (crash trace): bytes after the last newline (an append that
- *   crashed); readers ignore them.
- * - `uncommitted_tail` (crash trace): complete lines after the last valid
- *   head (a writer that appended a receipt and crashed before its head);
- *   reserving the job again completes or redoes it.
- * - `invalid_head`: a head-typed line that fails validation, or an
- *   unparsable line mentioning `"rarebit_head"`; current reads fail closed.
- * - `head_range_invalid`: a valid head whose byte range does not hold, by
- *   hash, a valid summary receipt of the head's `sessionId`. Every head is
- *   checked, not only the last.
- * - `invalid_record`: any other complete line that is not a valid v4
- *   receipt (unparsable, unknown type, fails its schema, over 48 KiB).
- * - `claim_invalid`: a claim that is torn, not a claim object, names another
- *   job than its file, has an unknown state, an active lease that can never
- *   expire, or is settled without a receipt pointer.
- * - `claim_pointer_invalid`: a settled claim whose `receiptRef` does not
- *   verify (range, hash, a valid receipt of the same job) against any
- *   sidecar that holds a receipt of its job. Reserving that job fails.
- * - `claim_orphan` (store scope only): a settled claim whose job has no
- *   receipt in any sidecar under the root. Claims do not name their Session,
- *   so this is the precise form of "its sidecar is missing": the sidecar was
- *   deleted, replaced or truncated. Reserving that job fails too.
- * - `commit_lock_leftover`: a commit lock whose owner is provably dead, or
- *   that is older than `staleAfterMs` (a commit holds it for milliseconds).
- * - `temp_file_leftover` (crash trace) / `break_file_leftover`: a private
- *   temp file of a lock or claim write, or a lock break file, older than
- *   `staleAfterMs`. (A claim's temp file names no Session, so only the store
- *   scope sees it.) A break file stops the lock it names from being broken
- *   again, so it is damage; a temp file is only garbage.
- *
- * Lines, claims and locks are decoded exactly as the reference's
- * `Buffer#toString("utf8")` decodes them (`decodeUtf8`): a BOM is kept, so a
- * line that starts with one is not JSON (an `invalid_head` if it mentions
- * `"rarebit_head"`, else an `invalid_record`), and a lock behind one is torn.
- *
- * Notices (severity `notice`, not wrong by themselves): `claim_expired` (an
- * active lease ran out; the next reserve takes it over), and young locks,
- * temp and break files, which a running writer may still own.
+ * Locks are judged here: one that cannot be read as a lock, or whose owner
+ * is provably dead, or that is older than `staleAfterMs` is a leftover
+ * (damage); a younger one may belong to a commit in progress (a notice).
+ * Temp and break files are judged by age the same way.
  *
  * In sidecar scope, only the claims whose job has a receipt in that sidecar
- * are checked (and reported); the rest are counted as unattributed.
+ * are checked (and reported); the rest are counted as unattributed, and a
+ * claim's temp file, which names no Session, is not seen.
  *
- * Whatever a file holds (values nested 100,000 levels deep, megabyte keys or
- * strings), the report stays small and serialisable: parsed values are
- * described without recursion, a finding's `detail` is at most
- * `MAX_DETAIL_CHARS` characters, strings copied from files at most
- * `MAX_FIELD_CHARS`, and a claim's `receiptRef` is reported only when it is
- * a well-formed pointer.
- *
- * The scan is streaming: a sidecar is read in 1 MiB chunks, and memory grows
- * only with the number of files and claims, never with sidecar size. Files
- * that grow while they are scanned are read up to their size at open. The
- * audit reads a store that writers may be using; a finding about something a
- * writer was doing at that instant is possible only for the tail of a
- * sidecar being appended to, and for the young files reported as notices.
- *
- * `removeCommitLock` is the one writer here: it removes a lock only if its
- * owner is provably dead (or the caller forces it) and it still holds the
- * token the caller inspected, under the same per-token break file the
- * store's dead-lock breaker uses, so two repairs never both act and a lock
- * taken meanwhile by someone else is never removed.
+ * Whatever a file holds, the report stays small and serialisable
+ * (`ReportFields`). Memory grows only with the number of files and claims,
+ * never with sidecar size. The audit reads a store that writers may be
+ * using; a finding about something a writer was doing at that instant is
+ * possible only for the tail of a sidecar being appended to, and for the
+ * young files reported as notices.
  *
  * @since 0.1.0
  */
-import { Clock, Effect, Option } from "effect"
+import { Clock, Effect } from "effect"
 import { FileSystem } from "effect/FileSystem"
 import { Path } from "effect/Path"
 import { isPlatformError, type PlatformError } from "effect/PlatformError"
-import { sha256Hex } from "../protocol/CanonicalJson.js"
-import { modifiedMs } from "../protocol/internal/FileInfo.js"
-import { decodeUtf8 } from "../protocol/internal/Utf8.js"
-import { type Head, isValidHead, isValidReceiptReference } from "../protocol/Head.js"
-import { memberOf, stringCoercionOf } from "../protocol/internal/JsonShape.js"
-import { clipText } from "../protocol/internal/Text.js"
-import { claimExpired, settledReceiptRef } from "../protocol/JobClaim.js"
-import { MAX_HISTORY_BYTES, MAX_RECEIPT_BYTES } from "../protocol/Limits.js"
-import { explainSummaryReceipt, validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
-import { explainTitleReceipt } from "../protocol/TitleReceipt.js"
-import { breakFilePath, createBreakFile } from "./CommitLock.js"
-import { storeIo } from "./Errors.js"
-import { readClaim } from "./JobClaims.js"
-import { LockOwner, type OwnerEvidence, ownerEvidenceOf } from "./LockOwner.js"
+import { describeType } from "../io/RegularFile.js"
+import { type AuditFinding, finding, judgedStrictly } from "./AuditFinding.js"
+import { checkClaimPointer, type ClaimReport, type InspectedClaim, inspectClaimEntry } from "./ClaimInspection.js"
+import { DEFAULT_STALE_AFTER_MS, inspectCommitLock, type LockReport } from "./CommitLockRepair.js"
 import { JOBS_DIR, MATERIALIZATIONS_DIR } from "./MirroredPath.js"
-import {
-  isValidReceipt,
-  parseJsonOrNull,
-  readReceiptReference,
-  readSidecarCurrent,
-  verifyReceiptRange
-} from "./SidecarReader.js"
-import type { Availability, SidecarReason } from "./SidecarReader.js"
+import { ageText, describeError, modifiedAt } from "./ReportFields.js"
+import { scanSidecar, type SidecarSummary } from "./SidecarScan.js"
 
-const NEWLINE = 10
-const utf8Encoder = new TextEncoder()
-
-/**
- * How old a commit lock, temp file or break file must be before the audit
- * calls it a leftover rather than the trace of a write in progress.
- *
- * @category constants
- * @since 0.1.0
- */
-export const DEFAULT_STALE_AFTER_MS = 10_000
-
-/** What an audit finding is about. @category models @since 0.1.0 */
-export type FindingKind =
-  | "directory_unreadable"
-  | "sidecar_not_regular"
-  | "sidecar_unreadable"
-  | "torn_tail"
-  | "uncommitted_tail"
-  | "invalid_head"
-  | "head_range_invalid"
-  | "invalid_record"
-  | "claim_unreadable"
-  | "claim_invalid"
-  | "claim_pointer_invalid"
-  | "claim_orphan"
-  | "claim_expired"
-  | "commit_lock_leftover"
-  | "commit_lock_held"
-  | "temp_file_leftover"
-  | "break_file_leftover"
-
-/** `damage` makes an audit fail; a `notice` is worth knowing but not wrong. @category models @since 0.1.0 */
-export type Severity = "damage" | "notice"
-
-// What a finding is when made: a crash trace's severity depends on `strict`.
-type Verdict = Severity | "crash_trace"
-
-/**
- * One thing the audit found. `offset` is an absolute byte offset in a
- * sidecar; `jobId` is set for claim findings. `expectedAfterCrash` marks
- * the traces a crash leaves (notices unless the audit is strict).
- *
- * @category models
- * @since 0.1.0
- */
-export interface AuditFinding {
-  readonly kind: FindingKind
-  readonly severity: Severity
-  readonly expectedAfterCrash: boolean
-  readonly path: string
-  readonly offset: number | null
-  readonly jobId: string | null
-  readonly detail: string
-}
-
-/** What the scan saw in one sidecar. @category models @since 0.1.0 */
-export interface SidecarSummary {
-  readonly path: string
-  /** Size when the scan opened it; `null` when it could not be opened. */
-  readonly bytes: number | null
-  readonly lines: number
-  readonly receipts: number
-  readonly heads: number
-  /** What the bounded current reader says about the same file. */
-  readonly current: { readonly availability: Availability; readonly reason: SidecarReason | null }
-}
-
-/** A well-formed receipt pointer, as reported. @category models @since 0.1.0 */
-export interface ReportedReceiptRef {
-  readonly receiptOffset: number
-  readonly receiptLength: number
-  readonly receiptHash: string
-}
-
-/** How a settled claim's receipt pointer checked out. @category models @since 0.1.0 */
-export type PointerStatus = "verified" | "invalid" | "orphan"
-
-/**
- * One job claim as the audit read it.
- *
- * **Details**
- *
- * `jobId` comes from the file name. `expired` and `expiresAt` are set for
- * active claims, `receiptRef`, `pointer` and `sidecar` (where its receipt
- * was found) for settled ones. `receiptRef` is the claim's pointer when it is
- * well formed (offset, length, hash), else `null`; strings copied from the
- * file are cut to `MAX_FIELD_CHARS`. Lease tokens are never reported.
- *
- * @category models
- * @since 0.1.0
- */
-export interface ClaimReport {
-  readonly path: string
-  readonly jobId: string
-  readonly state: "active" | "settled" | "invalid" | "unreadable"
-  readonly claimedAt: string | null
-  readonly leaseMs: number | null
-  readonly expiresAt: string | null
-  readonly expired: boolean | null
-  readonly receiptRef: ReportedReceiptRef | null
-  readonly pointer: PointerStatus | null
-  readonly sidecar: string | null
-  readonly detail: string | null
-}
-
-/**
- * Whether a lock's owner is known to be gone: `dead` (its evidence proves
- * it), `unknown` (evidence that proves nothing here: alive, or written on
- * another host, in another boot or in another PID or time namespace, or
- * without naming its namespace), `no_evidence` (a lock without owner
- * evidence, e.g. the reference's).
- *
- * @category models
- * @since 0.1.0
- */
-export type OwnerLiveness = "dead" | "unknown" | "no_evidence"
-
-/**
- * A commit lock's evidence.
- *
- * **Details**
- *
- * `tokenPrefix` is the first 12 hex digits of the token, enough to tell two
- * locks apart. `torn` means the file is empty or unparsable (a writer that
- * crashed between creating and filling it, which only the reference can
- * leave). `ageMs` is measured from `claimedAt`, or from the file's
- * modification time when `claimedAt` is unusable. Strings copied from the
- * file (`claimedAt`, the owner's) are cut to `MAX_FIELD_CHARS`.
- *
- * @category models
- * @since 0.1.0
- */
-export interface LockReport {
-  readonly path: string
-  readonly tokenPrefix: string | null
-  readonly claimedAt: string | null
-  readonly ageMs: number | null
-  readonly owner: OwnerEvidence | null
-  readonly liveness: OwnerLiveness
-  readonly torn: boolean
-  /** Break files next to the lock: a repair in progress, or one that crashed. */
-  readonly breakFiles: ReadonlyArray<string>
-}
+// What an audit reports and takes, from the modules that make each part.
+export { type AuditFinding, type FindingKind, type Severity } from "./AuditFinding.js"
+export { type ClaimReport, type PointerStatus, type ReportedReceiptRef } from "./ClaimInspection.js"
+export { DEFAULT_STALE_AFTER_MS, type LockReport, type OwnerLiveness } from "./CommitLockRepair.js"
+export { MAX_DETAIL_CHARS, MAX_FIELD_CHARS } from "./ReportFields.js"
+export { type SidecarSummary } from "./SidecarScan.js"
 
 /**
  * The result of an audit.
@@ -325,634 +115,18 @@ const classify = (path: string, regular: boolean): TreeFile =>
     ? { _tag: "Break", path }
     : { _tag: "Sidecar", path, regular }
 
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null
-
-const typeOf = (u: unknown): unknown => (isRecord(u) ? u.type : undefined)
-
-const isNotFound = (error: PlatformError) => error.reason._tag === "NotFound"
-
-const describeError = (error: PlatformError): string => {
-  const cause = (error.reason as { readonly cause?: unknown }).cause
-  const code = isRecord(cause) && typeof cause.code === "string" ? cause.code : undefined
-  return code === undefined ? `cannot be read (${error.reason._tag})` : `cannot be read (${error.reason._tag}, ${code})`
-}
-
-const finding = (
-  kind: FindingKind,
-  verdict: Verdict,
-  path: string,
-  detail: string,
-  extra: { readonly offset?: number; readonly jobId?: string } = {}
-): AuditFinding => ({
-  kind,
-  severity: verdict === "crash_trace" ? "notice" : verdict,
-  expectedAfterCrash: verdict === "crash_trace",
-  path,
-  offset: extra.offset ?? null,
-  jobId: extra.jobId ?? null,
-  detail: clip(detail, MAX_DETAIL_CHARS)
-})
-
-const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? "" : "s"}`
-
-const ageText = (ms: number | null): string => {
-  if (ms === null) return "of unknown age"
-  const seconds = Math.max(0, Math.round(ms / 1000))
-  if (seconds < 120) return `${seconds} s old`
-  if (seconds < 7200) return `${Math.round(seconds / 60)} min old`
-  if (seconds < 172_800) return `${Math.round(seconds / 3600)} h old`
-  return `${Math.round(seconds / 86_400)} days old`
-}
-
-/**
- * The most characters a finding's `detail` holds. Details quote what a bad
- * file contains (keys, types, states), so a file of megabytes could otherwise
- * be echoed whole; longer text is cut and ends in `…`.
- *
- * @category constants
- * @since 0.1.0
- */
-export const MAX_DETAIL_CHARS = 300
-
-/**
- * The most characters of a string field copied from a file into a report
- * (`claimedAt`, owner evidence); longer values are cut and end in `…`.
- *
- * @category constants
- * @since 0.1.0
- */
-export const MAX_FIELD_CHARS = 256
-
-const clip = clipText
-
-const clipNullable = (text: string | null): string | null => (text === null ? null : clip(text, MAX_FIELD_CHARS))
-
-/**
- * A short description of any parsed JSON value, for details: a string quoted
- * and cut, a number or literal as written, containers by their size. Never
- * recursive, so a value nested 100,000 levels deep is "an array of 1 item".
- */
-const describeJson = (value: unknown): string => {
-  if (value === undefined) return "missing"
-  if (typeof value === "string") return JSON.stringify(clip(value, 40))
-  if (Array.isArray(value)) return `an array of ${plural(value.length, "item")}`
-  if (isRecord(value)) return `an object with ${plural(Object.keys(value).length, "key")}`
-  return String(value)
-}
-
-// ---------------------------------------------------------------------------
-// sidecar scan
-// ---------------------------------------------------------------------------
-
-interface SidecarScan {
-  readonly summary: SidecarSummary
-  readonly findings: ReadonlyArray<AuditFinding>
-  /** Job ids (among the claimed ones) with a valid receipt in this sidecar. */
-  readonly jobIds: ReadonlySet<string>
-}
-
-const receiptProblem = (record: unknown, text: string): string => {
-  if (record === null && text.trim() !== "null") return "not valid JSON"
-  const type = typeOf(record)
-  if (type === "rarebit_summary") return `summary receipt fails v4 validation: ${explainSummaryReceipt(record)}`
-  if (type === "rarebit_title") return `title receipt fails v4 validation: ${explainTitleReceipt(record)}`
-  return `not a receipt or head (its type is ${describeJson(type)})`
-}
-
-/** Says why a valid head's range does not verify; the caller already knows it does not. */
-const headRangeProblem = Effect.fnUntraced(function*(
-  file: Effect.Success<ReturnType<FileSystem["open"]>>,
-  size: number,
-  head: Head
-) {
-  const offset = head.receiptOffset
-  const length = head.receiptLength
-  if (offset + length > size) return `points at bytes ${offset}+${length}, past the end of the file (${size} bytes)`
-  const bytes = Option.getOrElse(yield* file.readAlloc(length, { position: BigInt(offset) }), () => new Uint8Array(0))
-  if (sha256Hex(bytes) !== head.receiptHash) return `the bytes at ${offset}+${length} do not hash to receiptHash`
-  if (bytes[bytes.length - 1] !== NEWLINE) return `the range at ${offset}+${length} does not end a line`
-  const record = parseJsonOrNull(decodeUtf8(bytes.subarray(0, -1)))
-  if (!isRecord(record) || record.type !== "rarebit_summary") return "the range does not hold a summary receipt"
-  if (record.sessionId !== head.sessionId) return "the receipt belongs to another sessionId than the head"
-  if (!validateSummaryReceipt(record).valid) return "the summary receipt it points at fails v4 validation"
-  return "the range does not verify"
-})
-
-const scanSidecar = (
-  fs: FileSystem,
-  path: string,
-  wanted: ReadonlySet<string>
-): Effect.Effect<SidecarScan> =>
-  Effect.gen(function*() {
-    const current = yield* readSidecarCurrent(fs, path)
-    const currentView = { availability: current.availability, reason: current.diagnostics.reason ?? null }
-    const findings: Array<AuditFinding> = []
-    const jobIds = new Set<string>()
-    const empty = (bytes: number | null): SidecarScan => ({
-      summary: { path, bytes, lines: 0, receipts: 0, heads: 0, current: currentView },
-      findings,
-      jobIds
-    })
-
-    const info = yield* Effect.result(fs.lstat(path))
-    if (info._tag === "Failure") {
-      findings.push(finding("sidecar_unreadable", "damage", path, describeError(info.failure)))
-      return empty(null)
-    }
-    if (info.success.type !== "File") {
-      const what = info.success.type === "SymbolicLink" ? "a symlink" : `a ${info.success.type.toLowerCase()}`
-      findings.push(
-        finding("sidecar_not_regular", "damage", path, `is ${what}, not a regular file; the store never reads it`)
-      )
-      return empty(null)
-    }
-    const size = Number(info.success.size)
-
-    const scanned = yield* Effect.result(Effect.scoped(Effect.gen(function*() {
-      const file = yield* fs.open(path, { flag: "r", noFollow: true })
-      let lines = 0
-      let receipts = 0
-      let heads = 0
-      let headSeen = false
-      let afterHead = 0
-      let firstAfterHead = -1
-
-      const onLine = Effect.fnUntraced(function*(offset: number, bytes: Uint8Array, length: number) {
-        lines++
-        if (length === 1) return
-        if (length > MAX_RECEIPT_BYTES) {
-          if (headSeen && afterHead++ === 0) firstAfterHead = offset
-          const mentionsHead = decodeUtf8(bytes).includes("\"rarebit_head\"")
-          findings.push(finding(
-            mentionsHead ? "invalid_head" : "invalid_record",
-            "damage",
-            path,
-            `a line of ${length} bytes exceeds the ${MAX_RECEIPT_BYTES}-byte protocol limit`,
-            { offset }
-          ))
-          return
-        }
-        const text = decodeUtf8(bytes)
-        const record = parseJsonOrNull(text)
-        const headLike = typeOf(record) === "rarebit_head" || (!record && text.includes("\"rarebit_head\""))
-        if (headLike) {
-          if (!isValidHead(record)) {
-            findings.push(finding(
-              "invalid_head",
-              "damage",
-              path,
-              record ? "a head record fails validation" : "an unparsable line mentions rarebit_head",
-              { offset }
-            ))
-            return
-          }
-          heads++
-          headSeen = true
-          afterHead = 0
-          firstAfterHead = -1
-          const verified = yield* verifyReceiptRange(file, size, record, true)
-          if (verified === undefined) {
-            const why = yield* headRangeProblem(file, size, record)
-            findings.push(finding("head_range_invalid", "damage", path, why, { offset }))
-          }
-          return
-        }
-        if (headSeen && afterHead++ === 0) firstAfterHead = offset
-        if (isValidReceipt(record)) {
-          receipts++
-          const jobId = record.jobId
-          if (typeof jobId === "string" && wanted.has(jobId)) jobIds.add(jobId)
-          return
-        }
-        findings.push(finding("invalid_record", "damage", path, receiptProblem(record, text), { offset }))
-      })
-
-      let position = 0
-      let lineStart = 0
-      let pending: Array<Uint8Array> = []
-      let pendingLength = 0
-      const keep = (piece: Uint8Array) => {
-        // A line longer than any record can be is invalid whatever follows,
-        // so only its first bytes are kept, to bound memory.
-        const room = MAX_RECEIPT_BYTES + 1 - Math.min(pendingLength, MAX_RECEIPT_BYTES + 1)
-        if (room > 0) pending.push(piece.slice(0, room))
-        pendingLength += piece.length
-      }
-      const joined = (piece: Uint8Array): Uint8Array => {
-        if (pending.length === 0) return piece
-        keep(piece)
-        const total = pending.reduce((sum, part) => sum + part.length, 0)
-        const bytes = new Uint8Array(total)
-        let at = 0
-        for (const part of pending) {
-          bytes.set(part, at)
-          at += part.length
-        }
-        return bytes
-      }
-      while (position < size) {
-        const chunk = Option.getOrElse(
-          yield* file.readAlloc(Math.min(MAX_HISTORY_BYTES, size - position), { position: BigInt(position) }),
-          () => new Uint8Array(0)
-        )
-        if (chunk.length === 0) break
-        let cursor = 0
-        while (cursor < chunk.length) {
-          const newline = chunk.indexOf(NEWLINE, cursor)
-          if (newline < 0) {
-            keep(chunk.subarray(cursor))
-            break
-          }
-          const piece = chunk.subarray(cursor, newline)
-          const length = pendingLength + piece.length + 1
-          yield* onLine(lineStart, joined(piece), length)
-          pending = []
-          pendingLength = 0
-          lineStart = position + newline + 1
-          cursor = newline + 1
-        }
-        position += chunk.length
-      }
-      if (pendingLength > 0) {
-        findings.push(finding(
-          "torn_tail",
-          "crash_trace",
-          path,
-          `${plural(pendingLength, "byte")} after the last newline (an append that did not finish); readers ignore them`,
-          { offset: lineStart }
-        ))
-      }
-      if (afterHead > 0) {
-        findings.push(finding(
-          "uncommitted_tail",
-          "crash_trace",
-          path,
-          `${plural(afterHead, "complete line")} after the last head (a writer stopped between receipt and head)`,
-          { offset: firstAfterHead }
-        ))
-      }
-      return { lines, receipts, heads }
-    })))
-    if (scanned._tag === "Failure") {
-      findings.push(finding("sidecar_unreadable", "damage", path, describeError(scanned.failure)))
-      return empty(size)
-    }
-    return {
-      summary: { path, bytes: size, ...scanned.success, current: currentView },
-      findings,
-      jobIds
-    }
-  })
-
-// ---------------------------------------------------------------------------
-// claims
-// ---------------------------------------------------------------------------
-
-interface ClaimRead {
-  readonly report: ClaimReport
-  readonly findings: ReadonlyArray<AuditFinding>
-  /** A settled claim's `receiptRef` as found, for the pointer check. */
-  readonly receiptRef?: unknown
-}
-
-/** The pointer to report: only a well-formed one, and only its three fields. */
-const reportedReceiptRef = (ref: unknown): ReportedReceiptRef | null => {
-  if (!isValidReceiptReference(ref)) return null
-  // The hash passed validation after string conversion, as the seed tests it.
-  const receiptHash = stringCoercionOf(memberOf(ref, "receiptHash"))
-  return receiptHash === undefined
-    ? null
-    : { receiptOffset: ref.receiptOffset, receiptLength: ref.receiptLength, receiptHash }
-}
-
-const emptyClaim = (path: string, jobId: string): ClaimReport => ({
-  path,
-  jobId,
-  state: "invalid",
-  claimedAt: null,
-  leaseMs: null,
-  expiresAt: null,
-  expired: null,
-  receiptRef: null,
-  pointer: null,
-  sidecar: null,
-  detail: null
-})
-
-const invalidClaim = (path: string, jobId: string, detail: string): ClaimRead => ({
-  report: { ...emptyClaim(path, jobId), detail },
-  findings: [finding("claim_invalid", "damage", path, detail, { jobId })]
-})
-
-/** Reads one claim; `undefined` when it was released while the audit ran. */
-const inspectClaim = (
-  fs: FileSystem,
-  path: string,
-  jobId: string,
-  now: number
-): Effect.Effect<ClaimRead | undefined> =>
-  readClaim(fs, path).pipe(
-    Effect.map((read): ClaimRead | undefined => {
-      if (read._tag === "Absent") return undefined
-      if (read._tag === "Torn") {
-        return invalidClaim(path, jobId, "empty or unparsable (a writer crashed while writing it)")
-      }
-      const claim = read.claim
-      if (!isRecord(claim) || Array.isArray(claim)) return invalidClaim(path, jobId, "not a JSON object")
-      if (claim.jobId !== jobId) return invalidClaim(path, jobId, "its jobId does not match its file name")
-      if (claim.state === "active") {
-        const claimedAt = typeof claim.claimedAt === "string" ? claim.claimedAt : null
-        const leaseMs = typeof claim.leaseMs === "number" ? claim.leaseMs : null
-        const start = claimedAt === null ? Number.NaN : Date.parse(claimedAt)
-        if (!Number.isFinite(start) || leaseMs === null || !Number.isFinite(leaseMs)) {
-          return invalidClaim(path, jobId, "an active claim without a usable claimedAt and leaseMs never expires")
-        }
-        const expired = claimExpired(claim, now)
-        const expiresAt = Number.isFinite(start + leaseMs) && Math.abs(start + leaseMs) <= 8.64e15
-          ? new Date(start + leaseMs).toISOString()
-          : null
-        const report: ClaimReport = {
-          ...emptyClaim(path, jobId),
-          state: "active",
-          claimedAt: clipNullable(claimedAt),
-          leaseMs,
-          expiresAt,
-          expired
-        }
-        return {
-          report,
-          findings: expired
-            ? [finding(
-              "claim_expired",
-              "notice",
-              path,
-              `lease ran out at ${expiresAt ?? "an unrepresentable time"}; the next reserve takes the job over`,
-              { jobId }
-            )]
-            : []
-        }
-      }
-      if (claim.state === "settled") {
-        const receiptRef = settledReceiptRef(claim)
-        if (receiptRef === undefined) {
-          return invalidClaim(path, jobId, "a settled claim without a receiptRef keeps its job in flight forever")
-        }
-        return {
-          report: { ...emptyClaim(path, jobId), state: "settled", receiptRef: reportedReceiptRef(receiptRef) },
-          findings: [],
-          receiptRef
-        }
-      }
-      return invalidClaim(path, jobId, `its state is ${describeJson(claim.state)}, not "active" or "settled"`)
-    }),
-    Effect.catch((error) =>
-      Effect.succeed<ClaimRead>({
-        report: { ...emptyClaim(path, jobId), state: "unreadable", detail: describeError(error) },
-        findings: [finding("claim_unreadable", "damage", path, describeError(error), { jobId })]
-      })
-    )
-  )
-
 // ---------------------------------------------------------------------------
 // locks and leftovers
 // ---------------------------------------------------------------------------
 
-const modifiedAt = (fs: FileSystem, path: string) =>
-  fs.lstat(path).pipe(
-    Effect.map(modifiedMs),
-    Effect.catch(() => Effect.succeed(undefined))
-  )
-
-// The longest file name most file systems accept, in bytes.
-const NAME_MAX = 255
-
-/**
- * The break-file name a lock is broken under: the token, or for a torn lock
- * (no hex token) a digest of its exact content.
- *
- * A token too long to fit in a break file's name also gets a digest: the
- * store's own breaker, which names the file after the raw token, cannot
- * create that file, so no other party can be using the raw name.
- */
-const breakKey = (lockPath: string, content: unknown, raw: string): string => {
-  const token = isRecord(content) ? content.token : undefined
-  if (typeof token !== "string" || !/^[0-9a-f]+$/.test(token)) return `torn-${sha256Hex(raw).slice(0, 32)}`
-  const name = breakFilePath(lockPath.slice(lockPath.lastIndexOf("/") + 1), token)
-  return utf8Encoder.encode(name).length <= NAME_MAX ? token : `long-${sha256Hex(token).slice(0, 32)}`
-}
-
-/** Owner evidence with its strings cut to `MAX_FIELD_CHARS`, for reports. */
-const reportedOwner = (owner: OwnerEvidence): OwnerEvidence => ({
-  pid: owner.pid,
-  hostname: clip(owner.hostname, MAX_FIELD_CHARS),
-  ...(owner.bootId === undefined ? {} : { bootId: clip(owner.bootId, MAX_FIELD_CHARS) }),
-  ...(owner.startTicks === undefined ? {} : { startTicks: clip(owner.startTicks, MAX_FIELD_CHARS) }),
-  ...(owner.pidNamespace === undefined ? {} : { pidNamespace: clip(owner.pidNamespace, MAX_FIELD_CHARS) }),
-  ...(owner.timeNamespace === undefined ? {} : { timeNamespace: clip(owner.timeNamespace, MAX_FIELD_CHARS) })
-})
-
-const readLockRaw = (fs: FileSystem, lockPath: string) =>
-  fs.readFile(lockPath).pipe(
-    Effect.map(decodeUtf8),
-    Effect.map((raw) => ({ raw, content: parseJsonOrNull(raw) })),
-    Effect.map(Option.some),
-    Effect.catchIf(isNotFound, () => Effect.succeed(Option.none()))
-  )
-
-/**
- * A commit lock as read once: its evidence, and the key `removeCommitLock`
- * expects for exactly this lock (its token, or for a torn lock a digest of
- * its content).
- *
- * @category models
- * @since 0.1.0
- */
-export interface InspectedLock {
-  readonly lock: LockReport
-  readonly key: string
-}
-
-/**
- * Reads a commit lock's evidence; `undefined` when there is no lock.
- *
- * **Details**
- *
- * Liveness comes from the `LockOwner` probe in the environment (the Node
- * layer's reads `/proc`); the default probe proves nothing dead.
- *
- * @category readers
- * @since 0.1.0
- */
-export const inspectCommitLock = Effect.fn("SidecarAudit.inspectCommitLock")(function*(lockPath: string) {
-  const fs = yield* FileSystem
-  const path = yield* Path
-  const probe = yield* LockOwner
-  const now = yield* Clock.currentTimeMillis
-  const read = yield* readLockRaw(fs, lockPath).pipe(Effect.mapError(storeIo("read commit lock", lockPath)))
-  if (Option.isNone(read)) return undefined
-  const content = read.value.content
-  const torn = !isRecord(content)
-  const token = isRecord(content) && typeof content.token === "string" ? content.token : null
-  const claimedAt = isRecord(content) && typeof content.claimedAt === "string" ? content.claimedAt : null
-  const claimedAtMs = claimedAt === null ? Number.NaN : Date.parse(claimedAt)
-  const mtime = yield* modifiedAt(fs, lockPath)
-  const ageMs = Number.isFinite(claimedAtMs) ? now - claimedAtMs : mtime === undefined ? null : now - mtime
-  const owner = ownerEvidenceOf(content) ?? null
-  const liveness: OwnerLiveness = owner === null
-    ? "no_evidence"
-    : (yield* probe.isProvablyDead(owner))
-    ? "dead"
-    : "unknown"
-  const directory = path.dirname(lockPath)
-  const prefix = `${path.basename(lockPath)}.break-`
-  const entries = yield* fs.readDirectoryEntries(directory).pipe(Effect.catch(() => Effect.succeed([])))
-  const breakFiles = entries
-    .filter((entry) => entry.name.startsWith(prefix))
-    .map((entry) => path.join(directory, entry.name))
-    .sort()
-  const lock: LockReport = {
-    path: lockPath,
-    tokenPrefix: token === null ? null : token.slice(0, 12),
-    claimedAt: clipNullable(claimedAt),
-    ageMs,
-    owner: owner === null ? null : reportedOwner(owner),
-    liveness,
-    torn,
-    breakFiles
-  }
-  return { lock, key: breakKey(lockPath, content, read.value.raw) } satisfies InspectedLock
-})
-
-/**
- * The outcome of `removeCommitLock`.
- *
- * - `Removed`: the lock held the expected token and is gone.
- * - `Absent`: there was no lock (any more).
- * - `Changed`: the lock now holds another token; it was left alone.
- * - `BreakInProgress`: the break file for that token exists, so another
- *   repair (or the store's own dead-lock breaker) is acting, or crashed.
- * - `OwnerMayBeAlive`: the lock's owner is not provably dead and the caller
- *   did not force the removal; it was left alone.
- *
- * @category models
- * @since 0.1.0
- */
-export type LockRemoval =
-  | { readonly _tag: "Removed" }
-  | { readonly _tag: "Absent" }
-  | { readonly _tag: "Changed"; readonly tokenPrefix: string | null }
-  | { readonly _tag: "BreakInProgress"; readonly breakPath: string }
-  | { readonly _tag: "OwnerMayBeAlive"; readonly liveness: Exclude<OwnerLiveness, "dead"> }
-
-/**
- * Options of `removeCommitLock`.
- *
- * @category models
- * @since 0.1.0
- */
-export interface RemoveLockOptions {
-  /**
-   * Remove the lock even though its owner is not provably dead (no
-   * evidence, or evidence from another host, boot or namespace). Only for an
-   * operator who knows no writer is running.
-   */
-  readonly force?: boolean | undefined
-  /** Remove a break file older than `staleAfterMs` (its breaker crashed) and go on. */
-  readonly clearStaleBreakFile?: boolean | undefined
-  readonly staleAfterMs?: number | undefined
-}
-
-/**
- * Whether `expected` names the lock with `key`: the whole key, or a prefix
- * of at least 8 characters.
- *
- * @category repair
- * @since 0.1.0
- */
-export const keyMatches = (key: string, expected: string): boolean =>
-  key === expected || (expected.length >= 8 && key.startsWith(expected))
-
-/**
- * Removes a commit lock only if its owner is provably dead (or `force`) and
- * it still is the one the caller inspected.
- *
- * **Details**
- *
- * `expectedKey` is the `key` of `inspectCommitLock`, or a prefix of it of
- * at least 8 characters (see `keyMatches`). Without `force`, the owner is
- * judged by the `LockOwner` probe in the environment, exactly as the store's
- * breaker judges it, and a lock it cannot prove dead is `OwnerMayBeAlive`.
- * The break file
- * `<lock>.break-<token>` is created exclusively first, the same file the
- * store's dead-lock breaker uses, so of all parties acting on this lock
- * exactly one proceeds; then the lock is read again and removed only if it
- * still holds that token. A lock created afterwards by someone else has
- * another token and is left alone.
- *
- * **Gotchas**
- *
- * With `force`, if the owner is alive and releases its own lock at the very
- * moment of removal, a lock taken in that instant could be removed; this is
- * why `force` is for when no writer is running.
- *
- * @category repair
- * @since 0.1.0
- */
-export const removeCommitLock = Effect.fn("SidecarAudit.removeCommitLock")(function*(
-  lockPath: string,
-  expectedKey: string,
-  options: RemoveLockOptions = {}
-) {
-  const fs = yield* FileSystem
-  const io = storeIo("remove commit lock", lockPath)
-  const first = yield* readLockRaw(fs, lockPath).pipe(Effect.mapError(io))
-  if (Option.isNone(first)) return { _tag: "Absent" } as LockRemoval
-  const matches = (read: { readonly raw: string; readonly content: unknown }) =>
-    keyMatches(breakKey(lockPath, read.content, read.raw), expectedKey)
-  const tokenPrefixOf = (read: { readonly raw: string; readonly content: unknown }) =>
-    isRecord(read.content) && typeof read.content.token === "string" ? read.content.token.slice(0, 12) : null
-  if (!matches(first.value)) return { _tag: "Changed", tokenPrefix: tokenPrefixOf(first.value) } as LockRemoval
-  if (options.force !== true) {
-    // The token is random and checked again below, so the lock removed is
-    // the one judged here, and an owner proven dead cannot come back.
-    const owner = ownerEvidenceOf(first.value.content)
-    if (owner === undefined) return { _tag: "OwnerMayBeAlive", liveness: "no_evidence" } as LockRemoval
-    const probe = yield* LockOwner
-    if (!(yield* probe.isProvablyDead(owner))) return { _tag: "OwnerMayBeAlive", liveness: "unknown" } as LockRemoval
-  }
-  const key = breakKey(lockPath, first.value.content, first.value.raw)
-  const breakPath = breakFilePath(lockPath, key)
-  const claimBreak = createBreakFile(fs, lockPath, key).pipe(Effect.mapError(io))
-  let created = yield* claimBreak
-  if (!created && options.clearStaleBreakFile === true) {
-    // A break takes microseconds, so a break file this old was left by a
-    // breaker that crashed. Clearing it is the operator's call (`--force`,
-    // with no other repair running), since another repairer could be
-    // between the same two steps.
-    const modified = yield* modifiedAt(fs, breakPath)
-    const now = yield* Clock.currentTimeMillis
-    const staleAfterMs = options.staleAfterMs ?? DEFAULT_STALE_AFTER_MS
-    if (modified !== undefined && now - modified >= staleAfterMs) {
-      yield* fs.remove(breakPath).pipe(Effect.catchIf(isNotFound, () => Effect.void), Effect.mapError(io))
-      created = yield* claimBreak
-    }
-  }
-  if (!created) return { _tag: "BreakInProgress", breakPath } as LockRemoval
-  return yield* Effect.gen(function*() {
-    const again = yield* readLockRaw(fs, lockPath).pipe(Effect.mapError(io))
-    if (Option.isNone(again)) return { _tag: "Absent" } as LockRemoval
-    if (breakKey(lockPath, again.value.content, again.value.raw) !== key) {
-      return { _tag: "Changed", tokenPrefix: tokenPrefixOf(again.value) } as LockRemoval
-    }
-    yield* fs.remove(lockPath).pipe(Effect.catchIf(isNotFound, () => Effect.void), Effect.mapError(io))
-    return { _tag: "Removed" } as LockRemoval
-  }).pipe(
-    Effect.ensuring(Effect.ignore(fs.remove(breakPath)))
-  )
-})
-
 const lockFindings = (lock: LockReport, staleAfterMs: number): ReadonlyArray<AuditFinding> => {
   const age = ageText(lock.ageMs)
+  // No commit is ever in progress behind a lock that cannot be read: it blocks its sidecar until removed.
+  if (lock.unreadable !== null) {
+    return [
+      finding("commit_lock_leftover", "damage", lock.path, `${lock.unreadable}, ${age}; only unlock --force removes it`)
+    ]
+  }
   const stale = lock.ageMs === null || lock.ageMs >= staleAfterMs
   if (lock.liveness === "dead") {
     return [finding("commit_lock_leftover", "damage", lock.path, `owner pid ${lock.owner?.pid} is gone (${age})`)]
@@ -992,18 +166,51 @@ interface Tree {
   readonly findings: Array<AuditFinding>
 }
 
+/**
+ * Lists one of the store's top directories, unless it is a symlink or not a
+ * directory: then what it names is not the store's, and is not read.
+ */
+type StoreDirectory =
+  | { readonly _tag: "Listed"; readonly entries: ReadonlyArray<{ readonly name: string; readonly type: string }> }
+  | { readonly _tag: "Unsafe"; readonly type: string }
+
+const listStoreDirectory = (fs: FileSystem, directory: string) =>
+  fs.lstat(directory).pipe(
+    Effect.flatMap((info): Effect.Effect<StoreDirectory, PlatformError> =>
+      info.type === "Directory"
+        ? Effect.map(fs.readDirectoryEntries(directory), (entries) => ({ _tag: "Listed", entries }))
+        : Effect.succeed({ _tag: "Unsafe", type: info.type })
+    ),
+    // A store without this directory yet has nothing in it.
+    Effect.catchReason("PlatformError", "NotFound", () => Effect.succeed<StoreDirectory>({ _tag: "Listed", entries: [] })),
+    Effect.result
+  )
+
+const unsafeDirectoryFinding = (directory: string, type: string) =>
+  finding(
+    "directory_unsafe",
+    "damage",
+    directory,
+    `is ${type === "SymbolicLink" ? "a symlink" : `${describeType(type)}, not a directory`}; the store refuses to use it`
+  )
+
 const walkMaterializations = (fs: FileSystem, path: Path, root: string): Effect.Effect<Tree> =>
   Effect.gen(function*() {
     const tree: Tree = { files: [], findings: [] }
+    const top = yield* listStoreDirectory(fs, root)
+    if (top._tag === "Success" && top.success._tag === "Unsafe") {
+      tree.findings.push(unsafeDirectoryFinding(root, top.success.type))
+      return tree
+    }
     const visit = (directory: string): Effect.Effect<void> =>
       Effect.gen(function*() {
-        const listed = yield* Effect.result(fs.readDirectoryEntries(directory))
+        // A directory removed while the walk runs holds nothing any more.
+        const listed = yield* fs.readDirectoryEntries(directory).pipe(
+          Effect.catchReason("PlatformError", "NotFound", () => Effect.succeed([])),
+          Effect.result
+        )
         if (listed._tag === "Failure") {
-          if (!isNotFound(listed.failure)) {
-            tree.findings.push(
-              finding("directory_unreadable", "damage", directory, describeError(listed.failure))
-            )
-          }
+          tree.findings.push(finding("directory_unreadable", "damage", directory, describeError(listed.failure)))
           return
         }
         const entries = [...listed.success].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
@@ -1026,7 +233,7 @@ const byPathAndOffset = (a: AuditFinding, b: AuditFinding) =>
 
 /**
  * Audits a whole store, or one sidecar with its lock and the claims of its
- * jobs. See the module documentation for what each finding means.
+ * jobs. `FindingKind` says what each finding means.
  *
  * @category audit
  * @since 0.1.0
@@ -1041,35 +248,27 @@ export const auditStore = Effect.fn("SidecarAudit.auditStore")(function*(options
 
   // Claims first, so the sidecar scan can note which of their jobs it meets.
   const jobsDir = path.join(rarebitRoot, JOBS_DIR)
-  const claimEntries = yield* Effect.result(fs.readDirectoryEntries(jobsDir))
-  const claimReads: Array<ClaimRead> = []
+  const claimEntries = yield* listStoreDirectory(fs, jobsDir)
+  const inspectedClaims: Array<InspectedClaim> = []
   const claimLeftovers: Array<string> = []
   if (claimEntries._tag === "Failure") {
-    if (!isNotFound(claimEntries.failure)) {
-      findings.push(finding("directory_unreadable", "damage", jobsDir, describeError(claimEntries.failure)))
-    }
+    findings.push(finding("directory_unreadable", "damage", jobsDir, describeError(claimEntries.failure)))
+  } else if (claimEntries.success._tag === "Unsafe") {
+    findings.push(unsafeDirectoryFinding(jobsDir, claimEntries.success.type))
   } else {
-    const entries = [...claimEntries.success].sort((a, b) => (a.name < b.name ? -1 : 1))
+    const entries = [...claimEntries.success.entries].sort((a, b) => (a.name < b.name ? -1 : 1))
     for (const entry of entries) {
       const child = path.join(jobsDir, entry.name)
       const match = CLAIM_FILE.exec(entry.name)
       if (match !== null) {
-        const jobId = match[1]
-        const read: ClaimRead | undefined = entry.type === "File" || entry.type === "SymbolicLink"
-          ? yield* inspectClaim(fs, child, jobId, now)
-          : {
-            report: { ...emptyClaim(child, jobId), state: "unreadable", detail: "not a regular file" },
-            findings: [
-              finding("claim_unreadable", "damage", child, `is a ${entry.type.toLowerCase()}, not a file`, { jobId })
-            ]
-          }
-        if (read !== undefined) claimReads.push(read)
+        const inspected = yield* inspectClaimEntry(fs, child, match[1], entry.type, now)
+        if (inspected !== undefined) inspectedClaims.push(inspected)
       } else if (CLAIM_TEMP.test(entry.name)) {
         claimLeftovers.push(child)
       }
     }
   }
-  const wanted = new Set(claimReads.map((read) => read.report.jobId))
+  const wanted = new Set(inspectedClaims.map((inspected) => inspected.report.jobId))
 
   // Sidecars, locks and leftovers.
   const scope = options.sidecar === undefined ? "store" : "sidecar"
@@ -1138,56 +337,19 @@ export const auditStore = Effect.fn("SidecarAudit.auditStore")(function*(options
   // Settled claims against the sidecars that hold receipts of their jobs.
   const claims: Array<ClaimReport> = []
   let unattributedClaims = 0
-  for (const read of claimReads) {
-    const { report } = read
-    const candidates = sidecarsByJob.get(report.jobId) ?? []
+  for (const inspected of inspectedClaims) {
+    const candidates = sidecarsByJob.get(inspected.report.jobId) ?? []
     if (scope === "sidecar" && candidates.length === 0) {
       unattributedClaims++
       continue
     }
-    findings.push(...read.findings)
-    if (report.state !== "settled") {
-      claims.push(report)
-      continue
-    }
-    if (candidates.length === 0) {
-      claims.push({ ...report, pointer: "orphan" })
-      findings.push(finding(
-        "claim_orphan",
-        "damage",
-        report.path,
-        "settled, but no sidecar under the root holds a receipt of this job; reserving it fails",
-        { jobId: report.jobId }
-      ))
-      continue
-    }
-    let verifiedIn: string | undefined
-    for (const sidecar of candidates) {
-      const record = yield* readReceiptReference(fs, sidecar, read.receiptRef, false).pipe(
-        Effect.catch(() => Effect.succeed(undefined))
-      )
-      if (record !== undefined && record.jobId === report.jobId) {
-        verifiedIn = sidecar
-        break
-      }
-    }
-    if (verifiedIn !== undefined) {
-      claims.push({ ...report, pointer: "verified", sidecar: verifiedIn })
-    } else {
-      claims.push({ ...report, pointer: "invalid", sidecar: candidates[0] })
-      findings.push(finding(
-        "claim_pointer_invalid",
-        "damage",
-        report.path,
-        `receiptRef does not verify against ${candidates.join(", ")}; reserving this job fails`,
-        { jobId: report.jobId }
-      ))
-    }
+    findings.push(...inspected.findings)
+    const checked = yield* checkClaimPointer(fs, inspected, candidates)
+    claims.push(checked.report)
+    findings.push(...checked.findings)
   }
 
-  const judged = options.strict === true
-    ? findings.map((item) => (item.expectedAfterCrash ? { ...item, severity: "damage" as const } : item))
-    : findings
+  const judged = options.strict === true ? judgedStrictly(findings) : findings
   judged.sort(byPathAndOffset)
   const damage = judged.filter((item) => item.severity === "damage").length
   return {

@@ -14,31 +14,29 @@
  * decodes them (`decodeUtf8`): a BOM is kept, so a head or receipt line that
  * starts with one is not JSON, and invalid sequences become U+FFFD.
  *
- * `makeSidecarCurrentCache` serves repeated current reads: it re-reads only
- * the bytes an earlier available answer rested on and, if they are
- * unchanged, rebuilds that answer from them instead of parsing the window
- * and re-validating the receipt.
+ * Repeated current reads of the same sidecars are `SidecarCurrentCache`'s,
+ * on top of the reader here.
  *
  * @since 0.1.0
  */
-import { Effect, Exit, Option, Scope } from "effect"
+import { Effect, Option, type Scope } from "effect"
 import type { File, FileSystem } from "effect/FileSystem"
 import type { PlatformError } from "effect/PlatformError"
 import { sha256Hex } from "../protocol/CanonicalJson.js"
-import { sameBytes } from "../protocol/internal/Bytes.js"
 import { fileIdentity } from "../protocol/internal/FileInfo.js"
 import { copyJson } from "../protocol/internal/JsonCopy.js"
+import { parseJsonOrNull } from "../protocol/internal/JsonParse.js"
+import { isObjectRecord, memberOf } from "../protocol/internal/JsonShape.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { type Head, isValidHead, isValidReceiptReference } from "../protocol/Head.js"
 import { MAX_HISTORY_BYTES, MAX_HISTORY_RECORDS, MAX_TAIL_BYTES } from "../protocol/Limits.js"
 import type { Receipt } from "../protocol/Receipt.js"
-import { type SummaryReceipt, validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
-import { validateTitleReceipt } from "../protocol/TitleReceipt.js"
+import { isSummaryReceipt, type SummaryReceipt } from "../protocol/SummaryReceipt.js"
+import { isTitleReceipt } from "../protocol/TitleReceipt.js"
+import { type FileNotRegular, openRegular } from "../io/RegularFile.js"
 import { NotRegularFile } from "./Errors.js"
 
 const NEWLINE = 10
-
-type FileInfo = File.Info
 
 /** Whether a sidecar and its receipt could be read. @category models @since 0.1.0 */
 export type Availability = "available" | "missing" | "unreadable"
@@ -138,15 +136,6 @@ interface HeadLine extends TailLine {
   readonly record: Head
 }
 
-/** @internal */
-export const parseJsonOrNull = (text: string): unknown => {
-  try {
-    return JSON.parse(text)
-  } catch {
-    return null
-  }
-}
-
 /**
  * The part of a tail window that holds complete lines: from just after its
  * first newline when the window starts inside the file (that line's start is
@@ -224,46 +213,55 @@ const lastHeadOf = (tail: TailWindow): {
   return { head: undefined, after, tornTail }
 }
 
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null
-
-const typeOf = (record: unknown): unknown => (isRecord(record) ? record.type : undefined)
-
 /** A receipt of either kind that its schema accepts. @category validation @since 0.1.0 */
 export const isValidReceipt = (record: unknown): record is Receipt => {
-  const type = typeOf(record)
-  return (type === "rarebit_summary" && validateSummaryReceipt(record).valid) ||
-    (type === "rarebit_title" && validateTitleReceipt(record).valid)
+  const type = memberOf(record, "type")
+  return (type === "rarebit_summary" && isSummaryReceipt(record)) || (type === "rarebit_title" && isTitleReceipt(record))
 }
 
-/** The sidecar's tail lines say an invalid head follows the last valid one. */
-const invalidHeadAfter = (lines: ReadonlyArray<TailLine>, lastValidHeadOffset: number): boolean =>
-  lines.some(({ line, offset, record }) =>
-    offset > lastValidHeadOffset &&
-    (typeOf(record) === "rarebit_head" || (!record && line.includes("\"rarebit_head\""))) &&
-    !isValidHead(record)
-  )
-
 /**
- * Opens a sidecar for reading after checking that it is a regular file.
- *
- * **Details**
- *
- * `lstat` refuses symlinks and special files before anything is opened (so a
- * FIFO is never opened), and `noFollow` closes the window in which the path
- * could be swapped for a symlink in between.
+ * Whether a sidecar line is meant as a head: head-typed, or unparsable yet
+ * mentioning `"rarebit_head"`. Such a line that is not a valid head makes a
+ * current read fail closed.
  *
  * @internal
  */
-export const openRegularFile = Effect.fnUntraced(function*(fs: FileSystem, path: string) {
-  const info = yield* fs.lstat(path)
-  if (info.type !== "File") return yield* new NotRegularFile({ path })
-  const file = yield* fs.open(path, { flag: "r", noFollow: true })
-  return { file, size: Number(info.size), identity: fileIdentity(info) }
-})
+export const isHeadTyped = (record: unknown, line: string): boolean =>
+  memberOf(record, "type") === "rarebit_head" || (!record && line.includes("\"rarebit_head\""))
 
-type OpenFile = Effect.Success<ReturnType<typeof openRegularFile>>["file"]
+/** The sidecar's tail lines say an invalid head follows the last valid one. */
+const invalidHeadAfter = (lines: ReadonlyArray<TailLine>, lastValidHeadOffset: number): boolean =>
+  lines.some(({ line, offset, record }) => offset > lastValidHeadOffset && isHeadTyped(record, line) && !isValidHead(record))
 
-const readRange = (file: OpenFile, position: number, length: number): Effect.Effect<Uint8Array, PlatformError> =>
+/**
+ * Opens a sidecar for reading, refusing anything but a regular file.
+ *
+ * **Details**
+ *
+ * The open never follows a symlink and never blocks, and the handle's
+ * `fstat` decides (`io/RegularFile`): a symlink, FIFO, socket, device or
+ * directory at the path is `NotRegularFile`, and nothing of it is read. Size
+ * and identity are the opened file's.
+ *
+ * @internal
+ */
+export const openRegularFile = (
+  fs: FileSystem,
+  path: string
+): Effect.Effect<
+  { readonly file: File; readonly size: number; readonly identity: string | undefined },
+  PlatformError | NotRegularFile,
+  Scope.Scope
+> =>
+  openRegular(fs, path, { flag: "r", followSymlinks: false }).pipe(
+    Effect.map(({ file, info }) => ({ file, size: Number(info.size), identity: fileIdentity(info) })),
+    Effect.catchTag("FileNotRegular", () => Effect.fail(new NotRegularFile({ path })))
+  )
+
+type OpenFile = File
+
+/** The bytes `[position, position + length)` of a file, or fewer at its end. @internal */
+export const readRange = (file: OpenFile, position: number, length: number): Effect.Effect<Uint8Array, PlatformError> =>
   Effect.map(file.readAlloc(length, { position: BigInt(position) }), Option.getOrElse(() => new Uint8Array(0)))
 
 /**
@@ -280,6 +278,13 @@ const readRange = (file: OpenFile, position: number, length: number): Effect.Eff
 export const verifyReceiptRange = (file: OpenFile, size: number, reference: unknown, requireSummary: boolean) =>
   Effect.map(verifyReceiptBytes(file, size, reference, requireSummary), (verified) => verified?.record)
 
+/** `record` when it is a valid Summary receipt of `sessionId`. */
+const summaryOf = (record: unknown, sessionId: unknown): SummaryReceipt | undefined =>
+  isObjectRecord(record) && record.type === "rarebit_summary" && record.sessionId === sessionId &&
+    isSummaryReceipt(record)
+    ? record
+    : undefined
+
 /** Like `verifyReceiptRange`, also returning the verified bytes and where they start. */
 const verifyReceiptBytes = Effect.fnUntraced(function*(
   file: OpenFile,
@@ -294,13 +299,12 @@ const verifyReceiptBytes = Effect.fnUntraced(function*(
   if (bytes.length !== receiptLength) return undefined
   if (bytes[bytes.length - 1] !== NEWLINE || sha256Hex(bytes) !== receiptHash) return undefined
   const record = parseJsonOrNull(decodeUtf8(bytes.subarray(0, -1)))
-  const valid = requireSummary
-    ? isRecord(record) && record.type === "rarebit_summary" &&
-      record.sessionId === (reference as { readonly sessionId?: unknown }).sessionId &&
-      validateSummaryReceipt(record).valid
+  const verified: Receipt | undefined = requireSummary
+    ? summaryOf(record, memberOf(reference, "sessionId"))
     : isValidReceipt(record)
-  // Validated just above: a Summary receipt when one is required, else either kind.
-  return valid ? { record: record as Receipt, offset: receiptOffset, bytes } : undefined
+    ? record
+    : undefined
+  return verified === undefined ? undefined : { record: verified, offset: receiptOffset, bytes }
 })
 
 /**
@@ -317,7 +321,8 @@ export const readReceiptReference = (fs: FileSystem, path: string, reference: un
     ({ file, size }) => verifyReceiptRange(file, size, reference, requireSummary)
   ))
 
-const sidecarFailure = (path: string, error: PlatformError | NotRegularFile): SidecarCurrent =>
+/** The answer of a current read whose sidecar could not be opened or read: `missing` when not found, else `unreadable`. @internal */
+export const sidecarFailure = (path: string, error: PlatformError | NotRegularFile | FileNotRegular): SidecarCurrent =>
   error._tag === "PlatformError" && error.reason._tag === "NotFound"
     ? {
       availability: "missing",
@@ -340,8 +345,10 @@ const sidecarFailure = (path: string, error: PlatformError | NotRegularFile): Si
  * What an available current read rests on: the file's identity and size,
  * the bytes from just before the head line to the end, and the verified
  * receipt's bytes. The same bytes at the same places give the same answer.
+ *
+ * @internal
  */
-interface CurrentProof {
+export interface CurrentProof {
   readonly identity: string
   readonly size: number
   readonly tailStart: number
@@ -364,8 +371,13 @@ const unavailable = (
   proof: undefined
 })
 
-/** A current read of `file`, open at `path` with `size` bytes and `identity` (if known). */
-const currentOf = (file: OpenFile, path: string, size: number, identity: string | undefined) =>
+/**
+ * A current read of `file`, open at `path` with `size` bytes and `identity`
+ * (if known), with what an available answer rests on (when the identity is known).
+ *
+ * @internal
+ */
+export const currentOf = (file: OpenFile, path: string, size: number, identity: string | undefined) =>
   Effect.gen(function*() {
     const length = Math.min(size, MAX_TAIL_BYTES)
     const bytes = yield* readRange(file, size - length, length)
@@ -440,191 +452,6 @@ export const readSidecarCurrent = (fs: FileSystem, path: string): Effect.Effect<
     Effect.catch((error) => Effect.succeed(sidecarFailure(path, error)))
   )
 
-const sameBytesAt = (file: OpenFile, position: number, expected: Uint8Array) =>
-  Effect.map(readRange(file, position, expected.length), (actual) => sameBytes(actual, expected))
-
-/** A sidecar kept open between current reads, shared by the reads in flight. */
-interface HeldSidecar {
-  readonly file: OpenFile
-  /** Device and inode of the open file (`fstat`), when the file system reports them. */
-  readonly identity: string | undefined
-  readonly scope: Scope.Closeable
-  /** Reads using the file right now. */
-  users: number
-  /** Replaced at its path, dropped from the cache, or the cache ended: closed once its last read is done. */
-  retired: boolean
-}
-
-interface CachedSidecar {
-  proof: CurrentProof | undefined
-  held: HeldSidecar | undefined
-}
-
-/**
- * Current reads that skip re-opening, re-parsing and re-validating a sidecar
- * whose verified bytes have not moved.
- *
- * **Details**
- *
- * After an available read the cache keeps the file's identity and size, the
- * bytes from just before the head to the end, and the receipt's bytes. A
- * later read of the same file at the same size re-reads exactly those bytes
- * and compares them; only if they are identical is the earlier answer
- * returned again, as fresh objects (so every answer still rests on bytes
- * read this time). Anything else — another size, another inode, different
- * bytes, an unavailable answer — is a full read.
- *
- * Each cached sidecar also stays open for reading: every read starts with an
- * `lstat` of the path, and the held file is used only while that shows the
- * same device and inode, so a sidecar replaced by a rename is opened anew
- * and the old file let go. Reads in flight share the held file; one that is
- * replaced, dropped or outlives the cache is closed when its last read ends.
- * Bounded: the least recently read sidecars are dropped beyond `capacity`.
- * Everything still open is closed when the scope ends.
- *
- * @category readers
- * @since 0.1.0
- */
-export const makeSidecarCurrentCache = Effect.fnUntraced(function*(fs: FileSystem, capacity: number = 64) {
-  const entries = new Map<string, CachedSidecar>()
-  const counters = { full: 0, confirmed: 0, opened: 0 }
-  let ended = false
-
-  const closeIfIdle = (held: HeldSidecar): Effect.Effect<void> =>
-    held.retired && held.users === 0 ? Scope.close(held.scope, Exit.void) : Effect.void
-  const retire = (held: HeldSidecar | undefined): Effect.Effect<void> => {
-    if (held === undefined || held.retired) return Effect.void
-    held.retired = true
-    return closeIfIdle(held)
-  }
-  const drop = (path: string): Effect.Effect<void> => {
-    const entry = entries.get(path)
-    if (entry === undefined) return Effect.void
-    entries.delete(path)
-    return retire(entry.held)
-  }
-
-  yield* Effect.addFinalizer(() =>
-    Effect.suspend(() => {
-      ended = true
-      const held = [...entries.values()].map((entry) => entry.held)
-      entries.clear()
-      return Effect.forEach(held, retire, { discard: true })
-    })
-  )
-
-  /** The entry for `path`, made the most recently read; the least recently read beyond capacity is dropped. */
-  const touch = (path: string): Effect.Effect<CachedSidecar> =>
-    Effect.suspend(() => {
-      const entry = entries.get(path) ?? { proof: undefined, held: undefined }
-      entries.delete(path)
-      entries.set(path, entry)
-      return entries.size > capacity
-        ? Effect.as(drop(entries.keys().next().value as string), entry)
-        : Effect.succeed(entry)
-    })
-
-  /**
-   * The file to read `path` through, counted as in use, with its size and
-   * identity: the held one while the path's `lstat` shows its identity,
-   * else one opened now and held from here on (or, if the path changed
-   * again in between, used once and described by its own `fstat`).
-   */
-  const acquire = (path: string, entry: CachedSidecar, pathInfo: FileInfo) =>
-    Effect.suspend((): Effect.Effect<{ readonly held: HeldSidecar; readonly info: FileInfo }, PlatformError> => {
-      const identity = fileIdentity(pathInfo)
-      const held = entry.held
-      if (held !== undefined && !held.retired && identity !== undefined && held.identity === identity) {
-        held.users++
-        return Effect.succeed({ held, info: pathInfo })
-      }
-      return Effect.gen(function*() {
-        const scope = yield* Scope.make()
-        const file = yield* Scope.provide(fs.open(path, { flag: "r", noFollow: true }), scope).pipe(
-          Effect.onError(() => Scope.close(scope, Exit.void))
-        )
-        const opened = yield* file.stat.pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
-        counters.opened++
-        const fresh: HeldSidecar = { file, identity: fileIdentity(opened), scope, users: 1, retired: false }
-        // Whatever was held is not the path's file any more.
-        yield* retire(entry.held)
-        const keep = !ended && identity !== undefined && fresh.identity === identity && entries.get(path) === entry
-        if (keep) entry.held = fresh
-        else {
-          entry.held = undefined
-          fresh.retired = true
-        }
-        return { held: fresh, info: opened }
-      })
-    })
-  const release = (held: HeldSidecar) =>
-    Effect.suspend(() => {
-      held.users--
-      return closeIfIdle(held)
-    })
-
-  /** The earlier answer, if the bytes it rests on are still there; fresh objects, since callers may change theirs. */
-  const confirm = (file: OpenFile, path: string, proof: CurrentProof) =>
-    Effect.gen(function*() {
-      if (!(yield* sameBytesAt(file, proof.tailStart, proof.tail))) return undefined
-      const receiptInTail = proof.receiptOffset >= proof.tailStart
-      if (!receiptInTail && !(yield* sameBytesAt(file, proof.receiptOffset, proof.receipt))) return undefined
-      const receipt = copyJson(proof.receiptRecord)
-      return {
-        availability: "available",
-        path,
-        receipt,
-        records: [receipt],
-        head: copyJson(proof.headRecord),
-        diagnostics: { ...proof.diagnostics }
-      } satisfies SidecarCurrent
-    })
-
-  const readThrough = (path: string, entry: CachedSidecar, proof: CurrentProof | undefined, pathInfo: FileInfo) =>
-    Effect.acquireUseRelease(
-      acquire(path, entry, pathInfo),
-      ({ held: { file }, info }) =>
-        Effect.gen(function*() {
-          const size = Number(info.size)
-          const identity = fileIdentity(info)
-          if (proof !== undefined && proof.identity === identity && proof.size === size) {
-            const cached = yield* confirm(file, path, proof)
-            if (cached !== undefined) {
-              counters.confirmed++
-              entry.proof = proof
-              return cached
-            }
-          }
-          counters.full++
-          const result = yield* currentOf(file, path, size, identity)
-          entry.proof = result.proof
-          return result.current
-        }),
-      ({ held }) => release(held)
-    )
-
-  const read = (path: string): Effect.Effect<SidecarCurrent> =>
-    Effect.gen(function*() {
-      const info = yield* fs.lstat(path)
-      if (info.type !== "File") return yield* new NotRegularFile({ path })
-      const entry = yield* touch(path)
-      const proof = entry.proof
-      // Cleared while the read runs: a failed or interrupted read leaves no proof behind.
-      entry.proof = undefined
-      return yield* readThrough(path, entry, proof, info)
-    }).pipe(
-      Effect.catch((error) => Effect.as(drop(path), sidecarFailure(path, error)))
-    )
-
-  /** Reads answered by a full read and by comparing the remembered bytes; sidecars kept, files opened and held now. */
-  const stats = Effect.sync(() => ({
-    ...counters,
-    kept: entries.size,
-    held: [...entries.values()].filter((entry) => entry.held !== undefined && !entry.held.retired).length
-  }))
-  return { read, stats }
-})
-
 /**
  * Whether a history page request is inside the protocol's bounds: a safe,
  * non-negative byte offset and a limit of 1 to 1000 records.
@@ -633,8 +460,8 @@ export const makeSidecarCurrentCache = Effect.fnUntraced(function*(fs: FileSyste
  * @since 0.1.0
  */
 export const historyBoundsValid = (fromOffset: unknown, limit: unknown): boolean =>
-  Number.isSafeInteger(fromOffset) && (fromOffset as number) >= 0 && Number.isInteger(limit) &&
-  (limit as number) >= 1 && (limit as number) <= MAX_HISTORY_RECORDS
+  typeof fromOffset === "number" && Number.isSafeInteger(fromOffset) && fromOffset >= 0 &&
+  typeof limit === "number" && Number.isInteger(limit) && limit >= 1 && limit <= MAX_HISTORY_RECORDS
 
 /**
  * Reads one page of history at an absolute byte offset.

@@ -39,8 +39,10 @@ export type ErrnoCode =
   | "ENOSPC"
   | "ENOTDIR"
   | "ENOTEMPTY"
+  | "ENXIO"
   | "EPERM"
   | "EROFS"
+  | "ESPIPE"
   | "EXDEV"
   | "ERR_FS_EISDIR"
 
@@ -58,8 +60,10 @@ const table: Record<ErrnoCode, { readonly errno: number; readonly text: string }
   ENOSPC: { errno: -28, text: "no space left on device" },
   ENOTDIR: { errno: -20, text: "not a directory" },
   ENOTEMPTY: { errno: -39, text: "directory not empty" },
+  ENXIO: { errno: -6, text: "no such device or address" },
   EPERM: { errno: -1, text: "operation not permitted" },
   EROFS: { errno: -30, text: "read-only file system" },
+  ESPIPE: { errno: -29, text: "invalid seek" },
   EXDEV: { errno: -18, text: "cross-device link not permitted" },
   ERR_FS_EISDIR: { errno: 21, text: "is a directory" }
 }

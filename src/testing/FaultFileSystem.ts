@@ -16,11 +16,21 @@
  *
  * The wrapper never changes what the inner file system does for operations it
  * lets through; `stream`, `sink`, `glob` and `watch` are counted once as a
- * whole, and handle closes are logged but cannot be faulted.
+ * whole, and handle closes are logged but cannot be faulted. The
+ * capabilities of `io/NonBlockingOpen` are forwarded when the inner file
+ * system has them: the non-blocking open is an `open` step and a handle's
+ * `fchmod` a `chmod` step, logged and faulted like the ones they stand for.
  *
  * @since 0.1.0
  */
 import { Cause, Context, Data, Effect, FileSystem, Layer, type PlatformError, Sink, Stream } from "effect"
+import {
+  handleChmodOf,
+  HandleChmodTypeId,
+  type NonBlockingOpen,
+  nonBlockingOpenOf,
+  NonBlockingOpenTypeId
+} from "../io/NonBlockingOpen.js"
 import { errnoError } from "./Errno.js"
 
 /**
@@ -407,8 +417,13 @@ export const makeFaultFileSystem = (inner: FileSystem.FileSystem, plan: FaultPla
       target,
       mutating
     })
+    const chmod = handleChmodOf(file)
     return {
       [FileSystem.FileTypeId]: FileSystem.FileTypeId,
+      // fchmod is a chmod step like any other: counted, faulted and crashed on the same way.
+      ...(chmod === undefined ? {} : {
+        [HandleChmodTypeId]: (mode: number) => guard(on("chmod", "chmod", "fchmod", true), chmod(mode))
+      }),
       stat: guard(on("stat", "stat", "fstat", false), file.stat),
       sync: guard(on("sync", "sync", "fsync", true), file.sync),
       seek: (offset, from) => guard(on("seek", "seek", "lseek", false), file.seek(offset, from)),
@@ -437,8 +452,17 @@ export const makeFaultFileSystem = (inner: FileSystem.FileSystem, plan: FaultPla
 
   const encode = (data: string) => new TextEncoder().encode(data)
 
+  const openInner = nonBlockingOpenOf(inner)
+  // The non-blocking open is an open step like `open`, with the same faults.
+  const nonBlockingOpen: NonBlockingOpen | undefined = openInner === undefined ? undefined : (path, options) =>
+    Effect.flatMap(
+      guard(at("open", "open", "open", path, options.flag !== "r"), openInner(path, options)),
+      (file) => Effect.as(Effect.addFinalizer(() => logClose(path)), wrapFile(file, path))
+    )
+
   const base: FileSystem.FileSystem = {
     ...inner,
+    ...(nonBlockingOpen === undefined ? {} : { [NonBlockingOpenTypeId]: nonBlockingOpen }),
     access: (path, options) => guard(at("access", "access", "access", path, false), inner.access(path, options)),
     chmod: (path, mode) => guard(at("chmod", "chmod", "chmod", path, true), inner.chmod(path, mode)),
     chown: (path, uid, gid) => guard(at("chown", "chown", "chown", path, true), inner.chown(path, uid, gid)),

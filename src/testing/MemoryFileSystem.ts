@@ -11,10 +11,38 @@
  * conformance suite in `test/testing` runs the same bodies against both.
  *
  * What it does not model: permissions are stored and reported but never
- * enforced (the process behaves like root), there is no size limit, times come
- * from the `Clock` (the `TestClock` inside `it.effect`), and recursive
- * `readDirectory` does not descend into symlinked directories (Node does).
- * `copy` and `watch` are outside what the store uses: they die with a message that says so.
+ * enforced (the process may act as any `uid`, but behaves like root), there
+ * is no size limit, times come from the `Clock` (the `TestClock` inside
+ * `it.effect`), and recursive `readDirectory` does not descend into
+ * symlinked directories (Node does). `copy` and a recursive `watch` are
+ * outside what the store uses: they die with a message that says so.
+ *
+ * `watch` reports what Node's `fs.watch` reports on Linux, through Effect's
+ * `watch` (a `rename` becomes `Create` or `Remove` by a `stat` of the name):
+ * a watched directory reports each entry created, removed or renamed, and
+ * each write, truncation or attribute change through one of its entries
+ * (under the entry's current name, even after a rename or unlink of it);
+ * a watched file reports its own writes. Watches are on inodes, as
+ * inotify's are: a watched directory that is deleted reports its entries,
+ * then itself twice, then nothing, and its stream stays open until its
+ * scope closes. Events are delivered when the step that caused them is
+ * done, one per change (Linux may fold repeats). `openWatchers` lists the
+ * watches whose scope is still open.
+ *
+ * Special files (the hostile things a store may find at a path it expects
+ * to be a regular file): `makeFifo`, `makeCharacterDevice` (`zero`,
+ * `urandom`, `null`) and `makeSocket` create them, with Linux's answers to
+ * `stat`, `lstat`, directory listings and opens: a non-blocking open of a
+ * FIFO succeeds for reading and fails `ENXIO` for writing without a reader,
+ * a read-write open succeeds, a socket never opens (`ENXIO`), a handle's
+ * read of a FIFO is positional and fails `ESPIPE` (as Node's handles do).
+ * Where Linux would hang — a blocking open of a FIFO with no peer, or
+ * `readFile` of a FIFO — the model dies with a message saying "would block
+ * forever", and a whole-file read of `zero` or `urandom` (which never reach
+ * end of file) dies with "unbounded read": a test then fails at once instead
+ * of hanging or exhausting memory. Positional reads of the devices return as
+ * many zero or random bytes as asked. Data written into a FIFO is not
+ * modelled (such a write dies saying so).
  *
  * Crash model: directory operations (create, rename, unlink, chmod, symlink)
  * are durable as soon as they return; file data is durable only up to the last
@@ -26,8 +54,16 @@
  *
  * @since 0.1.0
  */
-import { ByteSize, Clock, Context, Effect, FileSystem, Layer, Option, PlatformError, Stream } from "effect"
+import { ByteSize, Clock, Context, Effect, FileSystem, Layer, Option, PlatformError, Queue, Stream } from "effect"
 import type { Scope } from "effect"
+import {
+  type HandleChmodCapable,
+  HandleChmodTypeId,
+  type NonBlockingOpenCapable,
+  NonBlockingOpenTypeId,
+  type ProcessUidCapable,
+  ProcessUidTypeId
+} from "../io/NonBlockingOpen.js"
 import { type ErrnoCode, errnoError } from "./Errno.js"
 
 /**
@@ -45,7 +81,25 @@ export interface MemoryFileSystemOptions {
   readonly tmpdir?: string | undefined
   /** Files to start with (parents are created 0755, files 0644); their contents count as synced. */
   readonly files?: Readonly<Record<string, string | Uint8Array>> | undefined
+  /**
+   * The user id the process acts as: every node it creates is owned by it,
+   * and the store checks its directories against it. Default 0; the
+   * directories made at construction (`/`, `tmpdir`, `cwd`) are owned by 0.
+   */
+  readonly uid?: number | undefined
+  /** The group id of the nodes the process creates. Default 0. */
+  readonly gid?: number | undefined
 }
+
+/**
+ * The character devices the model can create: `/dev/zero` (endless zeros),
+ * `/dev/urandom` (endless random bytes) and `/dev/null` (empty, swallows
+ * writes).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type CharacterDeviceKind = "zero" | "urandom" | "null"
 
 /**
  * What survives a simulated crash: `"process"` keeps every completed write,
@@ -64,10 +118,14 @@ export type CrashMode = "process" | "power"
  */
 export interface MemoryEntry {
   readonly path: string
-  readonly type: "File" | "Directory" | "SymbolicLink"
+  readonly type: "File" | "Directory" | "SymbolicLink" | "FIFO" | "CharacterDevice" | "Socket"
   /** Permission bits only (e.g. `0o600`); `File.Info.mode` adds the type bits. */
   readonly mode: number
   readonly ino: bigint
+  /** The owner's user id. */
+  readonly uid: number
+  /** Character devices: which one. */
+  readonly device?: CharacterDeviceKind
   /** Files: the current contents. */
   readonly data?: Uint8Array
   /** Files: the contents a power cut would leave. */
@@ -89,6 +147,19 @@ export interface MemoryDescriptor {
 }
 
 /**
+ * A watcher as `openWatchers` reports it.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface MemoryWatcherInfo {
+  /** The watched path, absolute. */
+  readonly path: string
+  /** False once what it watches was deleted: it reports nothing more, but stays open until its scope closes. */
+  readonly active: boolean
+}
+
+/**
  * A `FileSystem` plus the inspection and crash tools of the in-memory model.
  *
  * @category models
@@ -101,8 +172,19 @@ export interface MemoryFileSystemShape extends FileSystem.FileSystem {
   readonly syncCount: (path: string) => number
   /** Handles whose scope has not closed yet. */
   readonly openDescriptors: () => ReadonlyArray<MemoryDescriptor>
+  /** Watchers (`watch` streams) whose scope has not closed yet, in the order they were made. */
+  readonly openWatchers: () => ReadonlyArray<MemoryWatcherInfo>
   /** A new file system holding what a crash of the given kind leaves behind. */
   readonly crashImage: (mode: CrashMode) => MemoryFileSystemShape
+  /** `mkfifo(path, mode)`: a named pipe (default mode 0644 before the umask); `EEXIST` if the path exists. */
+  readonly makeFifo: (path: string, mode?: number) => Effect.Effect<void, PlatformError.PlatformError>
+  /** `mknod` of a character device behaving like `/dev/<kind>` (mode 0666); `EEXIST` if the path exists. */
+  readonly makeCharacterDevice: (
+    path: string,
+    kind: CharacterDeviceKind
+  ) => Effect.Effect<void, PlatformError.PlatformError>
+  /** A Unix socket file, as a `bind` leaves it (mode 0755 before the umask); `EEXIST` if the path exists. */
+  readonly makeSocket: (path: string) => Effect.Effect<void, PlatformError.PlatformError>
 }
 
 interface Stamps {
@@ -138,12 +220,36 @@ interface LinkNode extends Stamps {
   readonly target: string
 }
 
-type Node = FileNode | DirNode | LinkNode
+interface SpecialNode extends Stamps {
+  readonly kind: "FIFO" | "CharacterDevice" | "Socket"
+  readonly ino: bigint
+  mode: number
+  links: number
+  readonly device: CharacterDeviceKind | undefined
+}
+
+type Node = FileNode | DirNode | LinkNode | SpecialNode
+
+type OpenNode = FileNode | DirNode | SpecialNode
+
+/** A node `openNode` opened, and the entry it was found or created at. */
+interface OpenedNode {
+  readonly node: OpenNode
+  readonly path: string
+  readonly parent: DirNode | undefined
+  readonly name: string
+}
 
 interface Handle {
   readonly fd: number
-  readonly node: FileNode | DirNode
+  readonly node: OpenNode
   readonly path: string
+  /**
+   * The directory entry the handle was opened through, where Linux reports
+   * its writes: it follows a rename of that entry, and stays after an unlink.
+   */
+  parent: DirNode | undefined
+  name: string
   readonly flag: FileSystem.OpenFlag
   readonly readable: boolean
   readonly writable: boolean
@@ -162,7 +268,37 @@ interface Volume {
   readonly cwd: string
   readonly umask: number
   readonly tmpdir: string
+  uid: number
+  gid: number
+  readonly watchers: Map<number, MemoryWatcher>
+  nextWatcherId: number
+  /** What the step running now changed, reported to watchers once it is done. */
+  readonly notices: Array<Notice>
 }
+
+/**
+ * One `watch` of a directory or file, on its inode as inotify watches: it
+ * keeps reporting after a rename of what it watches, and falls silent once
+ * that is deleted (the stream stays open, as Node's watcher does).
+ */
+interface MemoryWatcher {
+  readonly id: number
+  readonly path: string
+  readonly node: Node
+  /** Where reported names are looked up: the watched directory, or a watched file's directory. */
+  readonly directory: string
+  readonly deliver: (event: FileSystem.WatchEvent) => void
+  active: boolean
+}
+
+/**
+ * A change as inotify sees it, before Node turns it into an event: `rename`
+ * (an entry created, removed or renamed) or `change` (data or attributes),
+ * for an entry of a directory or for a watched node itself.
+ */
+type Notice =
+  | { readonly on: "entry"; readonly directory: DirNode; readonly name: string; readonly kind: "rename" | "change" }
+  | { readonly on: "self"; readonly node: Node; readonly kind: "rename" | "change"; readonly last: boolean }
 
 interface Found {
   readonly found: true
@@ -197,7 +333,16 @@ const raise = (code: ErrnoCode, syscall?: string): never => {
 const DEVICE = 1n
 const BLOCK = 4096
 const MAX_SYMLINK_HOPS = 40
-const TYPE_BITS = { File: 0o100000, Directory: 0o040000, SymbolicLink: 0o120000 } as const
+const TYPE_BITS = {
+  File: 0o100000,
+  Directory: 0o040000,
+  SymbolicLink: 0o120000,
+  FIFO: 0o010000,
+  CharacterDevice: 0o020000,
+  Socket: 0o140000
+} as const
+/** `makedev(1, minor)` of the memory devices, as Linux numbers them. */
+const DEVICE_NUMBERS: Record<CharacterDeviceKind, bigint> = { null: 259n, zero: 261n, urandom: 265n }
 const NAME_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 const FLAGS: Record<FileSystem.OpenFlag, {
@@ -242,6 +387,8 @@ const normalize = (path: string): string => {
 
 const absoluteFrom = (cwd: string, path: string): string => normalize(path.startsWith("/") ? path : `${cwd}/${path}`)
 
+const basenameOf = (path: string): string => path.slice(path.lastIndexOf("/") + 1)
+
 const dirnameOf = (path: string): string => {
   const index = path.lastIndexOf("/")
   return index <= 0 ? (path.startsWith("/") ? "/" : ".") : path.slice(0, index)
@@ -249,7 +396,13 @@ const dirnameOf = (path: string): string => {
 
 const byteLength = (text: string): number => new TextEncoder().encode(text).length
 
-const newStamps = (now: number): Stamps => ({ atime: now, mtime: now, birthtime: now, uid: 0, gid: 0 })
+const newStamps = (volume: Volume, now: number): Stamps => ({
+  atime: now,
+  mtime: now,
+  birthtime: now,
+  uid: volume.uid,
+  gid: volume.gid
+})
 
 const allocIno = (volume: Volume): bigint => {
   const ino = volume.nextIno
@@ -262,7 +415,7 @@ const newDirectory = (volume: Volume, mode: number, now: number): DirNode => ({
   ino: allocIno(volume),
   mode,
   entries: new Map(),
-  ...newStamps(now)
+  ...newStamps(volume, now)
 })
 
 const newFile = (volume: Volume, mode: number, now: number): FileNode => ({
@@ -273,10 +426,27 @@ const newFile = (volume: Volume, mode: number, now: number): FileNode => ({
   bytes: new Uint8Array(0),
   size: 0,
   durable: new Uint8Array(0),
-  ...newStamps(now)
+  ...newStamps(volume, now)
+})
+
+const newSpecial = (
+  volume: Volume,
+  kind: SpecialNode["kind"],
+  mode: number,
+  device: CharacterDeviceKind | undefined,
+  now: number
+): SpecialNode => ({
+  kind,
+  ino: allocIno(volume),
+  mode,
+  links: 1,
+  device,
+  ...newStamps(volume, now)
 })
 
 const contents = (file: FileNode): Uint8Array => file.bytes.slice(0, file.size)
+
+
 
 // Bytes past `size` are kept zeroed so that growing a file (truncate up, or a
 // write past EOF) exposes a hole of zeros, as on disk.
@@ -304,7 +474,13 @@ const resize = (file: FileNode, length: number, now: number): void => {
 }
 
 const sizeOf = (node: Node): number =>
-  node.kind === "File" ? node.size : node.kind === "Directory" ? BLOCK : byteLength(node.target)
+  node.kind === "File"
+    ? node.size
+    : node.kind === "Directory"
+    ? BLOCK
+    : node.kind === "SymbolicLink"
+    ? byteLength(node.target)
+    : 0
 
 const linkCount = (node: Node): number => {
   if (node.kind !== "Directory") return node.links
@@ -326,7 +502,7 @@ const infoOf = (node: Node): FileSystem.File.Info => {
     nlink: Option.some(BigInt(linkCount(node))),
     uid: Option.some(node.uid),
     gid: Option.some(node.gid),
-    rdev: Option.some(0n),
+    rdev: Option.some(node.kind === "CharacterDevice" && node.device !== undefined ? DEVICE_NUMBERS[node.device] : 0n),
     size: ByteSize.bytes(size),
     blksize: Option.some(ByteSize.bytes(BLOCK)),
     blocks: Option.some(BigInt(Math.ceil(size / BLOCK) * (BLOCK / 512)))
@@ -400,16 +576,68 @@ const existing = (volume: Volume, path: string, follow: boolean): Found => {
   return result.found ? result : raise("ENOENT")
 }
 
-const attach = (parent: DirNode, name: string, node: Node, now: number): void => {
-  parent.entries.set(name, node)
-  parent.mtime = now
+// ---- watch notices: only recorded while someone watches ---------------------
+
+const watching = (volume: Volume): boolean => volume.watchers.size > 0
+
+const noticeEntry = (volume: Volume, directory: DirNode | undefined, name: string, kind: "rename" | "change") => {
+  if (directory !== undefined && watching(volume)) volume.notices.push({ on: "entry", directory, name, kind })
 }
 
-const detach = (parent: DirNode, name: string, now: number): void => {
+const noticeSelf = (volume: Volume, node: Node, kind: "rename" | "change", last = false) => {
+  if (watching(volume)) volume.notices.push({ on: "self", node, kind, last })
+}
+
+/**
+ * Data or attributes of `node` changed through the entry `name` of `parent`:
+ * a `change` for both (a watched directory's own attributes are reported as
+ * `rename` by Node).
+ */
+const noticeChange = (volume: Volume, parent: DirNode | undefined, name: string, node: Node) => {
+  if (!watching(volume)) return
+  noticeEntry(volume, parent, name, "change")
+  noticeSelf(volume, node, node.kind === "Directory" ? "rename" : "change")
+}
+
+/**
+ * `node` is gone from the tree: a deleted file reports its link count
+ * (`change`) then its deletion; a deleted directory, each entry it held
+ * (as `rm -r` removes them) then its own deletion. Either is reported twice
+ * (`IN_DELETE_SELF`, then `IN_IGNORED`), after which its watchers fall silent.
+ */
+const noticeDropped = (volume: Volume, node: Node) => {
+  if (!watching(volume)) return
+  if (node.kind === "Directory") {
+    for (const [name, child] of node.entries) {
+      noticeEntry(volume, node, name, "rename")
+      if (child.kind === "Directory" || child.links <= 1) noticeDropped(volume, child)
+    }
+  } else {
+    noticeSelf(volume, node, "change")
+  }
+  noticeSelf(volume, node, "rename")
+  noticeSelf(volume, node, "rename", true)
+}
+
+const attach = (volume: Volume, parent: DirNode, name: string, node: Node, now: number): void => {
+  parent.entries.set(name, node)
+  parent.mtime = now
+  noticeEntry(volume, parent, name, "rename")
+}
+
+const detach = (volume: Volume, parent: DirNode, name: string, now: number): void => {
   const node = parent.entries.get(name)
   parent.entries.delete(name)
   parent.mtime = now
-  if (node !== undefined && node.kind !== "Directory") node.links--
+  noticeEntry(volume, parent, name, "rename")
+  if (node === undefined) return
+  if (node.kind !== "Directory") {
+    node.links--
+    if (node.links > 0) noticeSelf(volume, node, "change")
+    else noticeDropped(volume, node)
+  } else {
+    noticeDropped(volume, node)
+  }
 }
 
 const makeDirectoryPath = (volume: Volume, path: string, mode: number, now: number): void => {
@@ -422,7 +650,7 @@ const makeDirectoryPath = (volume: Volume, path: string, mode: number, now: numb
       if (result.node.kind === "Directory") continue
       return raise(depth === parts.length ? "EEXIST" : "ENOTDIR")
     }
-    attach(result.parent, result.name, newDirectory(volume, mode, now), now)
+    attach(volume, result.parent, result.name, newDirectory(volume, mode, now), now)
   }
 }
 
@@ -454,6 +682,13 @@ const cloneVolume = (volume: Volume, mode: CrashMode): Volume => {
         copies.set(node, link)
         return link
       }
+      case "FIFO":
+      case "CharacterDevice":
+      case "Socket": {
+        const special: SpecialNode = { ...node }
+        copies.set(node, special)
+        return special
+      }
       case "Directory": {
         const dir: DirNode = { ...node, entries: new Map() }
         copies.set(node, dir)
@@ -471,7 +706,12 @@ const cloneVolume = (volume: Volume, mode: CrashMode): Volume => {
     handles: new Map(),
     cwd: volume.cwd,
     umask: volume.umask,
-    tmpdir: volume.tmpdir
+    tmpdir: volume.tmpdir,
+    uid: volume.uid,
+    gid: volume.gid,
+    watchers: new Map(),
+    nextWatcherId: 1,
+    notices: []
   }
 }
 
@@ -508,16 +748,130 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
           }))
         }
         throw error
+      } finally {
+        deliverNotices()
       }
     })
+
+  /**
+   * Hands what the step just done changed to the watchers, as Node's
+   * `fs.watch` callback and Effect's `watch` report it: a `change` is an
+   * `Update`; a `rename` is a `Create` if the reported name now resolves
+   * (following symlinks, as Effect's `stat` does) and a `Remove` if not.
+   * Names are resolved once the step is done, as Node resolves them after
+   * the fact.
+   */
+  const deliverNotices = (): void => {
+    if (volume.notices.length === 0) return
+    const notices = volume.notices.splice(0)
+    for (const notice of notices) {
+      for (const watcher of [...volume.watchers.values()]) {
+        if (!watcher.active) continue
+        let name: string
+        if (notice.on === "entry") {
+          if (watcher.node !== notice.directory) continue
+          name = notice.name
+        } else {
+          if (watcher.node !== notice.node) continue
+          name = basenameOf(watcher.path)
+          if (notice.last) watcher.active = false
+        }
+        if (notice.kind === "change") {
+          watcher.deliver({ _tag: "Update", path: name })
+          continue
+        }
+        let exists = false
+        try {
+          exists = resolve(volume, `${watcher.directory}/${name}`, true).found
+        } catch {
+          exists = false
+        }
+        watcher.deliver({ _tag: exists ? "Create" : "Remove", path: name })
+      }
+    }
+  }
+
+  /**
+   * `watch`: Effect's Node implementation over the model. The path is
+   * `stat`ed first (so a missing one fails as Node's does), then watched by
+   * inode until the stream's scope closes.
+   */
+  const watch = (path: string, options?: FileSystem.WatchOptions) => {
+    if (options?.recursive === true) {
+      return Stream.die(new Error("MemoryFileSystem does not model recursive watch"))
+    }
+    return Stream.unwrap(Effect.map(
+      attempt("stat", "stat", path, () => existing(volume, path, true).node),
+      (node) =>
+        Stream.callback<FileSystem.WatchEvent, PlatformError.PlatformError>((queue) =>
+          Effect.acquireRelease(
+            Effect.sync(() => {
+              const absolute = absoluteFrom(volume.cwd, path)
+              const watcher: MemoryWatcher = {
+                id: volume.nextWatcherId++,
+                path: absolute,
+                node,
+                directory: node.kind === "Directory" ? absolute : dirnameOf(absolute),
+                deliver: (event) => void Queue.offerUnsafe(queue, event),
+                active: true
+              }
+              volume.watchers.set(watcher.id, watcher)
+              options?.onReady?.()
+              return watcher
+            }),
+            (watcher) => Effect.sync(() => void volume.watchers.delete(watcher.id))
+          )
+        )
+    ))
+  }
+
+  /** Open handles on `node` that can read (`"read"`) or write (`"write"`): a FIFO's peers. */
+  const peers = (node: Node, side: "read" | "write"): number => {
+    let count = 0
+    for (const handle of volume.handles.values()) {
+      if (handle.node === node && !handle.closed && (side === "read" ? handle.readable : handle.writable)) count++
+    }
+    return count
+  }
+
+  /**
+   * Where Linux would wait for good, the model dies instead, so a test that
+   * reaches it fails at once rather than hanging.
+   */
+  const wouldBlock = (what: string): never => {
+    throw new Error(`MemoryFileSystem: ${what} would block forever`)
+  }
+
+  /** Data through a FIFO is not modelled: nothing the store does needs it. */
+  const unmodelled = (what: string): never => {
+    throw new Error(`MemoryFileSystem does not model ${what}`)
+  }
+
+  /** Opens a FIFO or a device as Linux does (see the module documentation). */
+  const openSpecial = (node: SpecialNode, path: string, flag: FileSystem.OpenFlag, nonBlocking: boolean): void => {
+    if (node.kind === "Socket") return raise("ENXIO")
+    if (node.kind !== "FIFO") return
+    const { read, write } = FLAGS[flag]
+    if (read && write) return
+    if (read) {
+      if (!nonBlocking && peers(node, "write") === 0) wouldBlock(`opening the FIFO ${path} for reading without a writer`)
+      return
+    }
+    if (peers(node, "read") === 0) {
+      if (nonBlocking) return raise("ENXIO")
+      wouldBlock(`opening the FIFO ${path} for writing without a reader`)
+    }
+  }
 
   const openNode = (
     path: string,
     flag: FileSystem.OpenFlag,
     mode: number,
     noFollow: boolean,
-    now: number
-  ): { readonly node: FileNode | DirNode; readonly path: string } => {
+    now: number,
+    nonBlocking = false,
+    directory = false
+  ): OpenedNode => {
     const flags = FLAGS[flag]
     // O_CREAT|O_EXCL never follows a final symlink: the link itself "exists".
     const result = resolve(volume, path, !noFollow && !(flags.create && flags.exclusive))
@@ -525,19 +879,45 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
       if (!flags.create) return raise("ENOENT")
       if (result.trailing) return raise("EISDIR")
       const file = newFile(volume, mode & 0o7777 & ~volume.umask, now)
-      attach(result.parent, result.name, file, now)
-      return { node: file, path: result.path }
+      attach(volume, result.parent, result.name, file, now)
+      return { node: file, path: result.path, parent: result.parent, name: result.name }
     }
     if (flags.create && flags.exclusive) return raise("EEXIST")
     const node = result.node
-    if (node.kind === "SymbolicLink") return raise("ELOOP")
+    // Linux checks O_DIRECTORY before O_NOFOLLOW on a final symlink.
+    if (node.kind === "SymbolicLink") return raise(directory ? "ENOTDIR" : "ELOOP")
+    const opened = { node, path: result.path, parent: result.parent, name: result.name }
     if (node.kind === "Directory") {
       if (flags.write) return raise("EISDIR")
-      return { node, path: result.path }
+      return { ...opened, node }
     }
-    if (flags.truncate) resize(node, 0, now)
-    return { node, path: result.path }
+    if (directory) return raise("ENOTDIR")
+    if (node.kind !== "File") {
+      // O_TRUNC means nothing to a FIFO or a device.
+      openSpecial(node, result.path, flag, nonBlocking)
+      return { ...opened, node }
+    }
+    if (flags.truncate) {
+      resize(node, 0, now)
+      noticeChange(volume, result.parent, result.name, node)
+    }
+    return { ...opened, node }
   }
+
+  /** `mknod`: a special file at a path that must not exist yet. */
+  const makeSpecial = (
+    method: string,
+    path: string,
+    kind: SpecialNode["kind"],
+    mode: number,
+    device: CharacterDeviceKind | undefined
+  ) =>
+    attempt(method, "mknod", path, (now) => {
+      const result = resolve(volume, path, false)
+      if (result.found) return raise("EEXIST")
+      if (result.trailing) return raise("ENOENT")
+      attach(volume, result.parent, result.name, newSpecial(volume, kind, mode & 0o7777 & ~volume.umask, device, now), now)
+    })
 
   const removeTree = (method: string, path: string, options?: {
     readonly recursive?: boolean | undefined
@@ -557,7 +937,7 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
       }
       if (result.node.kind === "Directory" && options?.recursive !== true) return raise("ERR_FS_EISDIR", "rm")
       if (result.parent === undefined) return raise("EPERM", "rm")
-      detach(result.parent, result.name, now)
+      detach(volume, result.parent, result.name, now)
     })
 
   const makeTemp = (method: string, options?: {
@@ -572,7 +952,7 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
         const candidate = template + uniqueName(volume, 6)
         const result = resolve(volume, candidate, false)
         if (result.found) continue
-        attach(result.parent, result.name, newDirectory(volume, 0o700 & ~volume.umask, now), now)
+        attach(volume, result.parent, result.name, newDirectory(volume, 0o700 & ~volume.umask, now), now)
         return candidate
       }
     })
@@ -585,9 +965,14 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
     attempt(method, "open", path, (now) => {
       const flag = options?.flag ?? "w"
       const opened = openNode(path, flag, options?.mode ?? 0o666, false, now)
-      if (!FLAGS[flag].write || opened.node.kind !== "File") return raise("EBADF", "write")
+      const node = opened.node
+      if (!FLAGS[flag].write || node.kind === "Directory") return raise("EBADF", "write")
       if (data.length === 0) return
-      writeAt(opened.node, FLAGS[flag].append ? opened.node.size : 0, data, now)
+      if (node.kind === "File") {
+        writeAt(node, FLAGS[flag].append ? node.size : 0, data, now)
+        return noticeChange(volume, opened.parent, opened.name, node)
+      }
+      if (node.kind === "FIFO") return unmodelled(`writing to the FIFO ${opened.path}`)
     })
 
   const makeTempFile = (method: string, options?: {
@@ -609,27 +994,55 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
       if (!handle.readable) return raise("EBADF")
       const node = handle.node
       if (node.kind === "Directory") return raise("EISDIR")
+      if (node.kind !== "File") return readSpecial(node, buffer)
       const start = Number(position)
       if (start >= node.size) return 0
       const count = Math.min(buffer.length, node.size - start)
       buffer.set(node.bytes.subarray(start, start + count))
       return count
     }
+    // Handle reads are positional (`pread`), which a FIFO refuses; the devices never run dry, except null.
+    const readSpecial = (node: SpecialNode, buffer: Uint8Array): number => {
+      if (node.kind === "FIFO") return raise("ESPIPE")
+      if (buffer.length === 0) return 0
+      if (node.device === "zero") {
+        buffer.fill(0)
+        return buffer.length
+      }
+      if (node.device === "urandom") {
+        for (let offset = 0; offset < buffer.length; offset += 65536) {
+          globalThis.crypto.getRandomValues(buffer.subarray(offset, Math.min(buffer.length, offset + 65536)))
+        }
+        return buffer.length
+      }
+      return 0
+    }
     const writeChunk = (buffer: Uint8Array, now: number): number => {
       ensureOpen("write")
       const node = handle.node
-      if (!handle.writable || node.kind !== "File") return raise("EBADF")
+      if (!handle.writable || node.kind === "Directory") return raise("EBADF")
+      if (node.kind !== "File") {
+        if (node.kind === "FIFO") return unmodelled(`writing to the FIFO ${handle.path}`)
+        return buffer.length
+      }
       if (buffer.length === 0) return 0
       // O_APPEND: every write lands at the current EOF and leaves the cursor alone.
       const position = handle.append ? node.size : Number(handle.position)
       writeAt(node, position, buffer, now)
+      noticeChange(volume, handle.parent, handle.name, node)
       if (!handle.append) handle.position += BigInt(buffer.length)
       return buffer.length
     }
     // `fd` is not part of `File`, but Node's handles carry it too and
     // FaultFileSystem reads it to report failures against the descriptor.
-    const file: FileSystem.File & { readonly fd: number } = {
+    const file: FileSystem.File & HandleChmodCapable & { readonly fd: number } = {
       [FileSystem.FileTypeId]: FileSystem.FileTypeId,
+      [HandleChmodTypeId]: (mode) =>
+        attempt("chmod", "fchmod", handle.fd, () => {
+          ensureOpen("fchmod")
+          handle.node.mode = mode & 0o7777
+          noticeChange(volume, handle.parent, handle.name, handle.node)
+        }),
       fd: handle.fd,
       stat: attempt("stat", "fstat", handle.fd, () => {
         ensureOpen("fstat")
@@ -684,6 +1097,7 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
           if (!handle.writable || node.kind !== "File") return raise("EINVAL")
           const size = length ?? 0
           resize(node, size, now)
+          noticeChange(volume, handle.parent, handle.name, node)
           if (!handle.append && handle.position > BigInt(size)) handle.position = BigInt(size)
         })
       },
@@ -700,14 +1114,27 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
     readonly flag?: FileSystem.OpenFlag | undefined
     readonly mode?: number | undefined
     readonly noFollow?: boolean | undefined
+    readonly nonBlocking?: boolean | undefined
+    readonly directory?: boolean | undefined
   }): Effect.Effect<FileSystem.File, PlatformError.PlatformError, Scope.Scope> => {
     const flag = options?.flag ?? "r"
+    const nonBlocking = options?.nonBlocking === true
     const acquire = attempt("open", "open", path, (now): Handle => {
-      const opened = openNode(path, flag, options?.mode ?? 0o666, options?.noFollow === true, now)
+      const opened = openNode(
+        path,
+        flag,
+        options?.mode ?? 0o666,
+        options?.noFollow === true,
+        now,
+        nonBlocking,
+        options?.directory === true
+      )
       const handle: Handle = {
         fd: volume.nextFd++,
         node: opened.node,
         path: opened.path,
+        parent: opened.parent,
+        name: opened.name,
         flag,
         readable: FLAGS[flag].read,
         writable: FLAGS[flag].write,
@@ -732,19 +1159,23 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
     access: (path) => attempt("access", "access", path, () => void existing(volume, path, true)),
     chmod: (path, mode) =>
       attempt("chmod", "chmod", path, () => {
-        existing(volume, path, true).node.mode = mode & 0o7777
+        const found = existing(volume, path, true)
+        found.node.mode = mode & 0o7777
+        noticeChange(volume, found.parent, found.name, found.node)
       }),
     chown: (path, uid, gid) =>
       attempt("chown", "chown", path, () => {
-        const node = existing(volume, path, true).node
-        node.uid = uid
-        node.gid = gid
+        const found = existing(volume, path, true)
+        found.node.uid = uid
+        found.node.gid = gid
+        noticeChange(volume, found.parent, found.name, found.node)
       }),
     copy: () => unsupported("copy"),
     copyFile: (fromPath, toPath) =>
       attempt("copyFile", "copyfile", fromPath, (now) => {
         const source = existing(volume, fromPath, true).node
-        if (source.kind !== "File") return raise("EISDIR")
+        if (source.kind === "Directory") return raise("EISDIR")
+        if (source.kind !== "File") return raise("EINVAL")
         const target = resolve(volume, toPath, true)
         if (target.found) {
           if (target.node.kind !== "File") return raise("EISDIR")
@@ -752,12 +1183,13 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
           resize(target.node, 0, now)
           writeAt(target.node, 0, contents(source), now)
           target.node.mode = source.mode
-          return
+          return noticeChange(volume, target.parent, target.name, target.node)
         }
         if (target.trailing) return raise("EISDIR")
         const file = newFile(volume, source.mode, now)
+        attach(volume, target.parent, target.name, file, now)
         writeAt(file, 0, contents(source), now)
-        attach(target.parent, target.name, file, now)
+        if (file.size > 0) noticeChange(volume, target.parent, target.name, file)
       }, toPath),
     link: (fromPath, toPath) =>
       attempt("link", "link", fromPath, (now) => {
@@ -766,7 +1198,7 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
         const target = resolve(volume, toPath, false)
         if (target.found) return raise("EEXIST")
         source.links++
-        attach(target.parent, target.name, source, now)
+        attach(volume, target.parent, target.name, source, now)
       }, toPath),
     lstat: (path) => attempt("lstat", "lstat", path, () => infoOf(existing(volume, path, false).node)),
     makeDirectory: (path, options) =>
@@ -775,7 +1207,7 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
         if (options?.recursive === true) return makeDirectoryPath(volume, path, mode, now)
         const result = resolve(volume, path, false)
         if (result.found) return raise("EEXIST")
-        attach(result.parent, result.name, newDirectory(volume, mode, now), now)
+        attach(volume, result.parent, result.name, newDirectory(volume, mode, now), now)
       }),
     makeTempDirectory: (options) => makeTemp("makeTempDirectory", options),
     makeTempDirectoryScoped: (options) =>
@@ -818,8 +1250,12 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
     readFile: (path) =>
       attempt("readFile", "open", path, (now) => {
         const opened = openNode(path, "r", 0o666, false, now)
-        if (opened.node.kind !== "File") return raise("EISDIR", "read")
-        return contents(opened.node)
+        const node = opened.node
+        if (node.kind === "Directory") return raise("EISDIR", "read")
+        if (node.kind === "File") return contents(node)
+        if (node.kind === "FIFO") return wouldBlock(`reading the FIFO ${opened.path} to its end`)
+        if (node.device === "null") return new Uint8Array(0)
+        throw new Error(`MemoryFileSystem: unbounded read of ${opened.path} (/dev/${node.device} never ends)`)
       }),
     readLink: (path) =>
       attempt("readLink", "readlink", path, () => {
@@ -855,11 +1291,26 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
         if (node.kind === "Directory" && target.ancestors.includes(node)) return raise("EINVAL")
         // The replaced entry is dropped and the new one attached in one step, so
         // no observer ever sees the target name missing.
-        if (target.found && target.node.kind !== "Directory") target.node.links--
+        const replaced = target.found ? target.node : undefined
+        if (replaced !== undefined && replaced.kind !== "Directory") replaced.links--
         target.parent!.entries.set(target.name, node)
         target.parent!.mtime = now
         source.parent.entries.delete(source.name)
         source.parent.mtime = now
+        // Handles report their writes where their entry is now, as Linux's dentries do.
+        for (const handle of volume.handles.values()) {
+          if (handle.node === node && handle.parent === source.parent && handle.name === source.name) {
+            handle.parent = target.parent
+            handle.name = target.name
+          }
+        }
+        noticeEntry(volume, source.parent, source.name, "rename")
+        noticeEntry(volume, target.parent, target.name, "rename")
+        noticeSelf(volume, node, "rename")
+        if (replaced !== undefined) {
+          if (replaced.kind === "Directory" || replaced.links === 0) noticeDropped(volume, replaced)
+          else noticeSelf(volume, replaced, "change")
+        }
       }, newPath),
     stat: (path) => attempt("stat", "stat", path, () => infoOf(existing(volume, path, true).node)),
     symlink: (target, path) =>
@@ -872,25 +1323,29 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
           mode: 0o777,
           links: 1,
           target,
-          ...newStamps(now)
+          ...newStamps(volume, now)
         }
-        attach(result.parent, result.name, link, now)
+        attach(volume, result.parent, result.name, link, now)
       }, path),
     truncate: (path, length) =>
       attempt("truncate", "open", path, (now) => {
         const opened = openNode(path, "r+", 0o666, false, now)
-        if (opened.node.kind !== "File") return raise("EISDIR")
+        if (opened.node.kind === "Directory") return raise("EISDIR")
+        if (opened.node.kind !== "File") return raise("EINVAL")
         if (length !== undefined && length < 0) return raise("EINVAL", "ftruncate")
         resize(opened.node, length ?? 0, now)
+        noticeChange(volume, opened.parent, opened.name, opened.node)
       }),
     utimes: (path, atime, mtime) =>
       attempt("utime", "utime", path, () => {
-        const node = existing(volume, path, true).node
+        const found = existing(volume, path, true)
+        const node = found.node
         // Node reads numeric times as seconds since the epoch.
         node.atime = typeof atime === "number" ? atime * 1000 : atime.getTime()
         node.mtime = typeof mtime === "number" ? mtime * 1000 : mtime.getTime()
+        noticeChange(volume, found.parent, found.name, node)
       }),
-    watch: () => Stream.die(new Error("MemoryFileSystem does not implement watch")),
+    watch,
     writeFile: (path, data, options) => writeFile("writeFile", path, data, options)
   })
 
@@ -912,15 +1367,28 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
             type: "File",
             mode: node.mode,
             ino: node.ino,
+            uid: node.uid,
             data: contents(node),
             durable: node.durable.slice()
           })
           return
         case "SymbolicLink":
-          entries.push({ path, type: "SymbolicLink", mode: node.mode, ino: node.ino, target: node.target })
+          entries.push({ path, type: "SymbolicLink", mode: node.mode, ino: node.ino, uid: node.uid, target: node.target })
+          return
+        case "FIFO":
+        case "CharacterDevice":
+        case "Socket":
+          entries.push({
+            path,
+            type: node.kind,
+            mode: node.mode,
+            ino: node.ino,
+            uid: node.uid,
+            ...(node.device === undefined ? {} : { device: node.device })
+          })
           return
         case "Directory":
-          entries.push({ path, type: "Directory", mode: node.mode, ino: node.ino })
+          entries.push({ path, type: "Directory", mode: node.mode, ino: node.ino, uid: node.uid })
           for (const name of [...node.entries.keys()].sort()) {
             visit(path === "/" ? `/${name}` : `${path}/${name}`, node.entries.get(name)!)
           }
@@ -930,11 +1398,28 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
     return entries.filter((entry) => entry.path !== "/")
   }
 
+  const capabilities: NonBlockingOpenCapable & ProcessUidCapable = {
+    [NonBlockingOpenTypeId]: (path, options) =>
+      open(path, {
+        flag: options.flag,
+        mode: options.mode,
+        noFollow: options.noFollow,
+        directory: options.directory,
+        nonBlocking: true
+      }),
+    [ProcessUidTypeId]: () => volume.uid
+  }
+
   return {
     ...base,
+    ...capabilities,
+    makeFifo: (path, mode) => makeSpecial("makeFifo", path, "FIFO", mode ?? 0o644, undefined),
+    makeCharacterDevice: (path, kind) => makeSpecial("makeCharacterDevice", path, "CharacterDevice", 0o666, kind),
+    makeSocket: (path) => makeSpecial("makeSocket", path, "Socket", 0o755, undefined),
     snapshot,
     syncCount: (path) => volume.syncs.get(absoluteFrom(volume.cwd, path)) ?? 0,
     openDescriptors: () => [...volume.handles.values()].map(({ fd, flag, path }) => ({ fd, path, flag })),
+    openWatchers: () => [...volume.watchers.values()].map(({ active, path }) => ({ path, active })),
     crashImage: (mode) => fromVolume(cloneVolume(volume, mode))
   }
 }
@@ -946,8 +1431,8 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
  * **Details**
  *
  * Every method of `FileSystem` behaves like `NodeFileSystem` on Linux, failing
- * with the same `PlatformError` reasons; `copy` and `watch` die as
- * unimplemented. The derived methods (`exists`, `readFileString`,
+ * with the same `PlatformError` reasons; `copy` and a recursive `watch` die
+ * as unimplemented. The derived methods (`exists`, `readFileString`,
  * `writeFileString`, `stream`, `sink`, `glob`) come from `FileSystem.make`,
  * exactly as in the Node layer.
  *
@@ -966,7 +1451,11 @@ export const makeMemoryFileSystem = (options?: MemoryFileSystemOptions): MemoryF
     ino: 2n,
     mode: 0o755,
     entries: new Map(),
-    ...newStamps(0)
+    atime: 0,
+    mtime: 0,
+    birthtime: 0,
+    uid: 0,
+    gid: 0
   }
   const cwd = normalize(options?.cwd === undefined ? "/" : `/${options.cwd}`)
   const volume: Volume = {
@@ -978,11 +1467,19 @@ export const makeMemoryFileSystem = (options?: MemoryFileSystemOptions): MemoryF
     handles: new Map(),
     cwd,
     umask,
-    tmpdir: normalize(`/${options?.tmpdir ?? "/tmp"}`)
+    tmpdir: normalize(`/${options?.tmpdir ?? "/tmp"}`),
+    // The tree made here belongs to root; what the process makes from now on, to its uid.
+    uid: 0,
+    gid: 0,
+    watchers: new Map(),
+    nextWatcherId: 1,
+    notices: []
   }
   makeDirectoryPath(volume, volume.tmpdir, 0o755, 0)
   if (volume.tmpdir === "/tmp") (root.entries.get("tmp") as DirNode).mode = 0o1777
   makeDirectoryPath(volume, cwd, 0o755, 0)
+  volume.uid = options?.uid ?? 0
+  volume.gid = options?.gid ?? 0
   for (const [path, data] of Object.entries(options?.files ?? {})) {
     const absolute = absoluteFrom(cwd, path)
     makeDirectoryPath(volume, dirnameOf(absolute), 0o755, 0)
@@ -991,7 +1488,7 @@ export const makeMemoryFileSystem = (options?: MemoryFileSystemOptions): MemoryF
     const file = newFile(volume, 0o644, 0)
     writeAt(file, 0, typeof data === "string" ? new TextEncoder().encode(data) : data, 0)
     file.durable = contents(file)
-    attach(result.parent, result.name, file, 0)
+    attach(volume, result.parent, result.name, file, 0)
   }
   return fromVolume(volume)
 }

@@ -1,15 +1,19 @@
 /**
- * Every command survives whatever is on disk: claims, locks, sidecar lines
- * and Session lines nested 100,000 levels deep, megabyte strings and keys,
- * megabyte arrays, `__proto__` keys and numbers like `1e309`. Damage is
- * reported as damage (exit 1 from `verify`), other commands exit with their
- * documented code, never 4; every description of a bad file is bounded, and
- * `--json` output parses. Run in-process on both worlds.
+ * Every command survives whatever is on disk: sidecar lines and Session
+ * lines nested 100,000 levels deep, megabyte strings and keys, megabyte
+ * arrays, `__proto__` keys and numbers like `1e309`; claims and locks as
+ * deep, long and strange as fits in their 4 KiB bound (`MAX_CLAIM_BYTES`,
+ * `MAX_LOCK_FILE_BYTES`), and claims and locks of megabytes, which are
+ * reported unreadable without being parsed. Damage is reported as damage
+ * (exit 1 from `verify`), other commands exit with their documented code,
+ * never 4; every description of a bad file is bounded, and `--json` output
+ * parses. Run in-process on both worlds.
  */
-import { assert } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import { Effect, FileSystem, Path } from "effect"
 import { TestClock } from "effect/testing"
 import { encodeHeadLine, makeHead } from "../../src/protocol/Head.js"
+import { MAX_CLAIM_BYTES, MAX_LOCK_FILE_BYTES } from "../../src/protocol/Limits.js"
 import { MAX_DETAIL_CHARS, MAX_FIELD_CHARS } from "../../src/store/SidecarAudit.js"
 import { summaryReceipt } from "../../src/testing/Receipts.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
@@ -20,6 +24,9 @@ const deepArray = "[".repeat(DEEP) + "]".repeat(DEEP)
 const deepObject = "{\"a\":".repeat(DEEP) + "1" + "}".repeat(DEEP)
 // Deep enough to overflow a recursive walk, short enough for the 48 KiB line limit.
 const deepLineArray = "[".repeat(20_000) + "]".repeat(20_000)
+// As deep as a claim or a lock can nest within its 4 KiB bound.
+const deepClaimArray = "[".repeat(1_500) + "]".repeat(1_500)
+const deepClaimObject = "{\"a\":".repeat(600) + "1" + "}".repeat(600)
 const megabyte = "m".repeat(1_000_000)
 const hex = (c: string) => c.repeat(64)
 
@@ -42,22 +49,44 @@ const hostileSidecarLines = [
   `[${"1e309,".repeat(5000)}1]`
 ]
 
+/** Claims that fit in MAX_CLAIM_BYTES, so they are parsed: deep, long and strange within it. */
 const hostileClaims: Record<string, string> = {
-  [hex("1")]: `{"jobId":"${hex("1")}","state":${deepArray}}`,
-  [hex("2")]: `{"jobId":"${hex("2")}","state":${deepObject}}`,
-  [hex("3")]: `{"jobId":"${hex("3")}","state":"settled","leaseToken":"x","receiptRef":${deepArray}}`,
-  [hex("4")]: `{"jobId":"${hex("4")}","state":"active","leaseToken":"x","claimedAt":"Jan 1 2026 (${megabyte})",` +
+  [hex("1")]: `{"jobId":"${hex("1")}","state":${deepClaimArray}}`,
+  [hex("2")]: `{"jobId":"${hex("2")}","state":${deepClaimObject}}`,
+  [hex("3")]: `{"jobId":"${hex("3")}","state":"settled","leaseToken":"x","receiptRef":${deepClaimArray}}`,
+  [hex("4")]: `{"jobId":"${hex("4")}","state":"active","leaseToken":"x","claimedAt":"Jan 1 2026 (${"m".repeat(3_000)})",` +
     `"leaseMs":1e309}`,
-  [hex("5")]: `{"jobId":"${hex("5")}","state":"${megabyte}"}`,
+  [hex("5")]: `{"jobId":"${hex("5")}","state":"${"m".repeat(3_800)}"}`,
   [hex("6")]: `{"__proto__":{"state":"active"},"jobId":"${hex("6")}"}`,
-  [hex("7")]: `[${"1e309,".repeat(200_000)}1]`,
+  [hex("7")]: `[${"1e309,".repeat(600)}1]`,
   [hex("8")]: `{"jobId":"${hex("8")}","state":"active","leaseToken":"x","claimedAt":"2026-01-01T00:00:00.000Z",` +
-    `"leaseMs":1,"${megabyte}":1}`,
+    `"leaseMs":1,"${"m".repeat(3_000)}":1}`,
   [hex("9")]: `{"jobId":"${hex("9")}","state":"settled","leaseToken":"x","receiptRef":{"receiptOffset":0,` +
-    `"receiptLength":10,"receiptHash":${"[".repeat(3000)}"${hex("a")}"${"]".repeat(3000)}}}`
+    `"receiptLength":10,"receiptHash":${"[".repeat(1_500)}"${hex("a")}"${"]".repeat(1_500)}}}`
 }
 
-const hostileLock = `{"token":"${"ab".repeat(500_000)}","claimedAt":"Jan 1 2026 (${megabyte})",` +
+const oversizedJobId = (n: number) => `${"b".repeat(63)}${n}`
+
+/** Claims of up to megabytes, past MAX_CLAIM_BYTES: never parsed, each reported unreadable. */
+const oversizedClaims: Record<string, string> = {
+  [oversizedJobId(1)]: `{"jobId":"${oversizedJobId(1)}","state":${deepArray}}`,
+  [oversizedJobId(2)]: `{"jobId":"${oversizedJobId(2)}","state":${deepObject}}`,
+  [oversizedJobId(3)]: `{"jobId":"${oversizedJobId(3)}","state":"settled","leaseToken":"x","receiptRef":${deepArray}}`,
+  [oversizedJobId(4)]: `{"jobId":"${oversizedJobId(4)}","state":"active","leaseToken":"x",` +
+    `"claimedAt":"Jan 1 2026 (${megabyte})","leaseMs":1e309}`,
+  [oversizedJobId(5)]: `{"jobId":"${oversizedJobId(5)}","state":"${megabyte}"}`,
+  [oversizedJobId(6)]: `[${"1e309,".repeat(200_000)}1]`,
+  [oversizedJobId(7)]: `{"jobId":"${oversizedJobId(7)}","state":"active","leaseToken":"x",` +
+    `"claimedAt":"2026-01-01T00:00:00.000Z","leaseMs":1,"${megabyte}":1}`
+}
+
+/** A lock that fits in MAX_LOCK_FILE_BYTES with every field longer than a report shows. */
+const hostileLock = `{"token":"${"ab".repeat(250)}","claimedAt":"Jan 1 2026 (${"m".repeat(500)})",` +
+  `"owner":{"pid":1,"hostname":"${"h".repeat(500)}","bootId":"${"b".repeat(500)}",` +
+  `"pidNamespace":"${"p".repeat(500)}"},"extra":${"[".repeat(150)}${"]".repeat(150)}}\n`
+
+/** A lock of megabytes, past MAX_LOCK_FILE_BYTES: never parsed, so it has no owner to show. */
+const oversizedLock = `{"token":"${"ab".repeat(500_000)}","claimedAt":"Jan 1 2026 (${megabyte})",` +
   `"owner":{"pid":1,"hostname":"${"h".repeat(1_000_000)}","bootId":"${"b".repeat(1_000_000)}",` +
   `"pidNamespace":"${"p".repeat(1_000_000)}"},"extra":${deepArray}}\n`
 
@@ -65,9 +94,10 @@ interface Planted {
   readonly flags: ReadonlyArray<string>
   /** A Session whose sidecar holds every hostile line, and whose lock is hostile. */
   readonly hostile: string
-  /** A Session with deep lines, and a sidecar with a valid receipt whose sessionStatus nests 3,000 deep. */
+  /** A Session with deep lines, a sidecar with a valid receipt whose sessionStatus nests 3,000 deep, and an oversized lock. */
   readonly deep: string
   readonly hostileLock: string
+  readonly oversizedLock: string
 }
 
 const plant = (root: string) =>
@@ -112,14 +142,17 @@ const plant = (root: string) =>
     yield* fs.makeDirectory(path.dirname(deepSidecar), { recursive: true })
     yield* fs.writeFile(deepSidecar, new Uint8Array([...receiptLine, ...headLine]))
 
-    for (const [jobId, text] of Object.entries(hostileClaims)) {
+    yield* fs.writeFileString(`${deepSidecar}.commit-lock`, oversizedLock)
+
+    for (const [jobId, text] of Object.entries({ ...hostileClaims, ...oversizedClaims })) {
       yield* write(path.join(rarebitRoot, "jobs-v4", `${jobId}.json`), `${text}\n`)
     }
     return {
       flags: ["--root", rarebitRoot, "--session-root", sessionRoot],
       hostile,
       deep,
-      hostileLock: `${hostileSidecar}.commit-lock`
+      hostileLock: `${hostileSidecar}.commit-lock`,
+      oversizedLock: `${deepSidecar}.commit-lock`
     } satisfies Planted
   })
 
@@ -142,6 +175,15 @@ const parse = (run: CliRun, label: string): any => {
   }
 }
 
+describe("hostile content", () => {
+  it("the claims and the lock meant to be parsed fit in their bounds; the oversized ones do not", () => {
+    for (const text of Object.values(hostileClaims)) assert.isAtMost(`${text}\n`.length, MAX_CLAIM_BYTES)
+    for (const text of Object.values(oversizedClaims)) assert.isAbove(`${text}\n`.length, MAX_CLAIM_BYTES)
+    assert.isAtMost(hostileLock.length, MAX_LOCK_FILE_BYTES)
+    assert.isAbove(oversizedLock.length, MAX_LOCK_FILE_BYTES)
+  })
+})
+
 fileSystemSuite("CLI on hostile content", (it) => {
   it.effect("verify reports every hostile file as damage, with bounded details, and exits 1", ({ root }) =>
     Effect.gen(function*() {
@@ -161,15 +203,28 @@ fileSystemSuite("CLI on hostile content", (it) => {
       // Every hostile sidecar line is a finding of its own.
       assert.strictEqual(kinds("p/hostile.jsonl").length, hostileSidecarLines.length, JSON.stringify(report.findings))
       assert.deepStrictEqual(kinds("p/hostile.jsonl.commit-lock"), ["commit_lock_leftover"])
+      const oversizedLockFindings = report.findings.filter((item: any) => item.path === planted.oversizedLock)
+      assert.deepStrictEqual(oversizedLockFindings.map((item: any) => [item.kind, item.severity]), [
+        ["commit_lock_leftover", "damage"]
+      ])
+      assert.match(oversizedLockFindings[0].detail, new RegExp(`^larger than ${MAX_LOCK_FILE_BYTES} bytes, `))
       for (const jobId of Object.keys(hostileClaims)) {
         const found = report.findings.filter((item: any) => item.jobId === jobId)
         assert.strictEqual(found.length, 1, `claim ${jobId}: ${JSON.stringify(found)}`)
-        // Claims are read leniently, as the seed reads them: an extra key does
-        // not spoil an expired lease, which the next reserve takes over.
+        // Claims within the bound are read leniently, as the seed reads them: an
+        // extra key does not spoil an expired lease, which the next reserve takes over.
         assert.deepStrictEqual(
           [found[0].kind, found[0].severity],
           jobId === hex("8") ? ["claim_expired", "notice"] : [found[0].kind, "damage"]
         )
+        assert.notStrictEqual(found[0].kind, "claim_unreadable", `claim ${jobId} fits and is parsed`)
+      }
+      // Past the bound a claim is not parsed, whatever it holds: it is damage,
+      // and counts as in flight until its lease has passed.
+      for (const jobId of Object.keys(oversizedClaims)) {
+        const found = report.findings.filter((item: any) => item.jobId === jobId)
+        assert.deepStrictEqual(found.map((item: any) => [item.kind, item.severity]), [["claim_unreadable", "damage"]], jobId)
+        assert.match(found[0].detail, new RegExp(`^is larger than ${MAX_CLAIM_BYTES} bytes; `), jobId)
       }
       assert.include(
         report.findings.find((item: any) => item.jobId === hex("1")).detail,
@@ -199,7 +254,10 @@ fileSystemSuite("CLI on hostile content", (it) => {
       assert.strictEqual(run.code, 0, run.stderr)
       assertBounded(run, "jobs --json")
       const report = parse(run, "jobs --json")
-      assert.deepStrictEqual(report.claims.map((claim: any) => claim.jobId).sort(), Object.keys(hostileClaims).sort())
+      assert.deepStrictEqual(
+        report.claims.map((claim: any) => claim.jobId).sort(),
+        [...Object.keys(hostileClaims), ...Object.keys(oversizedClaims)].sort()
+      )
       for (const claim of report.claims) {
         if (claim.detail !== null) assert.isAtMost(claim.detail.length, MAX_DETAIL_CHARS)
         if (claim.claimedAt !== null) assert.isAtMost(claim.claimedAt.length, MAX_FIELD_CHARS)
@@ -258,5 +316,20 @@ fileSystemSuite("CLI on hostile content", (it) => {
       assert.strictEqual(forced.code, 0, forced.stderr)
       assert.strictEqual(parse(forced, "unlock --force").action, "removed")
       assert.isFalse(yield* fs.exists(planted.hostileLock))
+
+      // A lock of megabytes is not read: it has no owner to show, only why it cannot be read.
+      const oversizedHuman = yield* cliIn(["unlock", "--session", planted.deep, ...planted.flags])
+      assert.strictEqual(oversizedHuman.code, 5, oversizedHuman.stderr)
+      assertBounded(oversizedHuman, "unlock oversized")
+      assertHumanLines(oversizedHuman, "unlock oversized")
+      const oversized = parse(yield* cliIn(["unlock", "--json", "--session", planted.deep, ...planted.flags]), "unlock oversized")
+      assert.strictEqual(oversized.action, "refused")
+      assert.strictEqual(oversized.lock.unreadable, `larger than ${MAX_LOCK_FILE_BYTES} bytes`)
+      assert.isNull(oversized.lock.owner)
+      assert.isTrue(yield* fs.exists(planted.oversizedLock))
+      const oversizedForced = yield* cliIn(["unlock", "--force", "--json", "--session", planted.deep, ...planted.flags])
+      assert.strictEqual(oversizedForced.code, 0, oversizedForced.stderr)
+      assert.strictEqual(parse(oversizedForced, "unlock --force oversized").action, "removed")
+      assert.isFalse(yield* fs.exists(planted.oversizedLock))
     }))
 })

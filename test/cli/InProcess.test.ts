@@ -12,6 +12,7 @@ import { Effect, Path } from "effect"
 import { TestClock } from "effect/testing"
 import { rm } from "node:fs/promises"
 import { join } from "node:path"
+import { MAX_CLAIM_BYTES } from "../../src/protocol/Limits.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { jobId, sessionText, summaryReceipt, titleReceipt } from "../support/Receipts.js"
 import { acquired, reserveAcquired, setup, writeLock } from "../store/StoreKit.js"
@@ -57,26 +58,37 @@ fileSystemSuite("rarebit-store, in-process", (it) => {
     }))
 
   it.effect(
-    "reports a claim nested 100,000 levels deep as damage in valid JSON, not a stack overflow (exit 1, not 4)",
+    "reports a claim nested 1,500 levels deep as damage in valid JSON, and one 100,000 deep as unreadable (exit 1, not 4)",
     ({ root }) =>
       Effect.gen(function*() {
         const path = yield* Path.Path
         const kit = yield* setup(root, { writeSession: false })
         const claimPath = kit.claimPath("d".repeat(64))
+        const oversizedPath = kit.claimPath("e".repeat(64))
         yield* kit.fs.makeDirectory(kit.jobsDir, { recursive: true })
         yield* kit.fs.makeDirectory(kit.sessionRoot, { recursive: true })
+        // The deepest array a claim can hold within MAX_CLAIM_BYTES: it is parsed and described.
+        const deep = `{"jobId":"${"d".repeat(64)}","state":${"[".repeat(1_500)}${"]".repeat(1_500)}}\n`
+        assert.isAtMost(deep.length, MAX_CLAIM_BYTES)
+        yield* kit.fs.writeFileString(claimPath, deep)
+        // Past the bound, a claim is not read at all.
         yield* kit.fs.writeFileString(
-          claimPath,
-          `{"jobId":"${"d".repeat(64)}","state":${"[".repeat(100_000)}${"]".repeat(100_000)}}\n`
+          oversizedPath,
+          `{"jobId":"${"e".repeat(64)}","state":${"[".repeat(100_000)}${"]".repeat(100_000)}}\n`
         )
         const verify = yield* cliIn(["verify", "--json", ...flagsFor(path, root)])
         assert.strictEqual(verify.code, 1, verify.stderr)
         assert.notMatch(verify.stderr, /Maximum call stack|\n\s+at /)
         const report = JSON.parse(verify.stdout)
-        assert.deepStrictEqual(report.findings.map((item: any) => [item.kind, item.path]), [["claim_invalid", claimPath]])
+        assert.deepStrictEqual(report.findings.map((item: any) => [item.kind, item.path]), [
+          ["claim_invalid", claimPath],
+          ["claim_unreadable", oversizedPath]
+        ])
+        assert.match(report.findings[1].detail, new RegExp(`^is larger than ${MAX_CLAIM_BYTES} bytes; `))
         const jobs = yield* cliIn(["jobs", ...flagsFor(path, root)])
         assert.strictEqual(jobs.code, 0, jobs.stderr)
         assert.match(jobs.stdout, /invalid +d{16}… its state is an array of 1 item/)
+        assert.match(jobs.stdout, new RegExp(`unreadable +e{16}… is larger than ${MAX_CLAIM_BYTES} bytes`))
       })
   )
 

@@ -2,19 +2,29 @@
  * The newcomer's path, tested: pack this package, install the tarball into a
  * fresh project (`npm ci` offline, from the npm cache) with its Effect
  * peers, copy the README's examples in, and there type-check them, run the
- * Effect program, the Promise script and the example's `@effect/vitest`
- * test, and the `rarebit-store` bin, all from the installed package.
+ * Effect program, the Promise script, the watch script and the example's
+ * `@effect/vitest` test, and the `rarebit-store` bin, all from the installed
+ * package.
  *
  * Packing skips the `prepare` build (`--ignore-scripts`): `npm test` has just
  * built `dist/` (the run's global setup checks it is current), and a rebuild
  * here would rewrite files other test files are loading. The git-install test runs `prepare` in a clone of its own.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { spawn } from "node:child_process"
 import { existsSync } from "node:fs"
 import { mkdtemp, readFile, rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { copyExamples, installedCopies, installFreshProject, integrityOf, REPO, runOk } from "./FreshProject.js"
+import {
+  cleanEnv,
+  copyExamples,
+  installedCopies,
+  installFreshProject,
+  integrityOf,
+  REPO,
+  runOk
+} from "./FreshProject.js"
 import { report } from "../support/TestReport.js"
 
 const SESSION = "sessions/demo/first-session.jsonl"
@@ -182,6 +192,32 @@ describe("the packed package in a fresh project", { concurrent: false }, () => {
     const onFreshRoot = await node(["out/promise.js", SESSION, "sessions", "rarebit-promise"])
     assert.deepStrictEqual(jobLine(onFreshRoot.stdout), { jobId: effectJob, outcome: "Settled" })
     assert.include(onFreshRoot.stdout, "current: available, assessment_current: A conversation of 3 messages.")
+  }, 60_000)
+
+  it("the watch example prints the state, then the summary another process settles, and ends", async () => {
+    const watcher = spawn(process.execPath, ["out/watch.js", SESSION, "sessions", "rarebit-watch"], {
+      cwd: project,
+      env: cleanEnv(),
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    watcher.stderr.setEncoding("utf8").on("data", (chunk) => (stderr += chunk))
+    const ended = new Promise<number | null>((resolve) => watcher.on("close", resolve))
+    await new Promise<void>((resolve) =>
+      watcher.stdout.setEncoding("utf8").on("data", (chunk) => {
+        stdout += chunk
+        if (stdout.includes("\n")) resolve()
+      })
+    )
+    assert.strictEqual(stdout, "current: missing, awaiting_artifacts: null\n")
+    const settled = await node(["out/promise.js", SESSION, "sessions", "rarebit-watch"])
+    assert.strictEqual(jobLine(settled.stdout).outcome, "Settled")
+    assert.strictEqual(await ended, 0, stderr)
+    assert.strictEqual(
+      stdout,
+      "current: missing, awaiting_artifacts: null\ncurrent: available, assessment_current: A conversation of 3 messages.\n"
+    )
   }, 60_000)
 
   it("the example's @effect/vitest test passes on the in-memory store", async () => {

@@ -134,6 +134,23 @@ describe("hostile inputs to the Promise API", { concurrent: false }, () => {
       { fn: "reserveThenSettle", slot: "sessionFile", value: "name240" },
       { fn: "reserveThenRelease", slot: "sessionFile", value: "name300" },
       { fn: "reserve", slot: "sessionFile", value: "pathTooLong" },
+      // The private-directory walk refuses what the reference's recursive mkdir refuses, naming
+      // the path and the mkdir it names: a root that denies access, a name or a path too long,
+      // a root through a file.
+      { fn: "reserve", slot: "rarebitRoot", value: "deniedRoot" },
+      { fn: "reserve", slot: "rarebitRoot", value: "rootNameTooLong" },
+      { fn: "reserveThenSettle", slot: "rarebitRoot", value: "name300" },
+      { fn: "reserveThenRelease", slot: "rarebitRoot", value: "throughFile" },
+      // A hand-made reservation: a sidecar outside the root is made there as the reference makes
+      // it; a root, a claim path or a sidecar path that is not a string fails where the
+      // reference's does; a directory as the claim fails reading it.
+      { fn: "settle", slot: "materializationPath", value: "outside" },
+      { fn: "settle", slot: "materializationPath", value: "deniedSession" },
+      { fn: "settle", slot: "rarebitRoot", value: "number" },
+      { fn: "settle", slot: "claimPath", value: "directory" },
+      { fn: "release", slot: "claimPath", value: "number" },
+      { fn: "release", slot: "claimPath", value: "readonlyJobsRoot" },
+      { fn: "release", slot: "materializationPath", value: "symbol" },
       // Refusals of the file system name the lock file the reference opens, not our temp file.
       { fn: "release", slot: "materializationPath", value: "throughFile" },
       { fn: "current", slot: "sessionFile", value: "deniedSession" },

@@ -172,15 +172,18 @@ const gapsOf = (log: ReadonlyArray<FaultOperation>) => {
   }
   const lockRelease = new Set<number>()
   const meaningful = log.filter((op) => op.kind !== "close")
+  // A read of the lock is its open (read-only), the handle's stat and reads: a run of steps on LOCK.
+  const readsLock = (op: FaultOperation | undefined) =>
+    op?.path === LOCK && ((op.kind === "open" && !op.mutating) || op.kind === "stat" || op.kind === "read")
   meaningful.forEach((op, position) => {
-    const previous = meaningful[position - 1]
-    const next = meaningful[position + 1]
-    const releaseRead = (read: FaultOperation | undefined, before: FaultOperation | undefined) =>
-      read?.kind === "readFile" && read.path === LOCK && !(before?.kind === "writeFile" && before.path.includes(".break-"))
-    if (releaseRead(op, previous) && next?.kind === "remove" && next.path === LOCK) lockRelease.add(op.index)
-    if (op.kind === "remove" && op.path === LOCK && releaseRead(previous, meaningful[position - 2])) {
-      lockRelease.add(op.index)
-    }
+    if (op.kind !== "remove" || op.path !== LOCK) return
+    let start = position
+    while (readsLock(meaningful[start - 1])) start--
+    const read = meaningful.slice(start, position)
+    const before = meaningful[start - 1]
+    const afterBreakFile = before?.kind === "writeFile" && before.path.includes(".break-")
+    if (read.length === 0 || read[0]!.kind !== "open" || afterBreakFile) return
+    for (const step of [...read, op]) lockRelease.add(step.index)
   })
   return { afterAppend, lockRelease, isGap: (op: FaultOperation) => afterAppend.has(op.index) || lockRelease.has(op.index) }
 }

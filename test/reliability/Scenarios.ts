@@ -97,8 +97,9 @@ export const scenarios: ReadonlyArray<Scenario> = [
     job: JOB1,
     receipt: currentSummary,
     finalCurrent: JOB1,
-    // Two private directories created (mkdir + chmod each), then the exclusive
-    // claim: temp open, write, fsync, link, temp removal.
+    // The root and three private directories created, each by one mkdir with
+    // mode 0700 (jobs-v4, materializations-v4, the Session's mirrored folder),
+    // then the exclusive claim: temp open, write, fsync, link, temp removal.
     expectedPoints: 10
   },
   {
@@ -111,7 +112,7 @@ export const scenarios: ReadonlyArray<Scenario> = [
     receipt: currentSummary,
     finalCurrent: JOB1,
     // The exclusive claim: temp open, write, fsync, link, temp removal. The private
-    // directories already exist with mode 0700, so reserve only stats them.
+    // directories already exist with mode 0700, so reserve only lstats them.
     expectedPoints: 6
   },
   {

@@ -17,7 +17,7 @@ import { LockOwner, type LockOwnerProbe, makeLockOwnerProbe } from "../../src/st
 import { make } from "../../src/store/RarebitStore.js"
 import type { ReceiptInput } from "../../src/protocol/Receipt.js"
 import type { Acquired } from "../../src/store/Reservation.js"
-import { inspectCommitLock, removeCommitLock } from "../../src/store/SidecarAudit.js"
+import { inspectCommitLock, removeCommitLock } from "../../src/store/CommitLockRepair.js"
 import { makeStoreConfig, type StoreConfig } from "../../src/store/StoreConfig.js"
 import type { MemoryFileSystemShape } from "../../src/testing/MemoryFileSystem.js"
 import { makeMemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"

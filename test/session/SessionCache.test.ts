@@ -1,72 +1,20 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, FileSystem, Option, Path, Result } from "effect"
+import { Deferred, Effect, Exit, Fiber, FileSystem, Option, Path, Result, Scope } from "effect"
 import fc from "fast-check"
 import { TestClock } from "effect/testing"
-import { accumulateText, make as makeSessionCache, SessionAccumulator } from "../../src/session/SessionCache.js"
-import {
-  nativeObservation,
-  parseSessionResult,
-  projectSession,
-  readSession,
-  resolveActiveBranchResult,
-  type SessionError,
-  type SessionInvalid,
-  type SessionProjection
-} from "../../src/session/index.js"
+import { make as makeSessionCache } from "../../src/session/SessionCache.js"
+import { nativeObservation, readSession, type SessionError } from "../../src/session/index.js"
 import { makeFaultFileSystem } from "../../src/testing/FaultFileSystem.js"
 import { makeMemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { fileSystemSuite, nodeWorld, rewriteInPlace as rewriteInPlaceOn } from "../support/FileSystemSuite.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 import { makeStallingFileSystem } from "../support/StallingFileSystem.js"
+import { makeSwappingFileSystem } from "../support/SwappingFileSystem.js"
 import { Session } from "../support/Reference.js"
-import { sessionTextArb, textArb } from "./SessionArbitrary.js"
-import { header, message } from "./SessionLines.js"
+import { sessionTextArb } from "./SessionArbitrary.js"
+import { header, message, turnsText } from "./SessionLines.js"
 
 // ---- helpers --------------------------------------------------------------
-
-type Outcome = Result.Result<SessionProjection, SessionInvalid>
-
-/** The uncached reader's outcome for a text: parse, walk the branch, project. */
-const freshOutcome = (text: string, source: string): Outcome => {
-  const parsed = parseSessionResult(text, source)
-  if (Result.isFailure(parsed)) return Result.fail(parsed.failure)
-  const branch = resolveActiveBranchResult(parsed.success, source)
-  if (Result.isFailure(branch)) return Result.fail(branch.failure)
-  return Result.succeed(projectSession(parsed.success, branch.success))
-}
-
-const errorFields = (error: SessionInvalid) => ({
-  kind: error.kind,
-  message: error.message,
-  source: error.source,
-  line: error.line,
-  entryId: error.entryId
-})
-
-const assertSameOutcome = (actual: Outcome, expected: Outcome, label: string) => {
-  if (Result.isSuccess(expected)) {
-    assert.isTrue(Result.isSuccess(actual), `${label}: expected success, got ${JSON.stringify(actual)}`)
-    const value = (actual as Result.Success<SessionProjection, SessionInvalid>).success
-    assert.deepStrictEqual(value, expected.success, label)
-    // Key order too: JSON renderings must agree byte for byte.
-    assert.strictEqual(JSON.stringify(value), JSON.stringify(expected.success), `${label}: JSON`)
-  } else {
-    assert.isTrue(Result.isFailure(actual), `${label}: expected ${expected.failure.message}`)
-    const failure = (actual as Result.Failure<SessionProjection, SessionInvalid>).failure
-    assert.deepStrictEqual(errorFields(failure), errorFields(expected.failure), label)
-  }
-}
-
-
-/** A tree Session of `turns` user/assistant pairs, each line newline-terminated. */
-const turnsText = (turns: number, id = "sess-a", from = 0) => {
-  const lines: Array<string> = from === 0 ? [header(id)] : []
-  for (let turn = from; turn < from + turns; turn++) {
-    lines.push(message(`u${turn}`, turn === 0 ? null : `a${turn - 1}`, "user", `question ${turn}`))
-    lines.push(message(`a${turn}`, `u${turn}`, "assistant", `answer ${turn}`))
-  }
-  return lines.map((line) => `${line}\n`).join("")
-}
 
 /** A long tool output, so fingerprints cover only part of the file. */
 const toolOutput = (id: string, parentId: string, size: number) =>
@@ -77,109 +25,6 @@ const toolOutput = (id: string, parentId: string, size: number) =>
     timestamp: "2026-01-01T00:00:02.000Z",
     message: { role: "toolResult", content: [{ type: "text", text: "x".repeat(size) }] }
   })
-
-// ---- the accumulator --------------------------------------------------------
-
-describe("SessionAccumulator", () => {
-  it("a whole text gives the uncached reader's outcome", () => {
-    const text = turnsText(3)
-    assertSameOutcome(accumulateText(text, "s.jsonl"), freshOutcome(text, "s.jsonl"), "turns")
-    assertSameOutcome(accumulateText("", "s.jsonl"), freshOutcome("", "s.jsonl"), "empty")
-    assertSameOutcome(accumulateText(header("h"), "s.jsonl"), freshOutcome(header("h"), "s.jsonl"), "header only")
-  })
-
-  it("an unterminated last line is parsed, and re-parsed once it is completed", () => {
-    const accumulator = new SessionAccumulator("s.jsonl")
-    const complete = turnsText(2).split("\n").slice(0, -1)
-    for (const line of complete) accumulator.addLine(line)
-    const next = message("u2", "a1", "user", "question 2")
-    const torn = next.slice(0, 20)
-    const tornText = `${complete.join("\n")}\n${torn}`
-    const tornOutcome = accumulator.finish(torn)
-    assertSameOutcome(tornOutcome, freshOutcome(tornText, "s.jsonl"), "torn")
-    assert.strictEqual(Result.isFailure(tornOutcome) && tornOutcome.failure.line, complete.length + 1)
-    assertSameOutcome(
-      accumulator.finish(next),
-      freshOutcome(`${complete.join("\n")}\n${next}`, "s.jsonl"),
-      "completed"
-    )
-  })
-
-  it("feeding any prefix of a Session, in any pieces, gives the uncached reader's outcome for it", () => {
-    fc.assert(
-      fc.property(sessionTextArb, fc.array(fc.nat(), { maxLength: 6 }), (text, rawCuts) => {
-      const cuts = [...new Set([...rawCuts.map((cut) => cut % (text.length + 1)), text.length])].sort((a, b) => a - b)
-      const accumulator = new SessionAccumulator("s.jsonl")
-      let fed = 0
-      for (const cut of cuts) {
-        // Lines complete before `cut` are committed; the rest up to `cut` is the unterminated tail.
-        const lastNewline = text.lastIndexOf("\n", cut - 1)
-        if (lastNewline + 1 > fed) {
-          for (const line of text.slice(fed, lastNewline).split("\n")) accumulator.addLine(line)
-          fed = lastNewline + 1
-        }
-        const prefix = text.slice(0, cut)
-        assertSameOutcome(accumulator.finish(text.slice(fed, cut)), freshOutcome(prefix, "s.jsonl"), `cut ${cut}`)
-      }
-      }),
-      { numRuns: fuzzRuns(1000) }
-    )
-  })
-
-  it("branch switches and duplicated texts keep the manifest hash right", () => {
-    const stepsArb = fc.array(fc.tuple(fc.nat(20), textArb, fc.constantFrom("user", "assistant")), {
-      minLength: 1,
-      maxLength: 30
-    })
-    fc.assert(
-      fc.property(stepsArb, (steps) => {
-      // Every entry hangs off an earlier one, so the active branch jumps around as lines arrive.
-      const lines = [header("sess-b")]
-      const accumulator = new SessionAccumulator("s.jsonl")
-      accumulator.addLine(lines[0])
-      steps.forEach(([parent, text, role], index) => {
-        const parentId = index === 0 ? null : `e${parent % index}`
-        const line = message(`e${index}`, parentId, role, text)
-        lines.push(line)
-        accumulator.addLine(line)
-        assertSameOutcome(accumulator.finish(""), freshOutcome(`${lines.join("\n")}\n`, "s.jsonl"), `step ${index}`)
-      })
-      }),
-      { numRuns: fuzzRuns(300) }
-    )
-  })
-
-  it("a growing branch with repeated texts gives fresh outcomes and leaves earlier outcomes as they were", () => {
-    // Mostly appends to the current leaf (the path that extends the last selection), from a few texts
-    // (so payloads gain occurrences), with an occasional jump back to an earlier entry.
-    const stepsArb = fc.array(
-      fc.tuple(fc.option(fc.nat(40), { freq: 6 }), fc.constantFrom("same", "again", "other"), fc.constantFrom("user", "assistant")),
-      { minLength: 1, maxLength: 40 }
-    )
-    fc.assert(
-      fc.property(stepsArb, (steps) => {
-        const lines = [header("sess-g")]
-        const accumulator = new SessionAccumulator("s.jsonl")
-        accumulator.addLine(lines[0])
-        const earlier: Array<{ readonly outcome: unknown; readonly json: string }> = []
-        let leaf: string | null = null
-        steps.forEach(([jump, text, role], index) => {
-          const parentId = jump === null || index === 0 ? leaf : `e${jump % index}`
-          const line = message(`e${index}`, parentId, role, text)
-          lines.push(line)
-          leaf = `e${index}`
-          accumulator.addLine(line)
-          const outcome = accumulator.finish("")
-          assertSameOutcome(outcome, freshOutcome(`${lines.join("\n")}\n`, "s.jsonl"), `step ${index}`)
-          earlier.push({ outcome, json: JSON.stringify(outcome) })
-        })
-        // Results share arrays with later ones; none may have changed since it was returned.
-        earlier.forEach(({ json, outcome }, index) => assert.strictEqual(JSON.stringify(outcome), json, `outcome ${index}`))
-      }),
-      { numRuns: fuzzRuns(300) }
-    )
-  })
-})
 
 // ---- the cache on a file system ------------------------------------------------
 
@@ -613,28 +458,23 @@ describe("SessionCache holds each Session open between reads", () => {
   }
 
   it.effect("polls of a growing Session open it once and keep one read handle", () => {
-    const { open, opens, provide } = world()
+    const { memory, open, opens, provide } = world()
     return provide(Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
       yield* fs.makeDirectory("/s", { recursive: true })
       yield* append("/s/a.jsonl", turnsText(2))
       const cache = yield* makeSessionCache()
-      // `check`'s uncached reads open the Session too: count only the cache's opens.
-      let cacheOpens = 0
-      const checkCounting = (label: string) =>
-        Effect.gen(function*() {
-          const before = opens()
-          yield* cachedRead(cache, "/s/a.jsonl", "/s")
-          cacheOpens += opens() - before
-          return yield* check(cache, "/s/a.jsonl", "/s", label)
-        })
-      yield* checkCounting("first")
+      // `check`'s uncached reads go around the counting wrapper, so only the cache's opens count.
+      const checked = (label: string) =>
+        check(cache, "/s/a.jsonl", "/s", label).pipe(Effect.provideService(FileSystem.FileSystem, memory))
+      yield* checked("first")
       for (let step = 2; step < 6; step++) {
         yield* append("/s/a.jsonl", turnsText(1, "sess-a", step))
-        const stats = yield* checkCounting(`append ${step}`)
+        const stats = yield* checked(`append ${step}`)
         assert.strictEqual(stats.incremental, step - 1)
       }
-      assert.strictEqual(cacheOpens, 1)
+      // The cache opened the Session once.
+      assert.strictEqual(opens(), 1)
       assert.deepStrictEqual(open(), ["r /s/a.jsonl"])
     }))
   })
@@ -667,6 +507,46 @@ describe("SessionCache holds each Session open between reads", () => {
       }))
       assert.deepStrictEqual(open(), [])
     }))
+  })
+
+  it.effect("a read after the cache's end is answered by the uncached reader and holds nothing", () => {
+    const { open, provide } = world()
+    return provide(Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      yield* fs.makeDirectory("/s", { recursive: true })
+      yield* append("/s/a.jsonl", turnsText(2))
+      const scope = yield* Scope.make()
+      const cache = yield* makeSessionCache().pipe(Scope.provide(scope))
+      yield* check(cache, "/s/a.jsonl", "/s", "before the end")
+      yield* Scope.close(scope, Exit.void)
+      assert.deepStrictEqual(open(), [])
+      const stats = yield* check(cache, "/s/a.jsonl", "/s", "after the end")
+      assert.strictEqual(stats.uncached, 1)
+      assert.deepStrictEqual(open(), [])
+    }))
+  })
+
+  it.effect("a Session replaced between the stat and the open is read as the file opened, then let go", () => {
+    const { memory, open } = world()
+    return Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      yield* fs.makeDirectory("/s", { recursive: true })
+      yield* append("/s/a.jsonl", turnsText(2))
+      // Renames a longer Session over the path just before the cache's open runs.
+      const swapping = makeSwappingFileSystem(memory, replace("/s/a.jsonl", turnsText(4)))
+      const cache = yield* makeSessionCache().pipe(Effect.provideService(FileSystem.FileSystem, swapping.fs))
+      const checked = (label: string) => check(cache, "/s/a.jsonl", "/s", label)
+      yield* checked("first")
+      yield* replace("/s/a.jsonl", turnsText(3))
+      swapping.arm()
+      // The answer is the swapped-in Session's, whole, as a fresh read of it answers.
+      yield* checked("raced")
+      assert.isFalse(swapping.armed(), "the swap ran")
+      assert.deepStrictEqual(open(), [], "neither the old nor the raced file stays open")
+      const again = yield* cache.read("/s/a.jsonl", { sessionRoot: "/s" })
+      assert.strictEqual(again.measurement.rarebitOccurrenceCount, 8)
+      assert.deepStrictEqual(open(), ["r /s/a.jsonl"], "held again by the read after")
+    }).pipe(Effect.provideService(FileSystem.FileSystem, memory), Effect.provide(Path.layer))
   })
 
   it.effect("a read interrupted at any file-system call leaves at most the one held handle, and the next read is right", () => {

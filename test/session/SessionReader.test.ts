@@ -3,15 +3,16 @@ import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Effect, FileSystem, Path, Result } from "effect"
 import * as PlatformError from "effect/PlatformError"
 import fc from "fast-check"
+import { nonBlockingOpenOf, NonBlockingOpenTypeId } from "../../src/io/NonBlockingOpen.js"
 import {
   nativeObservation,
   readSession,
   resolveSessionFile,
   SessionAmbiguous,
   type SessionError,
-  SessionNotFound,
-  toReferenceError
+  SessionNotFound
 } from "../../src/session/index.js"
+import { toPlainError } from "../../src/promise/PlainErrors.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 import { assertSameOutcome, type Outcome, settle } from "./Outcome.js"
 import { referenceNative, Session } from "../support/Reference.js"
@@ -27,7 +28,7 @@ const ours = <A, R>(effect: Effect.Effect<A, SessionError, R>): Effect.Effect<Ou
   Effect.map(
     Effect.result(effect),
     (result): Outcome<A> =>
-      Result.isSuccess(result) ? { ok: true, value: result.success } : { ok: false, error: toReferenceError(result.failure) }
+      Result.isSuccess(result) ? { ok: true, value: result.success } : { ok: false, error: toPlainError(result.failure) }
   )
 
 const theirs = <A>(f: () => Promise<A>) => Effect.promise(() => settle(f))
@@ -72,18 +73,20 @@ const failureOf = <A>(outcome: Outcome<A>): Error & { code?: string } => {
 }
 
 /**
- * A file system that fails every `readFile` and `open` (how a Session is
- * read) with the given reason, as if the file changed under us.
+ * A file system that fails every read of a file's bytes (`readFile`, and
+ * every open, the store's non-blocking one included) with the given reason,
+ * as if the file changed under us between the stat and the read.
  */
 const withReadFileFailure = (tag: PlatformError.SystemErrorTag) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    const failure = (method: string, path: string) =>
+    const fail = (method: string, path: string) =>
       Effect.fail(PlatformError.systemError({ _tag: tag, module: "FileSystem", method, pathOrDescriptor: path }))
     const failing: FileSystem.FileSystem = {
       ...fs,
-      readFile: (path) => failure("readFile", path),
-      open: (path) => failure("open", path)
+      readFile: (path) => fail("readFile", path),
+      open: (path) => fail("open", path),
+      ...(nonBlockingOpenOf(fs) === undefined ? {} : { [NonBlockingOpenTypeId]: (path: string) => fail("open", path) })
     }
     return yield* Effect.provideService(effect, FileSystem.FileSystem, failing)
   })

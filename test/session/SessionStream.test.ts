@@ -11,10 +11,9 @@ import {
   scanBytes,
   SessionLineScanner,
   type SessionLineSink,
-  SessionTooLarge,
-  toReferenceError,
-  Utf8Pieces
+  SessionTooLarge
 } from "../../src/session/index.js"
+import { toPlainError } from "../../src/promise/PlainErrors.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 
 const whole = new TextDecoder("utf-8", { ignoreBOM: true })
@@ -37,21 +36,6 @@ const bytesArb = fc.oneof(
   ).map((parts) => new TextEncoder().encode(parts.join("")))
 )
 
-/** Cut points of `length` bytes into consecutive pieces. */
-const cutsArb = fc.array(fc.nat(), { maxLength: 12 })
-
-const piecesOf = (bytes: Uint8Array, cuts: ReadonlyArray<number>): Array<Uint8Array> => {
-  const points = [...new Set(cuts.map((cut) => cut % (bytes.length + 1)))].sort((a, b) => a - b)
-  const pieces: Array<Uint8Array> = []
-  let start = 0
-  for (const point of points) {
-    pieces.push(bytes.subarray(start, point))
-    start = point
-  }
-  pieces.push(bytes.subarray(start))
-  return pieces
-}
-
 /** Records the lines it gets; stops wanting lines after `wanted` of them. */
 const recorder = (wanted = Infinity) => {
   const lines: Array<string> = []
@@ -65,38 +49,6 @@ const recorder = (wanted = Infinity) => {
   }
   return { lines, sink }
 }
-
-describe("Utf8Pieces", () => {
-  it("decodes any bytes cut anywhere exactly like one whole decode (readFile's and TextDecoder's)", () => {
-    fc.assert(
-      fc.property(bytesArb, cutsArb, (bytes, cuts) => {
-        const decoder = new Utf8Pieces()
-        let text = ""
-        for (const piece of piecesOf(bytes, cuts)) text += decoder.decode(piece)
-        text += decoder.end()
-        assert.strictEqual(text, whole.decode(bytes))
-        assert.strictEqual(text, Buffer.from(bytes).toString("utf8"))
-      }),
-      { numRuns: fuzzRuns(3000) }
-    )
-  })
-
-  it("holds back exactly a character the next byte may still complete", () => {
-    const decoder = new Utf8Pieces()
-    // U+1F600 one byte at a time, then an A that cuts a second one short.
-    assert.strictEqual(decoder.decode(Uint8Array.of(0xf0)), "")
-    assert.strictEqual(decoder.decode(Uint8Array.of(0x9f, 0x98)), "")
-    assert.strictEqual(decoder.decode(Uint8Array.of(0x80, 0xe2, 0x82)), "😀")
-    assert.strictEqual(decoder.decode(Uint8Array.of(0x41)), "\uFFFDA")
-    // ED A0 can never complete (a surrogate): decoded at once, not held.
-    assert.strictEqual(decoder.decode(Uint8Array.of(0xed, 0xa0)), "\uFFFD\uFFFD")
-    assert.strictEqual(decoder.decode(Uint8Array.of(0xf0, 0x80)), "\uFFFD\uFFFD")
-    assert.strictEqual(decoder.decode(Uint8Array.of(0xf4, 0x90)), "\uFFFD\uFFFD")
-    assert.strictEqual(decoder.decode(Uint8Array.of(0xe0, 0x9f)), "\uFFFD\uFFFD")
-    assert.strictEqual(decoder.decode(Uint8Array.of(0xf4)), "")
-    assert.strictEqual(decoder.end(), "\uFFFD")
-  })
-})
 
 describe("SessionLineScanner", () => {
   const tuningArb = fc.record({
@@ -211,7 +163,7 @@ describe("SessionLineScanner", () => {
 
 describe("SessionTooLarge", () => {
   it("becomes the RangeError Node's readFile throws for the same file", () => {
-    const file = toReferenceError(
+    const file = toPlainError(
       new SessionTooLarge({ path: "/s.jsonl", reason: "file", size: 2 ** 31, limit: 2 ** 31 - 1 })
     )
     assert.instanceOf(file, RangeError)
@@ -220,7 +172,7 @@ describe("SessionTooLarge", () => {
     assert.strictEqual((file as { code?: unknown }).code, "ERR_FS_FILE_TOO_LARGE")
     assert.deepStrictEqual(Object.keys(file as object), ["code"])
     assert.strictEqual(String(file), "RangeError [ERR_FS_FILE_TOO_LARGE]: File size (2147483648) is greater than 2 GiB")
-    const text = toReferenceError(new SessionTooLarge({ path: "/s.jsonl", reason: "text", size: 2 ** 30, limit: 1 }))
+    const text = toPlainError(new SessionTooLarge({ path: "/s.jsonl", reason: "text", size: 2 ** 30, limit: 1 }))
     assert.strictEqual(Object.getPrototypeOf(text), RangeError.prototype)
     assert.strictEqual((text as Error).message, "Invalid string length")
     assert.isUndefined((text as { code?: unknown }).code)

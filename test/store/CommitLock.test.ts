@@ -188,14 +188,14 @@ fileSystemSuite("Commit lock", (it) => {
   it.effect("a handed-over lock that cannot be re-read is released, so the next holder is not blocked by it", ({ root }) =>
     Effect.gen(function*() {
       // Fails the first read of the lock file after a holder entered its
-      // critical section: the re-read by which the next queued fiber takes
-      // the lock over.
+      // critical section (the lock path is opened only to be read): the
+      // re-read by which the next queued fiber takes the lock over.
       let lockPath = ""
       let armed = false
       const base = yield* FileSystem.FileSystem
       const fs = interceptFileSystem(base, (method, args) => {
-        // The lock is read as bytes (and decoded as the reference decodes it).
-        if (!(armed && (method === "readFile" || method === "readFileString") && args[0] === lockPath)) return Effect.void
+        // The lock is read through an open (the non-blocking one), at most its bound, and decoded as the reference does.
+        if (!(armed && method === "open" && args[0] === lockPath)) return Effect.void
         armed = false
         return Effect.fail(PlatformError.systemError({ _tag: "Unknown", module: "FileSystem", method, pathOrDescriptor: lockPath }))
       })

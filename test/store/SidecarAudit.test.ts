@@ -1,6 +1,6 @@
 /**
- * The full-scan audit and the commit-lock repair, on the in-memory file
- * system and on the real disk.
+ * The full-scan audit, on the in-memory file system and on the real disk
+ * (the commit-lock repair it reports for is in `CommitLockRepair.test.ts`).
  *
  * Sidecars are assembled line by line from valid receipts (the demo's
  * builders, checked by the v4 validators), heads made by `makeHead`, and
@@ -9,13 +9,15 @@
  * random sequences of such lines.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, FileSystem, Layer, Option, Path, PlatformError, Schema } from "effect"
+import { Effect, FileSystem, Layer, Path, PlatformError, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import { sampleSession, summaryReceipt, titleReceipt } from "../../src/cli/DemoSession.js"
+import { type NonBlockingOpenCapable, nonBlockingOpenOf, NonBlockingOpenTypeId } from "../../src/io/NonBlockingOpen.js"
 import { makeHead } from "../../src/protocol/Head.js"
 import { MAX_HISTORY_BYTES } from "../../src/protocol/Limits.js"
 import { LockOwner, makeLockOwnerProbe } from "../../src/store/LockOwner.js"
-import { type AuditFinding, auditStore, inspectCommitLock, removeCommitLock } from "../../src/store/SidecarAudit.js"
+import { inspectCommitLock, removeCommitLock } from "../../src/store/CommitLockRepair.js"
+import { type AuditFinding, auditStore } from "../../src/store/SidecarAudit.js"
 import { MemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { fileSystemSuite, memoryWorld } from "../support/FileSystemSuite.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
@@ -135,127 +137,6 @@ fileSystemSuite("SidecarAudit", (it) => {
       assert.match(report.findings[0].detail, /exceeds the 49152-byte protocol limit/)
     }))
 
-  it.effect("removeCommitLock removes only the lock it was given the key of", ({ root }) =>
-    Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
-      const lockPath = `${root}/session.jsonl.commit-lock`
-      const write = (token: string) =>
-        fs.writeFileString(lockPath, `${JSON.stringify({ token, claimedAt: "2026-01-01T00:00:00.000Z" })}\n`)
-
-      yield* write("a".repeat(48))
-      const inspected = yield* inspectCommitLock(lockPath)
-      assert.isDefined(inspected)
-      // Between the inspection and the removal, another writer takes a new lock.
-      yield* write("b".repeat(48))
-      // These locks carry no owner evidence, so every removal here is forced.
-      const force = { force: true }
-      assert.deepStrictEqual(yield* removeCommitLock(lockPath, inspected!.key, force), {
-        _tag: "Changed",
-        tokenPrefix: "bbbbbbbbbbbb"
-      })
-      assert.include(yield* fs.readFileString(lockPath), "b".repeat(48))
-
-      const current = yield* inspectCommitLock(lockPath)
-      yield* fs.writeFileString(`${lockPath}.break-${current!.key}`, "{}\n")
-      assert.deepStrictEqual(yield* removeCommitLock(lockPath, current!.key, force), {
-        _tag: "BreakInProgress",
-        breakPath: `${lockPath}.break-${current!.key}`
-      })
-      assert.isTrue(yield* fs.exists(lockPath))
-      yield* fs.remove(`${lockPath}.break-${current!.key}`)
-
-      assert.deepStrictEqual(yield* removeCommitLock(lockPath, current!.key.slice(0, 8), force), { _tag: "Removed" })
-      assert.isFalse(yield* fs.exists(lockPath))
-      assert.deepStrictEqual(yield* fs.readDirectory(root), [])
-      assert.deepStrictEqual(yield* removeCommitLock(lockPath, current!.key, force), { _tag: "Absent" })
-    }))
-
-  it.effect("clearStaleBreakFile clears a crashed breaker's break file only once it is stale", ({ root }) =>
-    Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
-      const lockPath = `${root}/session.jsonl.commit-lock`
-      const lockText = `${JSON.stringify({ token: "e".repeat(48), claimedAt: "2026-01-01T00:00:00.000Z" })}\n`
-      yield* fs.writeFileString(lockPath, lockText)
-      const key = (yield* inspectCommitLock(lockPath))!.key
-      const breakPath = `${lockPath}.break-${key}`
-      const breakText = `${JSON.stringify({ deadToken: key })}\n`
-      yield* fs.writeFileString(breakPath, breakText)
-      // Staleness is judged from the break file's mtime, which on disk is the
-      // real time of the write, so the clock is set relative to it.
-      const mtime = Option.getOrThrow((yield* fs.stat(breakPath)).mtime).getTime()
-      // Distinct from the 10 s default, so an ignored option shows.
-      const staleAfterMs = 30_000
-      // The lock carries no owner evidence: only a forced repair may remove it.
-      const repair = removeCommitLock(lockPath, key, { force: true, clearStaleBreakFile: true, staleAfterMs })
-      const kept = { _tag: "BreakInProgress", breakPath } as const
-
-      for (const age of [0, 10_000, staleAfterMs - 1]) {
-        yield* TestClock.setTime(mtime + age)
-        assert.deepStrictEqual(yield* repair, kept, `break file ${age} ms old`)
-        assert.strictEqual(yield* fs.readFileString(lockPath), lockText, `lock kept at ${age} ms`)
-        assert.strictEqual(yield* fs.readFileString(breakPath), breakText, `break file kept at ${age} ms`)
-      }
-      // Without the option a stale break file is still someone else's break.
-      yield* TestClock.setTime(mtime + staleAfterMs)
-      assert.deepStrictEqual(yield* removeCommitLock(lockPath, key, { force: true, staleAfterMs }), kept)
-      assert.isTrue(yield* fs.exists(lockPath))
-
-      assert.deepStrictEqual(yield* repair, { _tag: "Removed" })
-      assert.isFalse(yield* fs.exists(lockPath))
-      assert.deepStrictEqual(yield* fs.readDirectory(root), [], "the break file is gone too")
-    }))
-
-  it.effect("a torn lock (no token) is keyed by its content, so it can be repaired too", ({ root }) =>
-    Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
-      const lockPath = `${root}/session.jsonl.commit-lock`
-      yield* fs.writeFileString(lockPath, "")
-      const inspected = yield* inspectCommitLock(lockPath)
-      assert.isTrue(inspected!.lock.torn)
-      assert.isNull(inspected!.lock.tokenPrefix)
-      assert.strictEqual(inspected!.lock.liveness, "no_evidence")
-      assert.match(inspected!.key, /^torn-[0-9a-f]{32}$/)
-      assert.deepStrictEqual(yield* removeCommitLock(lockPath, "short"), { _tag: "Changed", tokenPrefix: null })
-      assert.deepStrictEqual(yield* removeCommitLock(lockPath, inspected!.key), {
-        _tag: "OwnerMayBeAlive",
-        liveness: "no_evidence"
-      })
-      assert.deepStrictEqual(yield* removeCommitLock(lockPath, inspected!.key, { force: true }), { _tag: "Removed" })
-    }))
-
-  it.effect("lock evidence: age from claimedAt, liveness from the LockOwner probe", ({ root }) =>
-    Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
-      const lockPath = `${root}/session.jsonl.commit-lock`
-      yield* TestClock.setTime(Date.parse("2026-01-01T00:01:00.000Z"))
-      const owner = { pid: 4242, hostname: "host-a", bootId: "boot-1", startTicks: "77" }
-      yield* fs.writeFileString(
-        lockPath,
-        `${JSON.stringify({ token: "c".repeat(48), claimedAt: "2026-01-01T00:00:00.000Z", owner })}\n`
-      )
-      const unknown = yield* inspectCommitLock(lockPath)
-      assert.deepStrictEqual(
-        { ...unknown!.lock, breakFiles: [] },
-        {
-          path: lockPath,
-          tokenPrefix: "cccccccccccc",
-          claimedAt: "2026-01-01T00:00:00.000Z",
-          ageMs: 60_000,
-          owner,
-          liveness: "unknown",
-          torn: false,
-          breakFiles: []
-        }
-      )
-      const dead = yield* inspectCommitLock(lockPath).pipe(
-        Effect.provideService(LockOwner, {
-          current: undefined,
-          isProvablyDead: (evidence) => Effect.succeed(evidence.pid === 4242)
-        })
-      )
-      assert.strictEqual(dead!.lock.liveness, "dead")
-    }))
-
   it.effect("a dead owner's lock from another PID namespace, or naming none, is reported alive and not removed unforced", ({ root }) =>
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
@@ -318,18 +199,20 @@ describe("SidecarAudit on a file system that refuses reads", () => {
       yield* fs.makeDirectory("/store/materializations-v4/p", { recursive: true })
       yield* fs.writeFile("/store/materializations-v4/p/a.jsonl", good.bytes())
       yield* fs.writeFile("/store/materializations-v4/p/b.jsonl", good.bytes())
-      const refusing: FileSystem.FileSystem = {
+      const denied = (path: string) =>
+        Effect.fail(PlatformError.systemError({
+          _tag: "PermissionDenied",
+          module: "FileSystem",
+          method: "open",
+          pathOrDescriptor: path,
+          cause: Object.assign(new Error("EACCES"), { code: "EACCES" })
+        }))
+      const open = nonBlockingOpenOf(fs)!
+      // Both ways of opening refuse it: `open`, and the non-blocking open the store uses.
+      const refusing: FileSystem.FileSystem & NonBlockingOpenCapable = {
         ...fs,
-        open: (path, options) =>
-          path.endsWith("/a.jsonl")
-            ? Effect.fail(PlatformError.systemError({
-              _tag: "PermissionDenied",
-              module: "FileSystem",
-              method: "open",
-              pathOrDescriptor: path,
-              cause: Object.assign(new Error("EACCES"), { code: "EACCES" })
-            }))
-            : fs.open(path, options)
+        open: (path, options) => path.endsWith("/a.jsonl") ? denied(path) : fs.open(path, options),
+        [NonBlockingOpenTypeId]: (path, options) => path.endsWith("/a.jsonl") ? denied(path) : open(path, options)
       }
       const report = yield* auditStore({ rarebitRoot: "/store" }).pipe(
         Effect.provideService(FileSystem.FileSystem, refusing)

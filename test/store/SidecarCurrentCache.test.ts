@@ -7,11 +7,13 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, FileSystem, Path, Scope } from "effect"
 import fc from "fast-check"
-import { makeSidecarCurrentCache, readSidecarCurrent } from "../../src/store/SidecarReader.js"
+import { makeSidecarCurrentCache } from "../../src/store/SidecarCurrentCache.js"
+import { readSidecarCurrent } from "../../src/store/SidecarReader.js"
 import { makeMemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 import { makeStallingFileSystem } from "../support/StallingFileSystem.js"
+import { makeSwappingFileSystem } from "../support/SwappingFileSystem.js"
 import { jobId, summaryReceipt, titleReceipt } from "../support/Receipts.js"
 import { appendRaw, appendReceiptWithHead, bytesOf, headFor, headLine, type Kit, receiptLine, setup, sizeOf } from "./StoreKit.js"
 
@@ -311,25 +313,14 @@ describe("sidecar current cache holds each sidecar open between reads", () => {
   it.effect("a sidecar replaced between the lstat and the open is read as the file opened, then let go", () =>
     world((memory, kit) =>
       Effect.scoped(Effect.gen(function*() {
-        let swapOnOpen = false
         // Renames a sidecar with a newer receipt over the path just before the cache's open runs.
-        const swapping = new Proxy(memory as FileSystem.FileSystem, {
-          get: (target, key) => {
-            const value = Reflect.get(target, key, target)
-            if (key !== "open") return value
-            return (...args: Array<unknown>) =>
-              Effect.andThen(
-                swapOnOpen ? Effect.andThen(Effect.sync(() => swapOnOpen = false), replaceWithNewer(kit)) : Effect.void,
-                value.apply(target, args)
-              )
-          }
-        })
-        const cache = yield* makeSidecarCurrentCache(swapping)
+        const swapping = makeSwappingFileSystem(memory, replaceWithNewer(kit))
+        const cache = yield* makeSidecarCurrentCache(swapping.fs)
         yield* cache.read(kit.sidecar)
         yield* replace(kit, "{}\n")
-        swapOnOpen = true
+        swapping.arm()
         const raced = yield* cache.read(kit.sidecar)
-        assert.isFalse(swapOnOpen, "the swap ran")
+        assert.isFalse(swapping.armed(), "the swap ran")
         // The answer describes the file that was read, whole, not the size the lstat saw before the swap.
         assert.strictEqual((raced.receipt as { jobId: string }).jobId, jobId(3))
         assert.deepStrictEqual(raced, yield* readSidecarCurrent(kit.fs, kit.sidecar))

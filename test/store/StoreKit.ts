@@ -11,6 +11,7 @@ import { Clock, Duration, Effect, Fiber, FileSystem, Option, Path, type Platform
 import type { Exit } from "effect"
 import { SecureRandom } from "effect/crypto/SecureRandom"
 import { TestClock } from "effect/testing"
+import { HandleChmodTypeId, NonBlockingOpenTypeId } from "../../src/io/NonBlockingOpen.js"
 import { sha256Hex } from "../../src/protocol/CanonicalJson.js"
 import type { Head } from "../../src/protocol/Head.js"
 import { make, type RarebitStore } from "../../src/store/RarebitStore.js"
@@ -312,11 +313,14 @@ export const interceptFileSystem = (
   inner: FileSystem.FileSystem,
   before: (method: string, args: ReadonlyArray<unknown>) => Effect.Effect<void, PlatformError.PlatformError>
 ): FileSystem.FileSystem => {
+  // The capabilities of `io/NonBlockingOpen` are reported as the calls they stand for.
+  const nameOf = (property: string | symbol): string =>
+    property === NonBlockingOpenTypeId ? "open" : property === HandleChmodTypeId ? "chmod" : String(property)
   const wrap = <T extends object>(target: T, prefix: string, onResult: (name: string, value: unknown) => unknown): T =>
     new Proxy(target, {
       get(object, property, receiver) {
         const value = Reflect.get(object, property, receiver)
-        const name = `${prefix}${String(property)}`
+        const name = `${prefix}${nameOf(property)}`
         if (Effect.isEffect(value)) return Effect.andThen(before(name, []), value)
         if (typeof value !== "function") return value
         return (...args: Array<unknown>) => {

@@ -19,7 +19,7 @@ import { MemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 
 /** A file system to run a suite on; `layer` builds a fresh one each time it is provided. */
 export interface World {
-  readonly name: "memory" | "node" | "node-threadpool"
+  readonly name: "memory" | "node" | "node-threadpool" | "node-threadpool-nonblocking"
   readonly layer: Layer.Layer<FileSystem.FileSystem | Path.Path>
 }
 
@@ -28,6 +28,12 @@ export const memoryWorld: World = { name: "memory", layer: Layer.merge(MemoryFil
 export const nodeWorld: World = { name: "node", layer: Layer.merge(DirectFileSystem.layer, Path.layer) }
 
 export const threadpoolWorld: World = { name: "node-threadpool", layer: Layer.merge(NodeFileSystem.layer, Path.layer) }
+
+/** The file system `NodeStore.threadpoolLayer` uses: platform-node's plus the non-blocking open, on the pool. */
+export const nonBlockingThreadpoolWorld: World = {
+  name: "node-threadpool-nonblocking",
+  layer: Layer.merge(DirectFileSystem.threadpoolLayer, Path.layer)
+}
 
 export const worlds: ReadonlyArray<World> = [memoryWorld, nodeWorld]
 

@@ -5,6 +5,7 @@
  * included.
  */
 import { Deferred, Effect, type FileSystem } from "effect"
+import { NonBlockingOpenTypeId } from "../../src/io/NonBlockingOpen.js"
 
 export const makeStallingFileSystem = (inner: FileSystem.FileSystem, cut: number) =>
   Effect.gen(function*() {
@@ -26,7 +27,10 @@ export const makeStallingFileSystem = (inner: FileSystem.FileSystem, cut: number
           return (...args: Array<unknown>) =>
             stall(() => {
               const result = value.apply(object, args)
-              return key === "open" ? Effect.map(result, (file: FileSystem.File) => counted(file)) : result
+              // Files opened either way (`open`, or the store's non-blocking open) count their calls too.
+              return key === "open" || key === NonBlockingOpenTypeId
+                ? Effect.map(result, (file: FileSystem.File) => counted(file))
+                : result
             })
         }
       })

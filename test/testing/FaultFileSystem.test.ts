@@ -8,6 +8,7 @@ import {
   makeFaultFileSystem,
   SimulatedCrash
 } from "../../src/testing/FaultFileSystem.js"
+import { handleChmodOf, nonBlockingOpenOf } from "../../src/io/NonBlockingOpen.js"
 import { makeMemoryFileSystem, MemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { assertFailure, fileSystemSuite } from "../support/FileSystemSuite.js"
 
@@ -223,5 +224,40 @@ describe("FaultFileSystem on memory", () => {
         return { reason: error.reason._tag, kinds: fault.operations().map((op) => op.kind), exists: memory.snapshot().length }
       }).pipe(Effect.provide(layer))
       assert.deepStrictEqual(result, { reason: "Unknown", kinds: ["mkdir"], exists: 1 })
+    }))
+
+  it.effect("the non-blocking open and a handle's chmod are logged and faulted as open and chmod steps", () =>
+    Effect.gen(function*() {
+      const memory = makeMemoryFileSystem()
+      yield* memory.writeFileString("/f", "x")
+      const plan = FaultPlan.make(
+        { kind: "open", nth: 0, action: { _tag: "Fail", error: "EACCES" } },
+        { kind: "chmod", nth: 0, action: { _tag: "Fail", error: "EIO" } }
+      )
+      const fault = makeFaultFileSystem(memory, plan)
+      const open = nonBlockingOpenOf(fault)
+      assert.isDefined(open, "forwarded")
+      const denied = yield* Effect.flip(Effect.scoped(open!("/f", { flag: "r", noFollow: true })))
+      assert.strictEqual(denied.reason._tag, "PermissionDenied")
+      const chmodded = yield* Effect.scoped(Effect.gen(function*() {
+        const file = yield* open!("/f", { flag: "a+", noFollow: true })
+        const chmod = handleChmodOf(file)
+        assert.isDefined(chmod, "forwarded on the handle")
+        const failed = yield* Effect.flip(chmod!(0o600))
+        yield* chmod!(0o640)
+        return failed.reason._tag
+      }))
+      assert.strictEqual(chmodded, "Unknown")
+      assert.strictEqual((yield* memory.stat("/f")).mode & 0o777, 0o640)
+      assert.deepStrictEqual(
+        fault.operations().map((op) => [op.kind, op.method, op.mutating, op.fault?._tag ?? null]),
+        [
+          ["open", "open", false, "Fail"],
+          ["open", "open", true, null],
+          ["chmod", "File.chmod", true, "Fail"],
+          ["chmod", "File.chmod", true, null],
+          ["close", "File.close", false, null]
+        ]
+      )
     }))
 })

@@ -1,8 +1,17 @@
 import { assert } from "@effect/vitest"
 import { ByteSize, Effect, FileSystem, Option, Schema } from "effect"
 import fc from "fast-check"
-import { assertFailure, fileSystemSuite, memoryWorld, nodeWorld, threadpoolWorld } from "../support/FileSystemSuite.js"
+import { handleChmodOf, nonBlockingOpenOf, processUidOf } from "../../src/io/NonBlockingOpen.js"
+import {
+  assertFailure,
+  fileSystemSuite,
+  memoryWorld,
+  nodeWorld,
+  nonBlockingThreadpoolWorld,
+  threadpoolWorld
+} from "../support/FileSystemSuite.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
+import { makeSpecial, specialKinds } from "../support/SpecialFiles.js"
 
 const bytes = (text: string): Uint8Array => new TextEncoder().encode(text)
 const text = (data: Uint8Array): string => new TextDecoder().decode(data)
@@ -746,3 +755,172 @@ fileSystemSuite("FileSystem conformance", (it) => {
     { arbitrary: { runs: fuzzRuns(20) } }
   )
 }, [memoryWorld, nodeWorld, threadpoolWorld])
+
+/** The non-blocking open of the world's file system; every world in these suites has one. */
+const nonBlocking = (fs: FileSystem.FileSystem) => {
+  const open = nonBlockingOpenOf(fs)
+  assert.isDefined(open, "the file system carries the non-blocking open")
+  return open!
+}
+
+fileSystemSuite("FileSystem conformance: special files", (it) => {
+  it.effect("stat, lstat and directory listings report FIFOs, sockets and devices", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      for (const kind of specialKinds) yield* makeSpecial(`${root}/${kind}`, kind)
+      const listed = new Map((yield* fs.readDirectoryEntries(root)).map((entry) => [entry.name, entry.type]))
+      assert.strictEqual(listed.get("fifo"), "FIFO")
+      assert.strictEqual(listed.get("socket"), "Socket")
+      const fifo = yield* fs.stat(`${root}/fifo`)
+      assert.strictEqual(fifo.type, "FIFO")
+      assert.strictEqual(typeBits(fifo), 0o010000)
+      assert.strictEqual(ByteSize.toBigInt(fifo.size), 0n)
+      assert.strictEqual((yield* fs.lstat(`${root}/fifo`)).type, "FIFO")
+      const socket = yield* fs.stat(`${root}/socket`)
+      assert.strictEqual(socket.type, "Socket")
+      assert.strictEqual(typeBits(socket), 0o140000)
+      for (const device of ["zero", "urandom", "null"] as const) {
+        assert.strictEqual(listed.get(device), "SymbolicLink")
+        assert.strictEqual((yield* fs.lstat(`${root}/${device}`)).type, "SymbolicLink")
+        const info = yield* fs.stat(`${root}/${device}`)
+        assert.strictEqual(info.type, "CharacterDevice", device)
+        assert.strictEqual(typeBits(info), 0o020000)
+        assert.strictEqual(ByteSize.toBigInt(info.size), 0n)
+      }
+    }))
+
+  it.effect("a FIFO opened read-write opens at once, a socket never opens", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      yield* makeSpecial(`${root}/fifo`, "fifo")
+      yield* makeSpecial(`${root}/socket`, "socket")
+      const info = yield* Effect.scoped(Effect.flatMap(fs.open(`${root}/fifo`, { flag: "r+" }), (file) => file.stat))
+      assert.strictEqual(info.type, "FIFO")
+      assertFailure(yield* Effect.flip(Effect.scoped(fs.open(`${root}/socket`))), {
+        reason: "Unknown",
+        method: "open",
+        syscall: "open",
+        pathOrDescriptor: `${root}/socket`,
+        code: "ENXIO"
+      })
+    }))
+
+  it.effect("devices: zero and urandom fill every positional read, null reads nothing and swallows writes", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      for (const device of ["zero", "urandom", "null"] as const) yield* makeSpecial(`${root}/${device}`, device)
+      const readOf = (path: string, size: number) =>
+        Effect.scoped(Effect.flatMap(fs.open(path), (file) => file.readAlloc(size, { position: 1000n })))
+      const zeros = yield* readOf(`${root}/zero`, 4096)
+      assert.deepStrictEqual(Option.map(zeros, (data) => [data.length, data.every((byte) => byte === 0)]), Option.some([4096, true]))
+      const random = Option.getOrThrow(yield* readOf(`${root}/urandom`, 4096))
+      assert.strictEqual(random.length, 4096)
+      assert.isAbove(new Set(random).size, 100, "random bytes")
+      assert.isTrue(Option.isNone(yield* readOf(`${root}/null`, 10)))
+      yield* fs.writeFileString(`${root}/null`, "gone")
+      assert.strictEqual(ByteSize.toBigInt((yield* fs.stat(`${root}/null`)).size), 0n)
+    }))
+}, [memoryWorld, nodeWorld, threadpoolWorld])
+
+fileSystemSuite("FileSystem conformance: the non-blocking open", (it) => {
+  it.effect("a FIFO opens for reading at once (a handle's positional read is ESPIPE); for writing it is ENXIO", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const open = nonBlocking(fs)
+      yield* makeSpecial(`${root}/fifo`, "fifo")
+      const read = yield* Effect.scoped(Effect.gen(function*() {
+        const file = yield* open(`${root}/fifo`, { flag: "r", noFollow: true })
+        return { info: yield* file.stat, read: yield* Effect.flip(file.read(new Uint8Array(16))) }
+      }))
+      assert.strictEqual(read.info.type, "FIFO")
+      assertFailure(read.read, { reason: "Unknown", method: "read", syscall: "read", pathOrDescriptor: "fd", code: "ESPIPE" })
+      const readWrite = yield* Effect.scoped(Effect.flatMap(open(`${root}/fifo`, { flag: "a+", noFollow: true }), (f) => f.stat))
+      assert.strictEqual(readWrite.type, "FIFO")
+      for (const flag of ["a", "w"] as const) {
+        assertFailure(yield* Effect.flip(Effect.scoped(open(`${root}/fifo`, { flag, noFollow: true }))), {
+          reason: "Unknown",
+          method: "open",
+          syscall: "open",
+          pathOrDescriptor: `${root}/fifo`,
+          code: "ENXIO"
+        })
+      }
+    }))
+
+  it.effect("sockets are ENXIO, devices open, final symlinks are ELOOP under noFollow", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const open = nonBlocking(fs)
+      yield* makeSpecial(`${root}/socket`, "socket")
+      yield* makeSpecial(`${root}/zero`, "zero")
+      assertFailure(yield* Effect.flip(Effect.scoped(open(`${root}/socket`, { flag: "r", noFollow: false }))), {
+        reason: "Unknown",
+        method: "open",
+        code: "ENXIO"
+      })
+      const zero = yield* Effect.scoped(Effect.flatMap(open(`${root}/zero`, { flag: "r", noFollow: false }), (f) => f.stat))
+      assert.strictEqual(zero.type, "CharacterDevice")
+      assertFailure(yield* Effect.flip(Effect.scoped(open(`${root}/zero`, { flag: "r", noFollow: true }))), {
+        reason: "BadResource",
+        method: "open",
+        code: "ELOOP"
+      })
+    }))
+
+  it.effect("directory: opens a directory, ENOTDIR for a file and for a symlink to a directory", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const open = nonBlocking(fs)
+      yield* fs.makeDirectory(`${root}/dir`)
+      yield* fs.writeFileString(`${root}/file`, "x")
+      yield* fs.symlink(`${root}/dir`, `${root}/link`)
+      const info = yield* Effect.scoped(
+        Effect.flatMap(open(`${root}/dir`, { flag: "r", noFollow: true, directory: true }), (file) => file.stat)
+      )
+      assert.strictEqual(info.type, "Directory")
+      assertFailure(yield* Effect.flip(Effect.scoped(open(`${root}/file`, { flag: "r", noFollow: true, directory: true }))), {
+        reason: "BadResource",
+        method: "open",
+        code: "ENOTDIR"
+      })
+      assertFailure(yield* Effect.flip(Effect.scoped(open(`${root}/link`, { flag: "r", noFollow: true, directory: true }))), {
+        reason: "BadResource",
+        method: "open",
+        code: "ENOTDIR"
+      })
+    }))
+
+  it.effect("a+ creates with the mode; reads and appends like open; the handle's chmod lands on the opened file", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const open = nonBlocking(fs)
+      yield* fs.writeFileString(`${root}/outside`, "keep")
+      yield* fs.chmod(`${root}/outside`, 0o644)
+      yield* Effect.scoped(Effect.gen(function*() {
+        const file = yield* open(`${root}/f`, { flag: "a+", mode: 0o600, noFollow: true })
+        yield* file.writeAll(bytes("one\n"))
+        assert.strictEqual(optionText(yield* file.readAlloc(10, { position: 0n })), "one\n")
+        assert.strictEqual(permissions(yield* file.stat), 0o600)
+        // The path now names a symlink to another file; the chmod still lands on the file that is open.
+        yield* fs.rename(`${root}/f`, `${root}/moved`)
+        yield* fs.symlink(`${root}/outside`, `${root}/f`)
+        const chmod = handleChmodOf(file)
+        assert.isDefined(chmod)
+        yield* chmod!(0o640)
+      }))
+      assert.strictEqual(permissions(yield* fs.stat(`${root}/moved`)), 0o640)
+      assert.strictEqual(permissions(yield* fs.stat(`${root}/outside`)), 0o644)
+      assert.strictEqual(yield* fs.readFileString(`${root}/outside`), "keep")
+    }))
+
+  it.effect("files and directories are created owned by the user the file system acts as", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      yield* fs.writeFileString(`${root}/f`, "x")
+      yield* fs.makeDirectory(`${root}/d`)
+      const uid = processUidOf(fs)
+      assert.isDefined(uid)
+      assert.deepStrictEqual((yield* fs.stat(`${root}/f`)).uid, Option.some(uid!))
+      assert.deepStrictEqual((yield* fs.stat(`${root}/d`)).uid, Option.some(uid!))
+    }))
+}, [memoryWorld, nodeWorld, nonBlockingThreadpoolWorld])

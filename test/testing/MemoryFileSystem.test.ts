@@ -154,7 +154,8 @@ describe("MemoryFileSystem", () => {
       const fs = makeMemoryFileSystem()
       const copy = yield* Effect.exit(fs.copy("/tmp", "/elsewhere"))
       assert.isTrue(Exit.isFailure(copy) && Cause.hasDies(copy.cause))
-      const watch = yield* Effect.exit(Stream.runDrain(fs.watch("/tmp")))
+      // A recursive watch is not modelled (the store watches single directories).
+      const watch = yield* Effect.exit(Stream.runDrain(fs.watch("/tmp", { recursive: true })))
       assert.isTrue(Exit.isFailure(watch) && Cause.hasDies(watch.cause))
     }))
 
@@ -253,6 +254,87 @@ describe("MemoryFileSystem", () => {
           return [yield* service.readFileString("/state"), memory.snapshot().length] as const
         }).pipe(Effect.provide(MemoryFileSystem.layerFrom(fs.crashImage("power"))))
         assert.deepStrictEqual(restarted, ["v1", 2])
+      }))
+  })
+
+  describe("special files", () => {
+    /** The message of the defect an effect died with, if it died. */
+    const deathOf = (exit: Exit.Exit<unknown, unknown>): string | undefined => {
+      if (Exit.isSuccess(exit)) return undefined
+      const die = exit.cause.reasons.find(Cause.isDieReason)
+      return die === undefined ? undefined : String((die.defect as Error).message)
+    }
+
+    it.effect("where Linux would block for good, the model dies saying so instead of hanging", () =>
+      Effect.gen(function*() {
+        const fs = makeMemoryFileSystem()
+        yield* fs.makeFifo("/fifo")
+        const read = yield* Effect.exit(Effect.scoped(fs.open("/fifo", { flag: "r" })))
+        assert.match(deathOf(read) ?? "", /opening the FIFO \/fifo for reading without a writer would block forever/)
+        const write = yield* Effect.exit(Effect.scoped(fs.open("/fifo", { flag: "w" })))
+        assert.match(deathOf(write) ?? "", /for writing without a reader would block forever/)
+        assert.match(deathOf(yield* Effect.exit(fs.readFile("/fifo"))) ?? "", /would block forever/)
+        // With a peer open, the blocking opens return at once, as on Linux.
+        yield* Effect.scoped(Effect.gen(function*() {
+          yield* fs.open("/fifo", { flag: "r+" })
+          yield* fs.open("/fifo", { flag: "r" })
+          yield* fs.open("/fifo", { flag: "a" })
+          assert.match(deathOf(yield* Effect.exit(fs.readFile("/fifo"))) ?? "", /reading the FIFO \/fifo to its end would block forever/)
+        }))
+      }))
+
+    it.effect("a whole-file read of zero or urandom dies as an unbounded read; null reads empty", () =>
+      Effect.gen(function*() {
+        const fs = makeMemoryFileSystem()
+        yield* fs.makeCharacterDevice("/zero", "zero")
+        yield* fs.makeCharacterDevice("/urandom", "urandom")
+        yield* fs.makeCharacterDevice("/null", "null")
+        yield* fs.symlink("/zero", "/link")
+        for (const path of ["/zero", "/urandom", "/link"]) {
+          assert.match(deathOf(yield* Effect.exit(fs.readFile(path))) ?? "", /unbounded read/, path)
+          assert.match(deathOf(yield* Effect.exit(fs.readFileString(path))) ?? "", /unbounded read/, path)
+        }
+        assert.deepStrictEqual(yield* fs.readFile("/null"), new Uint8Array(0))
+        assert.strictEqual((yield* fs.stat("/zero")).rdev.pipe(Option.getOrThrow), 261n)
+      }))
+
+    it.effect("mknod refuses an existing path; snapshots and crash images keep the special nodes", () =>
+      Effect.gen(function*() {
+        const fs = makeMemoryFileSystem({ uid: 1000 })
+        yield* fs.makeFifo("/fifo", 0o600)
+        yield* fs.makeSocket("/socket")
+        yield* fs.makeCharacterDevice("/zero", "zero")
+        assertFailure(yield* Effect.flip(fs.makeFifo("/zero")), {
+          reason: "AlreadyExists",
+          method: "makeFifo",
+          syscall: "mknod",
+          pathOrDescriptor: "/zero",
+          code: "EEXIST"
+        })
+        const expected = [
+          { path: "/fifo", type: "FIFO", mode: 0o600, uid: 1000 },
+          { path: "/socket", type: "Socket", mode: 0o755, uid: 1000 },
+          { path: "/zero", type: "CharacterDevice", mode: 0o644, uid: 1000, device: "zero" }
+        ]
+        const special = (memory: MemoryFileSystemShape) =>
+          memory.snapshot().filter((entry) => entry.type !== "Directory").map(({ ino: _ino, ...rest }) => rest)
+        assert.deepStrictEqual(special(fs), expected)
+        assert.deepStrictEqual(special(fs.crashImage("power")), expected)
+      }))
+
+    it.effect("the process's uid owns what it creates; the tree made at construction belongs to root", () =>
+      Effect.gen(function*() {
+        const fs = makeMemoryFileSystem({ uid: 1000, gid: 100, files: { "/home/u/f": "x" } })
+        yield* fs.makeDirectory("/tmp/mine")
+        yield* fs.writeFileString("/tmp/mine/file", "y")
+        const owner = (path: string) =>
+          Effect.map(fs.lstat(path), (info) => [Option.getOrThrow(info.uid), Option.getOrThrow(info.gid)])
+        assert.deepStrictEqual(yield* owner("/tmp"), [0, 0])
+        assert.deepStrictEqual(yield* owner("/tmp/mine"), [1000, 100])
+        assert.deepStrictEqual(yield* owner("/tmp/mine/file"), [1000, 100])
+        assert.deepStrictEqual(yield* owner("/home/u/f"), [1000, 100])
+        yield* fs.chown("/tmp/mine", 2000, 2000)
+        assert.deepStrictEqual(yield* owner("/tmp/mine"), [2000, 2000])
       }))
   })
 })

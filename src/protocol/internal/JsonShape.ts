@@ -12,6 +12,7 @@
  * @internal
  * @since 0.1.0
  */
+import { type Schema, SchemaAST } from "effect"
 import { SHA256_HEX_PATTERN } from "../CanonicalJson.js"
 
 /** A non-null, non-array object: what the reference calls a plain object. @internal */
@@ -29,6 +30,20 @@ export const keyShape = (required: ReadonlyArray<string>, optional: ReadonlyArra
   required,
   allowed: new Set([...required, ...optional])
 })
+
+/**
+ * The key shape of a Schema struct's fields, so a hand-written guard checks
+ * exactly the keys its Schema declares: a `Schema.optionalKey` field may be
+ * absent, every other field is required.
+ *
+ * @internal
+ */
+export const keyShapeOf = (fields: Readonly<Record<string, Schema.Top>>): KeyShape => {
+  const required: Array<string> = []
+  const optional: Array<string> = []
+  for (const [key, field] of Object.entries(fields)) (SchemaAST.isOptional(field.ast) ? optional : required).push(key)
+  return keyShape(required, optional)
+}
 
 /**
  * A record owning every required key and no enumerable string key outside the

@@ -1,0 +1,286 @@
+/**
+ * Files held open for reading between reads, for as long as their paths
+ * still name them: how the caches that poll the same files (Sessions,
+ * sidecars) skip the open, `fstat` and close of every poll. A `HeldFile`
+ * holds one path's file; `HeldFiles` is a bounded set of them keyed by path,
+ * each with the state its cache keeps beside it.
+ *
+ * Guarantees:
+ * - **Identity.** Each use is given a `stat` (or `lstat`) of the path taken
+ *   just before. The held file is used only while that shows the device and
+ *   inode the held file's own `fstat` showed when it was opened; otherwise
+ *   the path is opened anew through `io/RegularFile` (non-blocking, regular
+ *   files only) and the file held before is let go. A file system that
+ *   reports no inode never has a file reused.
+ * - **A swap between the check and the open** (the path renamed over after
+ *   its `stat`): the file opened is used as what it is, described by its
+ *   own `fstat`, and is not kept; it closes when that use ends.
+ * - **Shared, never closed under a use.** Uses in flight share the held
+ *   file. A file let go (replaced at its path, `letGo`, its entry dropped
+ *   from the set, or the scope ended) closes when the last use of it ends.
+ * - **Interruption.** An open or a use interrupted anywhere leaves nothing
+ *   open but the held file (and that only if it is still the path's).
+ * - **Bounded.** A set keeps at most `capacity` entries: the least recently
+ *   got is dropped, and its file let go, when one more is made.
+ * - **Scope end.** When the scope a holder or a set was made in closes,
+ *   every held file is let go (and closes once its last use is done). A
+ *   holder still works afterwards (each use opens the file for itself and
+ *   keeps nothing); a set answers `get` with `undefined`, so its cache reads
+ *   around it.
+ *
+ * Nothing here reads: what a use reads, and whether its answer may be
+ * reused, is the caller's.
+ *
+ * @since 0.1.0
+ */
+import { Effect, Exit, type FileSystem, type PlatformError, Scope } from "effect"
+import { fileIdentity } from "../protocol/internal/FileInfo.js"
+import { type FileNotRegular, openRegular } from "./RegularFile.js"
+
+/**
+ * What a use is given: the open file, what is known of it, and whether it
+ * was opened for this use.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface HeldUse {
+  readonly file: FileSystem.File
+  /**
+   * The path's `stat` the use was given when the held file was used (it
+   * shows the same file); the new file's own `fstat` when it was opened.
+   */
+  readonly info: FileSystem.File.Info
+  readonly opened: boolean
+}
+
+/**
+ * A file kept open between uses while its path still names it.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface HeldFile {
+  /**
+   * Runs `use` with the file at the path, given `pathInfo`, a `stat` (or
+   * `lstat`, when symlinks are not followed) of the path taken just before.
+   * Fails as `openRegular` fails when the file must be opened and cannot be.
+   */
+  readonly use: <A, E, R>(
+    pathInfo: FileSystem.File.Info,
+    use: (held: HeldUse) => Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | PlatformError.PlatformError | FileNotRegular, R>
+  /** Stops holding the file (it closes once its last use ends); the next use opens the path anew. */
+  readonly letGo: Effect.Effect<void>
+  /** Whether a file is held now. */
+  readonly holding: () => boolean
+}
+
+/** One open of the file, with the uses in flight on it. */
+interface Opened {
+  readonly file: FileSystem.File
+  /** Device and inode by the file's own `fstat`, when the file system reports them. */
+  readonly identity: string | undefined
+  readonly scope: Scope.Closeable
+  uses: number
+  /** Not held any more: closed when `uses` comes back to 0. */
+  retired: boolean
+}
+
+const closeIfIdle = (opened: Opened): Effect.Effect<void> =>
+  opened.retired && opened.uses === 0 ? Scope.close(opened.scope, Exit.void) : Effect.void
+
+const retire = (opened: Opened | undefined): Effect.Effect<void> => {
+  if (opened === undefined || opened.retired) return Effect.void
+  opened.retired = true
+  return closeIfIdle(opened)
+}
+
+const endUse = (opened: Opened): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    opened.uses--
+    return closeIfIdle(opened)
+  })
+
+/** A holder and how to end it: let go of its file, and keep none from then on. */
+const holder = (
+  fs: FileSystem.FileSystem,
+  path: string,
+  options: { readonly followSymlinks: boolean }
+): { readonly file: HeldFile; readonly end: Effect.Effect<void> } => {
+  let held: Opened | undefined = undefined
+  let ended = false
+  const letGo = Effect.suspend(() => {
+    const previous = held
+    held = undefined
+    return retire(previous)
+  })
+
+  const open = Effect.fnUntraced(function*(identity: string | undefined) {
+    const scope = yield* Scope.make()
+    const { file, info } = yield* Scope.provide(openRegular(fs, path, { flag: "r", ...options }), scope).pipe(
+      Effect.onError(() => Scope.close(scope, Exit.void))
+    )
+    const fresh: Opened = { file, identity: fileIdentity(info), scope, uses: 1, retired: false }
+    // Whatever was held is not the path's file any more.
+    yield* letGo
+    // Kept only if it is the file the path's stat showed: one swapped in after it is used once, as what it is.
+    if (!ended && identity !== undefined && fresh.identity === identity) held = fresh
+    else fresh.retired = true
+    return { opened: fresh, use: { file, info, opened: true } satisfies HeldUse }
+  })
+
+  const acquire = (pathInfo: FileSystem.File.Info) =>
+    Effect.suspend(() => {
+      const identity = fileIdentity(pathInfo)
+      const current = held
+      if (current !== undefined && identity !== undefined && current.identity === identity) {
+        current.uses++
+        return Effect.succeed({ opened: current, use: { file: current.file, info: pathInfo, opened: false } })
+      }
+      return open(identity)
+    })
+
+  const use = <A, E, R>(pathInfo: FileSystem.File.Info, body: (held: HeldUse) => Effect.Effect<A, E, R>) =>
+    Effect.acquireUseRelease(acquire(pathInfo), ({ use }) => body(use), ({ opened }) => endUse(opened))
+
+  const end = Effect.suspend(() => {
+    ended = true
+    return letGo
+  })
+  return { file: { use, letGo, holding: () => held !== undefined }, end }
+}
+
+/**
+ * Makes a holder of the file at `path`, for the current scope: nothing is
+ * opened until the first use, and whatever is held is let go with the scope.
+ *
+ * **Details**
+ *
+ * `followSymlinks` is `openRegular`'s: Sessions follow symlinks (pass a
+ * `stat` to `use`), store files refuse them (pass an `lstat`).
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const makeFile = (
+  fs: FileSystem.FileSystem,
+  path: string,
+  options: { readonly followSymlinks: boolean }
+): Effect.Effect<HeldFile, never, Scope.Scope> =>
+  Effect.map(Effect.acquireRelease(Effect.sync(() => holder(fs, path, options)), ({ end }) => end), ({ file }) => file)
+
+/**
+ * One path's entry in a `HeldFiles` set: its held file and the state its
+ * cache keeps beside it.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface HeldEntry<S> {
+  readonly path: string
+  readonly file: HeldFile
+  /** The cache's own, to read and replace. */
+  state: S
+  /** False once the entry was dropped (evicted, invalidated, or the set ended): what is kept in it is lost. */
+  readonly live: boolean
+}
+
+/**
+ * A bounded set of held files, keyed by path, least recently got dropped
+ * first.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface HeldFiles<S> {
+  /**
+   * The entry of `path`, made the most recently got one (and made, with the
+   * initial state and nothing held, when absent, dropping the least recently
+   * got beyond capacity); `undefined` once the set's scope has ended.
+   */
+  readonly get: (path: string) => Effect.Effect<HeldEntry<S> | undefined>
+  /** Drops the entry of `path`, if any: for a path that no longer names a file to hold. */
+  readonly invalidate: (path: string) => Effect.Effect<void>
+  /** The entries, least recently got first. */
+  readonly entries: () => IterableIterator<HeldEntry<S>>
+}
+
+/**
+ * Options of a `HeldFiles` set.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface HeldFilesOptions<S> {
+  readonly capacity: number
+  /** As for `makeFile`, for every path of the set. */
+  readonly followSymlinks: boolean
+  /** The state of a new entry. */
+  readonly initial: () => S
+  /** Runs when an entry is dropped, before its file is let go (a cache forgets what it kept there). */
+  readonly onDrop?: ((entry: HeldEntry<S>) => Effect.Effect<void>) | undefined
+}
+
+interface Entry<S> extends HeldEntry<S> {
+  live: boolean
+  readonly end: Effect.Effect<void>
+}
+
+/**
+ * Makes a bounded set of held files for the current scope; when the scope
+ * ends, every entry is dropped.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const make = <S>(
+  fs: FileSystem.FileSystem,
+  options: HeldFilesOptions<S>
+): Effect.Effect<HeldFiles<S>, never, Scope.Scope> =>
+  Effect.suspend(() => {
+    // A Map iterates in insertion order: getting an entry moves it to the end.
+    const entries = new Map<string, Entry<S>>()
+    let ended = false
+    const followSymlinks = { followSymlinks: options.followSymlinks }
+
+    const drop = (entry: Entry<S>): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (entries.get(entry.path) === entry) entries.delete(entry.path)
+        entry.live = false
+        return options.onDrop === undefined ? entry.end : Effect.andThen(options.onDrop(entry), entry.end)
+      })
+
+    const get = (path: string): Effect.Effect<HeldEntry<S> | undefined> =>
+      Effect.suspend(() => {
+        if (ended) return Effect.succeed(undefined)
+        const found = entries.get(path)
+        if (found !== undefined) {
+          entries.delete(path)
+          entries.set(path, found)
+          return Effect.succeed(found)
+        }
+        const { end, file } = holder(fs, path, followSymlinks)
+        const made: Entry<S> = { path, file, state: options.initial(), live: true, end }
+        entries.set(path, made)
+        if (entries.size <= options.capacity) return Effect.succeed(made)
+        return Effect.as(drop(entries.values().next().value!), made)
+      })
+
+    const invalidate = (path: string): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const entry = entries.get(path)
+        return entry === undefined ? Effect.void : drop(entry)
+      })
+
+    const set: HeldFiles<S> = { get, invalidate, entries: () => entries.values() }
+    return Effect.as(
+      Effect.addFinalizer(() =>
+        Effect.suspend(() => {
+          ended = true
+          return Effect.forEach([...entries.values()], drop, { discard: true })
+        })
+      ),
+      set
+    )
+  })

@@ -1,0 +1,154 @@
+/**
+ * Optional capabilities a `FileSystem` (and the files it opens) can carry,
+ * for opening files that may be hostile: a FIFO, a socket, a device or a
+ * symlink planted where the store expects a small regular file.
+ *
+ * Effect's `FileSystem.open` cannot say "never wait": on Linux an `open(2)`
+ * of a FIFO without a peer blocks until one appears, and Node sends such an
+ * open to libuv's pool, where it blocks a pool thread for good. The
+ * capabilities below are properties under `Symbol.for` keys on the objects
+ * themselves, so they travel through every wrapper that spreads the object
+ * (as `FileSystem.make` does) and need no service of their own:
+ *
+ * - {@link NonBlockingOpenTypeId} on a `FileSystem`: `open(2)` with
+ *   `O_NONBLOCK` (never waits for a FIFO peer or a device), `O_NOFOLLOW`
+ *   when asked, `O_DIRECTORY` when asked.
+ * - {@link HandleChmodTypeId} on a `File`: `fchmod(2)` of the open handle,
+ *   so a mode change lands on the file that was opened and checked, never on
+ *   whatever the path names a moment later.
+ * - {@link ProcessUidTypeId} on a `FileSystem`: the user id the file system
+ *   acts as, so directory ownership can be checked against it.
+ *
+ * Implemented by `DirectFileSystem` (both its layers), `MemoryFileSystem`,
+ * and forwarded by `FaultFileSystem`. A file system without them still works:
+ * `RegularFile` falls back to portable checks and says what that cannot
+ * guarantee.
+ *
+ * @since 0.1.0
+ */
+import type { Effect, FileSystem, PlatformError, Scope } from "effect"
+
+/**
+ * The key of the non-blocking open on a `FileSystem`.
+ *
+ * @category type ids
+ * @since 0.1.0
+ */
+export const NonBlockingOpenTypeId: unique symbol = Symbol.for("rarebit-store/io/NonBlockingOpen")
+
+/**
+ * The key of the handle-level chmod on a `File`.
+ *
+ * @category type ids
+ * @since 0.1.0
+ */
+export const HandleChmodTypeId: unique symbol = Symbol.for("rarebit-store/io/HandleChmod")
+
+/**
+ * The key of the user id a `FileSystem` acts as.
+ *
+ * @category type ids
+ * @since 0.1.0
+ */
+export const ProcessUidTypeId: unique symbol = Symbol.for("rarebit-store/io/ProcessUid")
+
+/**
+ * Options of a non-blocking open.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface NonBlockingOpenOptions {
+  readonly flag: FileSystem.OpenFlag
+  /** The mode a created file gets (before the umask). */
+  readonly mode?: number | undefined
+  /** `O_NOFOLLOW`: a final symlink fails the open (`ELOOP`) instead of being followed. */
+  readonly noFollow: boolean
+  /** `O_DIRECTORY`: anything but a directory fails the open (`ENOTDIR`). */
+  readonly directory?: boolean | undefined
+}
+
+/**
+ * `open(2)` with `O_NONBLOCK`: returns at once for a FIFO (read side, or
+ * read-write) and fails with `ENXIO` where a blocking open would wait (a
+ * FIFO opened write-only without a reader) or cannot open at all (a socket).
+ * The handle is closed when the scope ends.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type NonBlockingOpen = (
+  path: string,
+  options: NonBlockingOpenOptions
+) => Effect.Effect<FileSystem.File, PlatformError.PlatformError, Scope.Scope>
+
+/**
+ * `fchmod(2)` of an open handle.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type HandleChmod = (mode: number) => Effect.Effect<void, PlatformError.PlatformError>
+
+/**
+ * A `FileSystem` that carries the non-blocking open.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface NonBlockingOpenCapable {
+  readonly [NonBlockingOpenTypeId]: NonBlockingOpen
+}
+
+/**
+ * A `File` that carries the handle-level chmod.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface HandleChmodCapable {
+  readonly [HandleChmodTypeId]: HandleChmod
+}
+
+/**
+ * A `FileSystem` that says which user it acts as.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface ProcessUidCapable {
+  readonly [ProcessUidTypeId]: () => number | undefined
+}
+
+/**
+ * The non-blocking open of `fs`, if it has one.
+ *
+ * @category getters
+ * @since 0.1.0
+ */
+export const nonBlockingOpenOf = (fs: FileSystem.FileSystem): NonBlockingOpen | undefined =>
+  (fs as Partial<NonBlockingOpenCapable>)[NonBlockingOpenTypeId]
+
+/**
+ * The handle-level chmod of `file`, if it has one.
+ *
+ * @category getters
+ * @since 0.1.0
+ */
+export const handleChmodOf = (file: FileSystem.File): HandleChmod | undefined =>
+  (file as Partial<HandleChmodCapable>)[HandleChmodTypeId]
+
+/**
+ * The user id `fs` acts as: its own answer if it has one, else the Node
+ * process's (`process.getuid`), else `undefined` (ownership cannot be
+ * checked, e.g. on Windows).
+ *
+ * @category getters
+ * @since 0.1.0
+ */
+export const processUidOf = (fs: FileSystem.FileSystem): number | undefined => {
+  const own = (fs as Partial<ProcessUidCapable>)[ProcessUidTypeId]
+  if (own !== undefined) return own()
+  const getuid = (globalThis as { readonly process?: { readonly getuid?: () => number } }).process?.getuid
+  return typeof getuid === "function" ? getuid() : undefined
+}

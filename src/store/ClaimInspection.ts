@@ -1,0 +1,245 @@
+/**
+ * The audit's inspection of job claims: what each claim under `jobs-v4`
+ * says, what is wrong with it, and whether a settled claim's receipt
+ * pointer verifies against the sidecars that hold receipts of its job.
+ *
+ * A claim is read as the store reads it (`JobClaims.readClaim`: never
+ * blocking, never more than its bound, decoded exactly as the reference
+ * decodes it, so a BOM makes it torn). What is wrong is a finding, never a
+ * failure. A report never carries a lease token, and strings copied from a
+ * claim are cut to `MAX_FIELD_CHARS` (`ReportFields`).
+ *
+ * @since 0.1.0
+ */
+import { Effect } from "effect"
+import type { FileSystem } from "effect/FileSystem"
+import { isValidReceiptReference } from "../protocol/Head.js"
+import { isObjectRecord, memberOf, stringCoercionOf } from "../protocol/internal/JsonShape.js"
+import { claimExpired, settledReceiptRef } from "../protocol/JobClaim.js"
+import { type AuditFinding, finding } from "./AuditFinding.js"
+import { readClaim } from "./JobClaims.js"
+import { clipNullableField, describeError, describeJson } from "./ReportFields.js"
+import { readReceiptReference } from "./SidecarReader.js"
+
+/** A well-formed receipt pointer, as reported. @category models @since 0.1.0 */
+export interface ReportedReceiptRef {
+  readonly receiptOffset: number
+  readonly receiptLength: number
+  readonly receiptHash: string
+}
+
+/** How a settled claim's receipt pointer checked out. @category models @since 0.1.0 */
+export type PointerStatus = "verified" | "invalid" | "orphan"
+
+/**
+ * One job claim as the audit read it.
+ *
+ * **Details**
+ *
+ * `jobId` comes from the file name. `expired` and `expiresAt` are set for
+ * active claims, `receiptRef`, `pointer` and `sidecar` (where its receipt
+ * was found) for settled ones. `receiptRef` is the claim's pointer when it is
+ * well formed (offset, length, hash), else `null`; strings copied from the
+ * file are cut to `MAX_FIELD_CHARS`. Lease tokens are never reported.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface ClaimReport {
+  readonly path: string
+  readonly jobId: string
+  readonly state: "active" | "settled" | "invalid" | "unreadable"
+  readonly claimedAt: string | null
+  readonly leaseMs: number | null
+  readonly expiresAt: string | null
+  readonly expired: boolean | null
+  readonly receiptRef: ReportedReceiptRef | null
+  readonly pointer: PointerStatus | null
+  readonly sidecar: string | null
+  readonly detail: string | null
+}
+
+/** One claim as inspected: its report, what is wrong with it, and a settled claim's pointer. @category models @since 0.1.0 */
+export interface InspectedClaim {
+  readonly report: ClaimReport
+  readonly findings: ReadonlyArray<AuditFinding>
+  /** A settled claim's `receiptRef` as found, for the pointer check. */
+  readonly receiptRef?: unknown
+}
+
+/** The pointer to report: only a well-formed one, and only its three fields. */
+const reportedReceiptRef = (ref: unknown): ReportedReceiptRef | null => {
+  if (!isValidReceiptReference(ref)) return null
+  // The hash passed validation after string conversion, as the seed tests it.
+  const receiptHash = stringCoercionOf(memberOf(ref, "receiptHash"))
+  return receiptHash === undefined
+    ? null
+    : { receiptOffset: ref.receiptOffset, receiptLength: ref.receiptLength, receiptHash }
+}
+
+const emptyClaim = (path: string, jobId: string): ClaimReport => ({
+  path,
+  jobId,
+  state: "invalid",
+  claimedAt: null,
+  leaseMs: null,
+  expiresAt: null,
+  expired: null,
+  receiptRef: null,
+  pointer: null,
+  sidecar: null,
+  detail: null
+})
+
+const invalidClaim = (path: string, jobId: string, detail: string): InspectedClaim => ({
+  report: { ...emptyClaim(path, jobId), detail },
+  findings: [finding("claim_invalid", "damage", path, detail, { jobId })]
+})
+
+/** Reads one claim file; `undefined` when it was released while the audit ran. */
+const inspectClaim = (
+  fs: FileSystem,
+  path: string,
+  jobId: string,
+  now: number
+): Effect.Effect<InspectedClaim | undefined> =>
+  readClaim(fs, path).pipe(
+    Effect.map((read): InspectedClaim | undefined => {
+      if (read._tag === "Absent") return undefined
+      if (read._tag === "Torn") {
+        if (read.unreadable !== undefined) {
+          const detail = `is ${read.unreadable}; it counts as in flight until its lease has passed`
+          return {
+            report: { ...emptyClaim(path, jobId), state: "unreadable", detail },
+            findings: [finding("claim_unreadable", "damage", path, detail, { jobId })]
+          }
+        }
+        return invalidClaim(path, jobId, "empty or unparsable (a writer crashed while writing it)")
+      }
+      const claim = read.claim
+      if (!isObjectRecord(claim)) return invalidClaim(path, jobId, "not a JSON object")
+      if (claim.jobId !== jobId) return invalidClaim(path, jobId, "its jobId does not match its file name")
+      if (claim.state === "active") {
+        const claimedAt = typeof claim.claimedAt === "string" ? claim.claimedAt : null
+        const leaseMs = typeof claim.leaseMs === "number" ? claim.leaseMs : null
+        const start = claimedAt === null ? Number.NaN : Date.parse(claimedAt)
+        if (!Number.isFinite(start) || leaseMs === null || !Number.isFinite(leaseMs)) {
+          return invalidClaim(path, jobId, "an active claim without a usable claimedAt and leaseMs never expires")
+        }
+        const expired = claimExpired(claim, now)
+        const expiresAt = Number.isFinite(start + leaseMs) && Math.abs(start + leaseMs) <= 8.64e15
+          ? new Date(start + leaseMs).toISOString()
+          : null
+        const report: ClaimReport = {
+          ...emptyClaim(path, jobId),
+          state: "active",
+          claimedAt: clipNullableField(claimedAt),
+          leaseMs,
+          expiresAt,
+          expired
+        }
+        return {
+          report,
+          findings: expired
+            ? [finding(
+              "claim_expired",
+              "notice",
+              path,
+              `lease ran out at ${expiresAt ?? "an unrepresentable time"}; the next reserve takes the job over`,
+              { jobId }
+            )]
+            : []
+        }
+      }
+      if (claim.state === "settled") {
+        const receiptRef = settledReceiptRef(claim)
+        if (receiptRef === undefined) {
+          return invalidClaim(path, jobId, "a settled claim without a receiptRef keeps its job in flight forever")
+        }
+        return {
+          report: { ...emptyClaim(path, jobId), state: "settled", receiptRef: reportedReceiptRef(receiptRef) },
+          findings: [],
+          receiptRef
+        }
+      }
+      return invalidClaim(path, jobId, `its state is ${describeJson(claim.state)}, not "active" or "settled"`)
+    }),
+    Effect.catch((error) =>
+      Effect.succeed<InspectedClaim>({
+        report: { ...emptyClaim(path, jobId), state: "unreadable", detail: describeError(error) },
+        findings: [finding("claim_unreadable", "damage", path, describeError(error), { jobId })]
+      })
+    )
+  )
+
+/**
+ * Inspects one entry of `jobs-v4` named like a claim: a file (or a symlink,
+ * which the claim read refuses to follow) is read; anything else is
+ * reported unreadable. `undefined` when the claim was released while the
+ * audit ran.
+ *
+ * @category audit
+ * @since 0.1.0
+ */
+export const inspectClaimEntry = (
+  fs: FileSystem,
+  path: string,
+  jobId: string,
+  entryType: string,
+  now: number
+): Effect.Effect<InspectedClaim | undefined> =>
+  entryType === "File" || entryType === "SymbolicLink"
+    ? inspectClaim(fs, path, jobId, now)
+    : Effect.succeed({
+      report: { ...emptyClaim(path, jobId), state: "unreadable", detail: "not a regular file" },
+      findings: [finding("claim_unreadable", "damage", path, `is a ${entryType.toLowerCase()}, not a file`, { jobId })]
+    })
+
+/**
+ * Checks a settled claim's receipt pointer against `candidates`, the
+ * sidecars that hold a receipt of its job: `verified` in the first one it
+ * verifies in, `invalid` when it verifies in none, `orphan` when there is
+ * none. A claim that is not settled is reported as inspected.
+ *
+ * @category audit
+ * @since 0.1.0
+ */
+export const checkClaimPointer = (
+  fs: FileSystem,
+  inspected: InspectedClaim,
+  candidates: ReadonlyArray<string>
+): Effect.Effect<{ readonly report: ClaimReport; readonly findings: ReadonlyArray<AuditFinding> }> =>
+  Effect.gen(function*() {
+    const { report } = inspected
+    if (report.state !== "settled") return { report, findings: [] }
+    if (candidates.length === 0) {
+      return {
+        report: { ...report, pointer: "orphan" },
+        findings: [finding(
+          "claim_orphan",
+          "damage",
+          report.path,
+          "settled, but no sidecar under the root holds a receipt of this job; reserving it fails",
+          { jobId: report.jobId }
+        )]
+      }
+    }
+    for (const sidecar of candidates) {
+      const record = yield* readReceiptReference(fs, sidecar, inspected.receiptRef, false).pipe(
+        Effect.catch(() => Effect.succeed(undefined))
+      )
+      if (record !== undefined && record.jobId === report.jobId) {
+        return { report: { ...report, pointer: "verified", sidecar }, findings: [] }
+      }
+    }
+    return {
+      report: { ...report, pointer: "invalid", sidecar: candidates[0] },
+      findings: [finding(
+        "claim_pointer_invalid",
+        "damage",
+        report.path,
+        `receiptRef does not verify against ${candidates.join(", ")}; reserving this job fails`,
+        { jobId: report.jobId }
+      )]
+    }
+  })

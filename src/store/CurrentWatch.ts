@@ -1,0 +1,545 @@
+/**
+ * Live current state: a `Stream` of current reads that emits when what a
+ * read reports may have changed, instead of every caller polling.
+ *
+ * What a watch guarantees, per Session:
+ * - It emits the current read once at start, then again after a change:
+ *   a new head in the sidecar, the sidecar appearing, being replaced or
+ *   removed, and (unless the caller passes `native`) the Session growing or
+ *   changing.
+ * - Two reads are the same state when they agree on availability,
+ *   `diagnostics.reason`, the head (offset, length, hash: the receipt is
+ *   the one the hash names) and the artifact state. A state equal to the
+ *   last one emitted is not emitted again, so a torn tail a crashed writer
+ *   left (only `diagnostics.tornTail` and `tailOffset` move) or an append
+ *   that leaves the head where it was emits nothing.
+ * - `epoch` names the sidecar file a state was read from: it goes up
+ *   whenever the file at the sidecar path is another one than at the last
+ *   emission (it appeared, was replaced by a rename, or was removed), or
+ *   when the same file's head went backwards (it was rewritten in place,
+ *   which the protocol never does). Within an epoch heads only move
+ *   forward, so a consumer never sees a state older than one it has seen
+ *   without being told that the sidecar is a new one.
+ * - Bursts are coalesced: an event starts a short wait (`debounce`), then
+ *   one read; events during the read cause one more read after it. A slow
+ *   consumer is never queued for: the stream reads when it is pulled, so it
+ *   hands out the latest state.
+ *
+ * How changes are seen: by `FileSystem.watch` on the directories that hold
+ * the sidecar and the Session (shared between Sessions, see
+ * `DirectoryWatchers`), so a file that does not exist yet, or is replaced by
+ * a rename, is seen too. Where the file system gives no watch (the watch
+ * fails or dies) the stream polls instead: it compares each file's
+ * `lstat` (identity, size, modification time) every `pollInterval`, doubling
+ * the interval up to `maxPollInterval` while nothing changes and going back
+ * to `pollInterval` after a change; `mode: "poll"` asks for that from the
+ * start (for network file systems, whose events do not cover other hosts'
+ * writes). The mode in use is the span attribute `rarebit.watch.mode`.
+ *
+ * A read that could not read the sidecar (`sidecar_unreadable`: no
+ * permission, too many open files, an I/O error) is emitted like any state,
+ * then read again after `pollInterval`, doubling up to `maxPollInterval`,
+ * until it reads: no file may change to announce that it would now.
+ *
+ * Resources: every watch and timer belongs to the stream's scope, and
+ * interrupting its consumer closes them. Reads go through the store's
+ * caches, which keep what they read open until the store's scope ends, as
+ * for `readCurrent`.
+ *
+ * @since 0.1.0
+ */
+import { type Cause, Duration, Effect, Exit, Queue, Result, Scope, Stream } from "effect"
+import type { FileSystem } from "effect/FileSystem"
+import type { Path } from "effect/Path"
+import { sha256Hex } from "../protocol/CanonicalJson.js"
+import { fileIdentity, modifiedMs } from "../protocol/internal/FileInfo.js"
+import type { ProjectionInput, ProjectionInputInvalid } from "../state/ArtifactState.js"
+import { type DirectoryWatchers, makeDirectoryWatchers, planWatch, samePlan, type Subscription, type WatchPlan, type WatchSignal } from "./DirectoryWatchers.js"
+import type { CurrentRead, PathError, ReadCurrentOptions } from "./RarebitStore.js"
+import type { LocationOverrides } from "./StoreConfig.js"
+
+/**
+ * How a watch notices changes, and how often it looks when it must poll.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface WatchTuning {
+  /** The wait after an event before reading, so a burst of writes is read once. Default 5 ms. */
+  readonly debounce?: Duration.Input | undefined
+  /**
+   * `"auto"` (default): file-system events, falling back to polling where
+   * they cannot be had. `"poll"`: poll from the start, e.g. on a network
+   * file system, where events do not report other hosts' writes.
+   */
+  readonly mode?: "auto" | "poll" | undefined
+  /** The polling interval after a change. Default 100 ms. */
+  readonly pollInterval?: Duration.Input | undefined
+  /** The longest polling interval, reached by doubling while nothing changes. Default 2 s. */
+  readonly maxPollInterval?: Duration.Input | undefined
+}
+
+/**
+ * Options of `watch`: those of `readCurrent`, and the tuning.
+ *
+ * **Details**
+ *
+ * With `native` passed, the Session is not read, so it is not watched
+ * either: only the sidecar is.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface WatchOptions extends ReadCurrentOptions, WatchTuning {}
+
+/**
+ * Options of `watchSessions`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface WatchSessionsOptions extends LocationOverrides, WatchTuning {
+  /** The Session JSONL files to watch; each is read (and its Session watched) as by `readCurrent`. */
+  readonly sessionFiles: Iterable<string>
+  readonly expectation?: ProjectionInput["expectation"]
+  readonly deadlineExpired?: boolean | undefined
+  /** Emit every Session's current read at start (default); `false` emits only later changes. */
+  readonly initial?: boolean | undefined
+}
+
+/**
+ * One emitted state of a watched Session.
+ *
+ * **Details**
+ *
+ * `current` is exactly what `readCurrent` returns. `epoch` is the sidecar
+ * file it was read from, numbered from 0: it goes up when the file at the
+ * sidecar path is another one than at the previous emission (created,
+ * replaced, removed, or rewritten in place); within one epoch, heads only
+ * move forward. `sequence` counts this Session's emissions from 0.
+ *
+ * A wrapper rather than fields added to `current`, so `current` keeps the
+ * shape every reader of `readCurrent` (and the reference's
+ * `readRarebitCurrent`) knows.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface WatchedCurrent {
+  readonly sessionFile: string
+  readonly current: CurrentRead
+  readonly epoch: number
+  readonly sequence: number
+}
+
+/**
+ * How a watch notices changes right now.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type WatchMode = "events" | "poll"
+
+/**
+ * Every read a watch made, emitted or not, and why: what the tests observe
+ * to tell "not emitted" from "not read yet".
+ *
+ * @internal
+ */
+export interface WatchObservation {
+  readonly sessionFile: string
+  readonly current: CurrentRead
+  readonly emitted: WatchedCurrent | undefined
+  readonly decision: Decision
+  readonly mode: WatchMode
+}
+
+/** Why a read was or was not emitted. @internal */
+export type Decision = "initial" | "baseline" | "changed" | "new epoch" | "identical"
+
+/** What the last emission of a Session was, in constant space. */
+interface Emitted {
+  readonly key: string
+  readonly identity: string | null
+  readonly headOffset: number
+  readonly epoch: number
+  readonly sequence: number
+}
+
+/**
+ * What makes two reads the same state: availability, reason, head and
+ * artifact state. Not `tornTail` nor `tailOffset`, which an unterminated
+ * line moves without changing the answer; not the receipt, which the head's
+ * hash names. Hashed, so a Session's remembered state is 64 characters.
+ *
+ * @internal
+ */
+export const stateKey = (current: CurrentRead): string =>
+  sha256Hex(JSON.stringify([current.availability, current.diagnostics.reason ?? null, current.head, current.artifactState]))
+
+/**
+ * Whether to emit `current`, read from the sidecar file `identity` (`null`:
+ * no file there; `undefined`: unknown, the path could not be examined, taken
+ * as the last one's, so a passing failure does not pass for a new file; a
+ * head that went backwards still does), after `last`.
+ *
+ * @internal
+ */
+export const decide = (
+  last: Emitted | undefined,
+  examined: string | null | undefined,
+  current: CurrentRead,
+  emitFirst: boolean
+): { readonly decision: Decision; readonly last: Emitted | undefined; readonly emitted: boolean } => {
+  const identity = examined === undefined ? (last?.identity ?? null) : examined
+  const key = stateKey(current)
+  // A read that could not read the file says nothing of where its head is: the last known one stands.
+  const unread = current.diagnostics.reason === "sidecar_unreadable"
+  const headOffset = unread && last !== undefined ? last.headOffset : current.head?.receiptOffset ?? -1
+  if (last === undefined) {
+    return {
+      decision: emitFirst ? "initial" : "baseline",
+      // A baseline is remembered as "emitted" before the first emission, so the first change is sequence 0.
+      last: { key, identity, headOffset, epoch: 0, sequence: emitFirst ? 0 : -1 },
+      emitted: emitFirst
+    }
+  }
+  const otherFile = identity !== last.identity
+  // Appends only move a head forward: a head behind the last one in the same file means it was rewritten.
+  const rewritten = !otherFile && headOffset < last.headOffset
+  if (otherFile || rewritten) {
+    return {
+      decision: "new epoch",
+      last: { key, identity, headOffset, epoch: last.epoch + 1, sequence: last.sequence + 1 },
+      emitted: true
+    }
+  }
+  if (key === last.key) return { decision: "identical", last, emitted: false }
+  return {
+    decision: "changed",
+    last: { key, identity, headOffset, epoch: last.epoch, sequence: last.sequence + 1 },
+    emitted: true
+  }
+}
+
+/** What `watch` and `watchSessions` need from the store. @internal */
+export interface WatchDependencies {
+  readonly fs: FileSystem
+  readonly path: Path
+  readonly sidecarPath: (sessionFile: string, overrides: LocationOverrides) => Effect.Effect<string, PathError>
+  readonly readCurrent: (options: ReadCurrentOptions) => Effect.Effect<CurrentRead, PathError | ProjectionInputInvalid>
+}
+
+interface Settings {
+  readonly debounce: Duration.Duration
+  readonly forcePoll: boolean
+  readonly pollInterval: number
+  readonly maxPollInterval: number
+}
+
+const millisOf = (input: Duration.Input | undefined, fallback: Duration.Input) =>
+  Duration.toMillis(Duration.fromInputUnsafe(input ?? fallback))
+
+const settingsOf = (tuning: WatchTuning): Settings => {
+  const pollInterval = Math.max(1, millisOf(tuning.pollInterval, "100 millis"))
+  return {
+    debounce: Duration.fromInputUnsafe(tuning.debounce ?? "5 millis"),
+    forcePoll: tuning.mode === "poll",
+    pollInterval,
+    maxPollInterval: Math.max(pollInterval, millisOf(tuning.maxPollInterval, "2 seconds"))
+  }
+}
+
+/** One watched Session and what the watch remembers of it. */
+interface Tracked {
+  readonly sessionFile: string
+  readonly read: ReadCurrentOptions
+  readonly sidecar: string
+  /** The sidecar, then the Session's paths (itself and, for a symlink, its target) unless `native` was passed. */
+  readonly targets: ReadonlyArray<string>
+  readonly plans: Array<WatchPlan | undefined>
+  readonly subscriptions: Array<Subscription | undefined>
+  readonly listener: (signal: WatchSignal) => void
+  dirty: boolean
+  replan: boolean
+  /** The last read could not read the sidecar (I/O, not data): read again later even without an event. */
+  retry: boolean
+  last: Emitted | undefined
+  stamp: string | undefined
+}
+
+interface Spec {
+  readonly sessionFile: string
+  readonly read: ReadCurrentOptions
+  readonly watchSession: boolean
+  readonly location: LocationOverrides
+}
+
+/**
+ * The stream of every read a watch makes over `specs`, emitted or not.
+ *
+ * @internal
+ */
+export const observe = (
+  deps: WatchDependencies,
+  specs: ReadonlyArray<Spec>,
+  tuning: WatchTuning,
+  emitFirst: boolean
+): Stream.Stream<WatchObservation, PathError | ProjectionInputInvalid> =>
+  Stream.unwrap(Effect.gen(function*() {
+    const { fs, path } = deps
+    const settings = settingsOf(tuning)
+    const wake = yield* Queue.sliding<void>(1)
+    let mode: WatchMode = settings.forcePoll ? "poll" : "events"
+    let unavailable: Cause.Cause<unknown> | undefined
+    const watchersScope = yield* Scope.fork(yield* Effect.scope, "sequential")
+    const watchers: DirectoryWatchers = yield* makeDirectoryWatchers(fs, path, (cause) => {
+      unavailable = cause
+      Queue.offerUnsafe(wake, undefined)
+    }).pipe(Scope.provide(watchersScope))
+
+    const tracked: Array<Tracked> = []
+    for (const spec of specs) {
+      const sidecar = yield* deps.sidecarPath(spec.sessionFile, spec.location)
+      const targets = [sidecar]
+      if (spec.watchSession) {
+        const sessionPath = path.resolve(spec.sessionFile)
+        targets.push(sessionPath)
+        // A symlinked Session is written where it points: watch there too.
+        const real = yield* Effect.orElseSucceed(fs.realPath(sessionPath), () => sessionPath)
+        if (real !== sessionPath) targets.push(real)
+      }
+      const entry: Tracked = {
+        sessionFile: spec.sessionFile,
+        read: spec.read,
+        sidecar,
+        targets,
+        plans: targets.map(() => undefined),
+        subscriptions: targets.map(() => undefined),
+        listener: (signal) => {
+          entry.dirty = true
+          if (signal === "replan") entry.replan = true
+          Queue.offerUnsafe(wake, undefined)
+        },
+        dirty: false,
+        replan: false,
+        retry: false,
+        last: undefined,
+        stamp: undefined
+      }
+      tracked.push(entry)
+    }
+
+    const annotateMode = Effect.suspend(() => Effect.annotateCurrentSpan("rarebit.watch.mode", mode))
+
+    /** Watches what `entry`'s files now need; closes watches it no longer needs. */
+    const replan = (entry: Tracked) =>
+      Effect.gen(function*() {
+        entry.replan = false
+        for (let index = 0; index < entry.targets.length; index++) {
+          const plan = yield* planWatch(fs, path, entry.targets[index])
+          if (samePlan(entry.plans[index], plan)) continue
+          yield* entry.subscriptions[index]?.close ?? Effect.void
+          entry.plans[index] = plan
+          entry.subscriptions[index] = yield* watchers.subscribe(plan, entry.listener)
+        }
+      })
+
+    const toPolling = Effect.gen(function*() {
+      mode = "poll"
+      yield* Scope.close(watchersScope, Exit.void)
+      for (const entry of tracked) {
+        entry.subscriptions.fill(undefined)
+        // Unknown, so the first poll reads every Session: changes since the watch failed were not seen.
+        entry.stamp = undefined
+      }
+      yield* annotateMode
+      if (unavailable !== undefined) {
+        yield* Effect.logDebug("RarebitStore.watch: file-system events unavailable, polling", unavailable)
+      }
+    })
+
+    /** The sidecar's device and inode; `null` when nothing is there, `undefined` when that cannot be told. */
+    const identityOf = (file: string) =>
+      fs.lstat(file).pipe(
+        Effect.map((info): string | null | undefined => fileIdentity(info) ?? "unknown"),
+        Effect.catch((error) => Effect.succeed(error.reason._tag === "NotFound" ? null : undefined))
+      )
+
+    /** A read and the sidecar file it came from, read again if the file was swapped during it. */
+    const readTracked = (entry: Tracked) =>
+      Effect.gen(function*() {
+        for (let attempt = 0;; attempt++) {
+          const before = yield* identityOf(entry.sidecar)
+          const current = yield* deps.readCurrent(entry.read)
+          const after = yield* identityOf(entry.sidecar)
+          // A swap mid-read leaves the read's file unknown; the swap's own event reads again anyway.
+          if (before === after || attempt === 2) return { current, identity: after }
+        }
+      })
+
+    const observeOne = (entry: Tracked) =>
+      Effect.map(readTracked(entry), ({ current, identity }): WatchObservation => {
+        const { decision, emitted, last } = decide(entry.last, identity, current, emitFirst)
+        entry.last = last
+        // A failed read (EMFILE, EIO, ...) may pass without any file changing: no event would ever correct it.
+        entry.retry = current.diagnostics.reason === "sidecar_unreadable"
+        return {
+          sessionFile: entry.sessionFile,
+          current,
+          decision,
+          mode,
+          emitted: emitted && last !== undefined
+            ? { sessionFile: entry.sessionFile, current, epoch: last.epoch, sequence: last.sequence }
+            : undefined
+        }
+      })
+
+    const stampOf = (file: string, follow: boolean) =>
+      (follow ? fs.stat(file) : fs.lstat(file)).pipe(
+        Effect.map((info) => `${fileIdentity(info)}:${info.size}:${modifiedMs(info)}`),
+        Effect.catch((error) => Effect.succeed(error.reason._tag))
+      )
+
+    const stampTracked = (entry: Tracked) =>
+      Effect.map(
+        Effect.forEach(entry.targets, (file, index) => stampOf(file, index > 0)),
+        (stamps) => stamps.join("|")
+      )
+
+    // Events first; a watch that cannot be had turns the whole stream to polling.
+    if (mode === "events") {
+      for (const entry of tracked) {
+        yield* replan(entry)
+        if (unavailable !== undefined) break
+      }
+      if (unavailable !== undefined) yield* toPolling
+    }
+    yield* annotateMode
+
+    let first = true
+    let pollDelay = settings.pollInterval
+    let retryDelay = settings.pollInterval
+
+    const next: Effect.Effect<ReadonlyArray<WatchObservation>, PathError | ProjectionInputInvalid> = Effect.gen(
+      function*() {
+        if (first) {
+          first = false
+          return yield* Effect.forEach(tracked, (entry) =>
+            Effect.gen(function*() {
+              // Stamped before the read, so a change during it is seen by the next poll.
+              if (mode === "poll") entry.stamp = yield* stampTracked(entry)
+              return yield* observeOne(entry)
+            }))
+        }
+        for (;;) {
+          if (mode === "events" && unavailable !== undefined) yield* toPolling
+          if (mode === "events") {
+            if (tracked.some((entry) => entry.retry)) {
+              // Unreadable sidecars are read again after `pollInterval`, doubling up to `maxPollInterval`.
+              const woken = yield* Effect.timeoutOption(Queue.take(wake), Duration.millis(retryDelay))
+              if (woken._tag === "None") {
+                for (const entry of tracked) if (entry.retry) entry.dirty = true
+                retryDelay = Math.min(retryDelay * 2, settings.maxPollInterval)
+              }
+            } else {
+              yield* Queue.take(wake)
+              retryDelay = settings.pollInterval
+            }
+            yield* Effect.sleep(settings.debounce)
+            // Events during the wait are covered by the read below.
+            yield* Queue.clear(wake)
+            if (unavailable !== undefined) continue
+            const due = tracked.filter((entry) => entry.dirty)
+            for (const entry of due) {
+              entry.dirty = false
+              if (entry.replan) yield* replan(entry)
+            }
+            if (due.length === 0) continue
+            return yield* Effect.forEach(due, observeOne)
+          }
+          yield* Effect.sleep(Duration.millis(pollDelay))
+          const changed: Array<Tracked> = []
+          for (const entry of tracked) {
+            const stamp = yield* stampTracked(entry)
+            if (stamp === entry.stamp && !entry.retry) continue
+            entry.stamp = stamp
+            changed.push(entry)
+          }
+          pollDelay = changed.length > 0 ? settings.pollInterval : Math.min(pollDelay * 2, settings.maxPollInterval)
+          if (changed.length === 0) continue
+          return yield* Effect.forEach(changed, observeOne)
+        }
+      }
+    )
+    return Stream.fromEffectRepeat(next).pipe(Stream.flattenIterable)
+  }))
+
+/** The emitted states among `observations`. @internal */
+export const emitted = (observations: Stream.Stream<WatchObservation, PathError | ProjectionInputInvalid>) =>
+  Stream.filterMap(observations, (observation) =>
+    observation.emitted === undefined ? Result.failVoid : Result.succeed(observation.emitted))
+
+/** The spec of `watch`'s one Session. @internal */
+export const watchSpec = (options: WatchOptions): Spec => {
+  const { debounce: _debounce, maxPollInterval: _max, mode: _mode, pollInterval: _poll, ...read } = options
+  return {
+    sessionFile: options.sessionFile,
+    read,
+    watchSession: options.native == null,
+    location: options
+  }
+}
+
+/** The specs of `watchSessions`' Sessions, each once. @internal */
+export const watchSessionsSpecs = (options: WatchSessionsOptions): ReadonlyArray<Spec> =>
+  [...new Set(options.sessionFiles)].map((sessionFile) => ({
+    sessionFile,
+    read: {
+      sessionFile,
+      expectation: options.expectation,
+      deadlineExpired: options.deadlineExpired,
+      rarebitRoot: options.rarebitRoot,
+      sessionRoot: options.sessionRoot,
+      allowExternalSession: options.allowExternalSession
+    },
+    watchSession: true,
+    location: options
+  }))
+
+/**
+ * What a watch needs, taken from a store: its path rule and its current read.
+ *
+ * @internal
+ */
+export const dependenciesOf = (
+  store: {
+    readonly materializationPath: WatchDependencies["sidecarPath"]
+    readonly readCurrent: WatchDependencies["readCurrent"]
+  },
+  fs: FileSystem,
+  path: Path
+): WatchDependencies => ({ fs, path, sidecarPath: store.materializationPath, readCurrent: store.readCurrent })
+
+/**
+ * `RarebitStore.watch`: one Session's states.
+ *
+ * @internal
+ */
+export const watch = (deps: WatchDependencies, options: WatchOptions) =>
+  emitted(observe(deps, [watchSpec(options)], options, true)).pipe(
+    Stream.withSpan("RarebitStore.watch", { attributes: { "rarebit.watch.sessions": 1 } })
+  )
+
+/**
+ * `RarebitStore.watchSessions`: the states of many Sessions, in one stream.
+ *
+ * @internal
+ */
+export const watchSessions = (deps: WatchDependencies, options: WatchSessionsOptions) =>
+  Stream.suspend(() => {
+    const specs = watchSessionsSpecs(options)
+    return emitted(observe(deps, specs, options, options.initial !== false)).pipe(
+      Stream.withSpan("RarebitStore.watchSessions", { attributes: { "rarebit.watch.sessions": specs.length } })
+    )
+  })
