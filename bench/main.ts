@@ -38,6 +38,7 @@ import { type NativeSummary, nativeOf as nativeSummaryOf } from "./SessionFixtur
 import type { BenchGroup } from "./Groups.js"
 import { measuredMarkdown, measuredText, meetsTarget, type MeasuredRow } from "./MeasuredTable.js"
 import { commitOf, systemNodeVersion } from "./Processes.js"
+import { pollingGroup } from "./PollingRows.js"
 import { verifyGroup } from "./VerifyRows.js"
 
 const argv = process.argv.slice(2)
@@ -49,7 +50,7 @@ const only = onlyIndex < 0
 const wanted = (group: string) => only === undefined || only.includes(group)
 
 /** Groups in their own modules, run after the ones below, in this order. */
-const groups: ReadonlyArray<BenchGroup> = [verifyGroup]
+const groups: ReadonlyArray<BenchGroup> = [verifyGroup, pollingGroup]
 
 const BUILT_IN_GROUPS: ReadonlyArray<readonly [string, string]> = [
   ["current-native", "readRarebitCurrent with the native observation passed in, sidecars 10 KiB–200 MiB"],
