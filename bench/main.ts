@@ -39,6 +39,7 @@ import type { BenchGroup } from "./Groups.js"
 import { measuredMarkdown, measuredText, meetsTarget, type MeasuredRow } from "./MeasuredTable.js"
 import { commitOf, systemNodeVersion } from "./Processes.js"
 import { pollingGroup } from "./PollingRows.js"
+import { sessionMemoryGroup } from "./SessionMemoryRows.js"
 import { verifyGroup } from "./VerifyRows.js"
 
 const argv = process.argv.slice(2)
@@ -50,7 +51,7 @@ const only = onlyIndex < 0
 const wanted = (group: string) => only === undefined || only.includes(group)
 
 /** Groups in their own modules, run after the ones below, in this order. */
-const groups: ReadonlyArray<BenchGroup> = [verifyGroup, pollingGroup]
+const groups: ReadonlyArray<BenchGroup> = [verifyGroup, pollingGroup, sessionMemoryGroup]
 
 const BUILT_IN_GROUPS: ReadonlyArray<readonly [string, string]> = [
   ["current-native", "readRarebitCurrent with the native observation passed in, sidecars 10 KiB–200 MiB"],
