@@ -41,6 +41,7 @@ import { commitOf, systemNodeVersion } from "./Processes.js"
 import { pollingGroup } from "./PollingRows.js"
 import { sessionMemoryGroup } from "./SessionMemoryRows.js"
 import { verifyGroup } from "./VerifyRows.js"
+import { settleGroup, writersGroup } from "./WriterRows.js"
 
 const argv = process.argv.slice(2)
 const quick = argv.includes("--quick")
@@ -51,7 +52,7 @@ const only = onlyIndex < 0
 const wanted = (group: string) => only === undefined || only.includes(group)
 
 /** Groups in their own modules, run after the ones below, in this order. */
-const groups: ReadonlyArray<BenchGroup> = [verifyGroup, pollingGroup, sessionMemoryGroup]
+const groups: ReadonlyArray<BenchGroup> = [verifyGroup, pollingGroup, sessionMemoryGroup, settleGroup, writersGroup]
 
 const BUILT_IN_GROUPS: ReadonlyArray<readonly [string, string]> = [
   ["current-native", "readRarebitCurrent with the native observation passed in, sidecars 10 KiB–200 MiB"],
