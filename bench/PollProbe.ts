@@ -13,6 +13,7 @@
  */
 import { readFileSync } from "node:fs"
 import { loadStore, type Side } from "./Implementations.js"
+import { peakRssMiB } from "./PeakMemory.js"
 
 const [side, optionsJson] = process.argv.slice(2)
 const options = JSON.parse(optionsJson) as {
@@ -55,7 +56,7 @@ process.stdout.write(
       msPerRead,
       loadedRssMiB,
       rssMiB: process.memoryUsage.rss() / MiB,
-      peakRssMiB: process.resourceUsage().maxRSS / 1024
+      peakRssMiB: peakRssMiB()
     })
   }\n`
 )

@@ -21,6 +21,7 @@ import { pathToFileURL } from "node:url"
 import { median, runChild } from "./Harness.js"
 import { projectRoot, type Side } from "./Implementations.js"
 import { writeSession } from "./Fixtures.js"
+import { peakRssMiB } from "./PeakMemory.js"
 
 const MiB = 1024 * 1024
 
@@ -36,12 +37,12 @@ const loadReadSession = async (side: Side) => {
 const probe = async (side: Side, sessionFile: string, warmupFile: string) => {
   const readSession = await loadReadSession(side)
   await readSession(warmupFile, { sessionRoot: "/" })
-  const before = process.resourceUsage().maxRSS
+  const before = peakRssMiB()
   const started = performance.now()
   const read = await readSession(sessionFile, { sessionRoot: "/" })
   const ms = performance.now() - started
   if (read.parsed.entries.length === 0) throw new Error("no entries")
-  const peakGrowthMiB = (process.resourceUsage().maxRSS - before) / 1024
+  const peakGrowthMiB = peakRssMiB() - before
   process.stdout.write(`${JSON.stringify({ peakGrowthMiB, ms, entries: read.parsed.entries.length })}\n`)
 }
 
