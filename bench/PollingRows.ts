@@ -131,12 +131,12 @@ const pollingRows = async (context: BenchContext): Promise<ReadonlyArray<Measure
     const large = count > 1_000
     context.log(`polling: ${count.toLocaleString("en")} Sessions round-robin`)
     // Quick runs time the first sweep over 10,000 (no untimed one before it).
-    const sweeps = large ? { warm: context.quick ? 0 : 1, timed: 1 } : { warm: 1, timed: context.quick ? 1 : 3 }
+    const sweeps = large ? { warm: context.quick ? 0 : 1, timed: 1 } : { warm: 1, timed: context.quick ? 1 : 2 }
     const plan: RoundPlan = context.quick
       ? { minRounds: large ? 1 : 2, maxRounds: large ? 1 : 2, tolerance: 0 }
       : large
       ? { minRounds: 4, maxRounds: 6, tolerance: 0.05, budgetMs: 150_000 }
-      : { minRounds: 6, maxRounds: 16, tolerance: 0.05, budgetMs: 100_000 }
+      : { minRounds: 6, maxRounds: 30, tolerance: 0.05, budgetMs: 120_000 }
     const poll = async (side: Side) =>
       (await runChild("PollProbe.js", [
         side,
