@@ -287,6 +287,13 @@ export const summaryReceipt = (options: {
   }
 }
 
+/** A receipt's line and the head line that commits it at `offset` of a sidecar. */
+export const receiptAndHead = (receipt: Record<string, unknown>, sessionId: string, offset: number) => {
+  const receiptLine = encodeJsonLine(receipt)
+  const head = makeHead(sessionId, offset, receiptLine)
+  return { receiptLine, headLine: encodeHeadLine(head), head }
+}
+
 /** A job id for benchmark job `index` of series `series`. */
 export const jobIdOf = (series: string, index: number): string => hex(`${series}:${index}`)
 
@@ -318,8 +325,7 @@ export const writeSidecar = (
         occurrenceCount: selection.occurrenceCount,
         observedAt: new Date(Date.UTC(2026, 0, 1) + index * 1000).toISOString()
       })
-      const receiptLine = encodeJsonLine(receipt)
-      const headLine = encodeHeadLine(makeHead(SESSION_ID, offset, receiptLine))
+      const { headLine, receiptLine } = receiptAndHead(receipt, SESSION_ID, offset)
       chunks.push(receiptLine, headLine)
       chunkBytes += receiptLine.length + headLine.length
       offset += receiptLine.length + headLine.length

@@ -1,7 +1,7 @@
 /**
  * Peak memory of current reads, measured in a fresh process so nothing else
  * in the benchmark inflates it: once the implementation is loaded, the peak
- * resident set size (`maxRSS`) is noted; then `repeats` reads of the target
+ * resident set size (`PeakMemory`) is noted; then `repeats` reads of the target
  * run, and the growth of the peak is printed as JSON (MiB). The growth
  * includes what the first read costs (lazy initialisation, JIT), which is
  * the same for every file size.
@@ -14,6 +14,7 @@
  */
 import { readFileSync, utimesSync } from "node:fs"
 import { loadStore, type Side } from "./Implementations.js"
+import { peakRssMiB } from "./PeakMemory.js"
 
 interface ProbeOptions {
   readonly target: Record<string, unknown>
@@ -29,9 +30,7 @@ const options = JSON.parse(optionsJson) as ProbeOptions
 const store = await loadStore(side as Side)
 const native = options.nativeFile === undefined ? {} : { native: JSON.parse(readFileSync(options.nativeFile, "utf8")) }
 
-const peakMiB = () => process.resourceUsage().maxRSS / 1024
-
-const before = peakMiB()
+const before = peakRssMiB()
 let stamp = Date.now() / 1000
 for (let index = 0; index < options.repeats; index++) {
   if (options.coldSession) {
@@ -41,4 +40,4 @@ for (let index = 0; index < options.repeats; index++) {
   const current = await store.readRarebitCurrent({ ...options.target, ...native })
   if (current.artifactState === undefined) throw new Error("no artifact state")
 }
-process.stdout.write(`${JSON.stringify({ peakGrowthMiB: peakMiB() - before })}\n`)
+process.stdout.write(`${JSON.stringify({ peakGrowthMiB: peakRssMiB() - before })}\n`)

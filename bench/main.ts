@@ -4,10 +4,13 @@
  *
  * `npm run bench` builds the package, runs everything (and rewrites
  * BENCHMARKS.md); `npm run bench -- --quick` runs small sizes and few rounds
- * (well under a minute) and only prints. `--only=a,b` runs the named groups
- * (current-native, current-session, history, cycle, contention, effect,
- * lock, watch, cold). `--cold-package=<dir>` times another checkout's build as
- * "ours" in the cold-start rows (say, the commit before a change).
+ * (well under a minute) and only prints. `--only=a,b` (or `--only a,b`)
+ * runs the named groups, `--help` lists them: the ones in this file
+ * (current-native, current-session, history, cycle, contention, lock,
+ * effect, watch, cold) and the `BenchGroup` modules (verify, polling,
+ * session-memory, settle, writers). `--cold-package=<dir>` times another
+ * checkout's build as "ours" in the cold-start rows (say, the commit before
+ * a change).
  *
  * Inputs (Sessions, sidecars, the Sessions' native observations) are
  * generated once under `.bench-data/fixtures` and reused. Everything else a
@@ -30,7 +33,6 @@ import {
   lastEntryId,
   SESSION_ID,
   sessionWriter,
-  sizeOf,
   summaryReceipt,
   writeSession,
   writeSidecar
@@ -50,13 +52,66 @@ import {
   type LineChild,
   textTable
 } from "./Harness.js"
-import { loadReferenceSession, loadStore, projectRoot, type Side, type StoreApi } from "./Implementations.js"
+import { loadStore, projectRoot, type Side, type StoreApi } from "./Implementations.js"
+import { type NativeSummary, nativeOf as nativeSummaryOf } from "./SessionFixtures.js"
+import type { BenchGroup } from "./Groups.js"
+import { measuredMarkdown, measuredText, meetsTarget, type MeasuredRow } from "./MeasuredTable.js"
+import { commitOf, systemNodeVersion } from "./Processes.js"
+import { pollingGroup } from "./PollingRows.js"
+import { sessionMemoryGroup } from "./SessionMemoryRows.js"
+import { verifyGroup } from "./VerifyRows.js"
+import { settleGroup, writersGroup } from "./WriterRows.js"
 
 const argv = process.argv.slice(2)
 const quick = argv.includes("--quick")
-const only = argv.find((arg) => arg.startsWith("--only="))?.slice("--only=".length).split(",")
+const onlyIndex = argv.findIndex((arg) => arg === "--only" || arg.startsWith("--only="))
+const only = onlyIndex < 0
+  ? undefined
+  : (argv[onlyIndex] === "--only" ? argv[onlyIndex + 1] ?? "" : argv[onlyIndex].slice("--only=".length)).split(",")
 const wanted = (group: string) => only === undefined || only.includes(group)
 const coldPackage = argv.find((arg) => arg.startsWith("--cold-package="))?.slice("--cold-package=".length)
+
+/** Groups in their own modules, run after the ones below, in this order. */
+const groups: ReadonlyArray<BenchGroup> = [verifyGroup, pollingGroup, sessionMemoryGroup, settleGroup, writersGroup]
+
+const BUILT_IN_GROUPS: ReadonlyArray<readonly [string, string]> = [
+  ["current-native", "readRarebitCurrent with the native observation passed in, sidecars 10 KiB–200 MiB"],
+  ["current-session", "readRarebitCurrent reading the Session: cold, polled unchanged, polled while growing"],
+  ["history", "a full history scan, pages and our Effect stream"],
+  ["cycle", "reserve → settle → release in the bench process, Sessions 100 KiB and 10 MiB"],
+  ["contention", "16 settles at once in one process; 4 processes settling on one Session"],
+  ["lock", "commit-lock hold time and uncontended settle, in child processes"],
+  ["effect", "the Effect API against our own plain API"],
+  ["watch", "watchRarebitCurrent: a settle in another process → state emitted, and CPU per idle hour, against polling"],
+  ["cold", "cold start of `rarebit-store current --json` and of the Promise API, new processes, on both Nodes"]
+]
+if (argv.includes("--help") || argv.includes("-h")) {
+  const names = [...BUILT_IN_GROUPS, ...groups.map((group) => [group.name, group.summary] as const)]
+  const width = Math.max(...names.map(([name]) => name.length))
+  process.stdout.write(
+    [
+      "npm run bench [-- [--quick] [--only <group>[,<group>…]] [--cold-package=<dir>]]",
+      "",
+      "Side-by-side benchmarks of rarebit-store and the reference store. Without --only, every group runs;",
+      "a full run (no --quick, no --only) rewrites BENCHMARKS.md above its notes.",
+      "",
+      "  --quick               fewer rounds and smaller inputs (what CI runs); prints only",
+      "  --only <groups>       run just these groups (also --only=<groups>), e.g. --only writers",
+      "  --cold-package=<dir>  time another checkout's build as ours in the cold rows; prints only",
+      "  --help                this text",
+      "",
+      "Groups:",
+      ...names.map(([name, summary]) => `  ${name.padEnd(width)}  ${summary}`),
+      ""
+    ].join("\n")
+  )
+  process.exit(0)
+}
+const unknown = only?.filter((name) => ![...BUILT_IN_GROUPS.map(([group]) => group), ...groups.map((group) => group.name)].includes(name))
+if (unknown !== undefined && unknown.length > 0) {
+  process.stderr.write(`unknown group(s): ${unknown.join(", ")} (see --help)\n`)
+  process.exit(2)
+}
 
 const KiB = 1024
 const MiB = 1024 * KiB
@@ -75,6 +130,7 @@ const ours = await loadStore("ours")
 const reference = await loadStore("reference")
 const stores: Record<Side, StoreApi> = { ours, reference }
 const rows: Array<Row> = []
+const measured: Array<MeasuredRow> = []
 
 /** Where the store looks for a Session's sidecar, so fixtures land exactly there. */
 const sidecarOf = (sessionFile: string, location = { sessionRoot, rarebitRoot }) =>
@@ -82,32 +138,8 @@ const sidecarOf = (sessionFile: string, location = { sessionRoot, rarebitRoot })
 
 // ---- fixtures ---------------------------------------------------------------
 
-interface NativeSummary {
-  readonly native: unknown
-  readonly manifestHash: string
-  readonly occurrenceCount: number
-}
-
-/** The native observation of a Session, as the reference computes it (cached next to the fixture). */
-const nativeOf = async (sessionFile: string): Promise<NativeSummary> => {
-  const cache = `${sessionFile}.native.json`
-  if (existsSync(cache) && existsSync(`${sessionFile}.fixture.json`)) {
-    const stamp = JSON.parse(readFileSync(cache, "utf8")) as NativeSummary & { readonly size: number }
-    if (stamp.size === sizeOf(sessionFile)) return stamp
-  }
-  const session = await (await loadReferenceSession()).readRarebitSession(sessionFile, { sessionRoot })
-  const summary = {
-    native: {
-      availability: "available",
-      sessionId: session.session.id,
-      selection: { ...session.selection, selectorVersion: session.selection.manifest.selectorVersion }
-    },
-    manifestHash: session.selection.manifestHash as string,
-    occurrenceCount: session.selection.occurrences.length as number
-  }
-  writeFileSync(cache, JSON.stringify({ ...summary, size: sizeOf(sessionFile) }))
-  return summary
-}
+/** The native observation of a fixture Session (cached next to it). */
+const nativeOf = (sessionFile: string) => nativeSummaryOf(sessionFile, sessionRoot)
 
 const sessionSizes = quick ? [100 * KiB, 10 * MiB] : [100 * KiB, 10 * MiB, 100 * MiB]
 const sidecarSizes = quick ? [10 * KiB, 10 * MiB] : [10 * KiB, 10 * MiB, 200 * MiB]
@@ -764,6 +796,12 @@ try {
   if (wanted("effect")) await effectVersusPlain()
   if (wanted("watch")) await watchVersusPolling()
   if (wanted("cold")) cold()
+  for (const group of groups) {
+    if (!wanted(group.name)) continue
+    const groupStarted = performance.now()
+    measured.push(...await group.run({ quick, root, fixtures, work, log }))
+    log(`${group.name}: ${((performance.now() - groupStarted) / 1000).toFixed(0)} s`)
+  }
 } finally {
   await runtime?.dispose()
   rmSync(work, { recursive: true, force: true })
@@ -774,14 +812,31 @@ const machine = [
   `${cpus().length} × ${cpus()[0]?.model ?? "unknown CPU"}`,
   `${(totalmem() / 1024 ** 3).toFixed(1)} GiB RAM`,
   `${osType()} ${osRelease()} ${osVersion()} ${arch()}`,
-  `Node ${process.version}`,
+  `Node ${process.version} (system Node ${systemNodeVersion() ?? "not found"})`,
+  `commit ${commitOf(root)}`,
   `load average ${loadStart.map((load) => load.toFixed(1)).join("/")} at start, ${
     loadavg().map((load) => load.toFixed(1)).join("/")
   } at end`
 ].join(", ")
-const command = ["npm run bench", ...(argv.length > 0 ? ["--", ...argv] : [])].join(" ")
-process.stdout.write(`\n${textTable(rows)}\n\n${machine}\n${command} (${elapsed.toFixed(0)} s)\n`)
-const misses = rows.filter((row) => meetsTargets(row) === false)
+const flags = [
+  ...(quick ? ["--quick"] : []),
+  ...(only ? [`--only=${only.join(",")}`] : []),
+  ...(coldPackage === undefined ? [] : [`--cold-package=${coldPackage}`])
+]
+const command = `npm run bench${flags.length > 0 ? ` -- ${flags.join(" ")}` : ""}`
+if (measured.length > 0) {
+  // Every sample of the measured rows, for comparing runs or trying other statistics.
+  const results = join(data, "results", `${new Date().toISOString().replace(/[:.]/g, "-")}.json`)
+  mkdirSync(join(data, "results"), { recursive: true })
+  writeFileSync(results, JSON.stringify({ machine, command, rows: measured }))
+  log(`samples in ${results}`)
+}
+const tables = [rows.length > 0 ? textTable(rows) : "", measured.length > 0 ? measuredText(measured) : ""]
+process.stdout.write(`\n${tables.filter((table) => table).join("\n\n")}\n\n${machine}\n${command} (${elapsed.toFixed(0)} s)\n`)
+const misses = [
+  ...rows.filter((row) => meetsTargets(row) === false),
+  ...measured.filter((row) => meetsTarget(row) === false)
+]
 if (misses.length > 0) process.stdout.write(`target misses: ${misses.map((row) => row.benchmark).join("; ")}\n`)
 
 if (!quick && only === undefined && coldPackage === undefined) {
@@ -792,7 +847,9 @@ if (!quick && only === undefined && coldPackage === undefined) {
     path,
     `# Benchmarks\n\nOur plain API against the reference store (\`@hypercarrier/rarebit\` 0.1.0-alpha.4) on the same files, interleaved rounds, median milliseconds per operation (per process for the cold-start rows, with each side's 10th–90th percentiles); ratio = ours / reference (lower is better). Peak MiB is how much the peak resident set of a fresh process (implementation loaded, nothing read yet) grows over the measured reads: 20 current reads for the sidecar rows, 3 cold reads (2 for 100 MiB) for the Session rows.\n\n- Machine: ${machine}\n- Command: \`${command}\` (${elapsed.toFixed(0)} s, ${new Date().toISOString().slice(0, 10)})\n\n${
       markdownTable(rows)
-    }\n\n${notes}`
+    }\n\n${
+      measured.length === 0 ? "" : `## Rows measured in rounds with spread (issue 15)\n\nEach side in its own processes, ours and the other side alternating round by round (which goes first alternates too); a row stops once the 95 % interval of its median per-round ratio is within its tolerance, or at its round or time limit (see the notes). Medians with p10–p90; ratio = median of the per-round ratios, ours / other side.\n\n${measuredMarkdown(measured)}\n\n`
+    }${notes}`
   )
   log(`wrote ${path}`)
 }

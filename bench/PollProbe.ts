@@ -1,0 +1,62 @@
+/**
+ * One polling process of the many-Session rows: loads an implementation,
+ * then reads the current state of every Session in the list, one after
+ * another, round and round (`warm` untimed sweeps, then `timed` sweeps), as
+ * a UI showing many Sessions would. Prints the mean time per read of each
+ * timed sweep, the process's RSS once the implementation is loaded (before
+ * any read), its RSS after the sweeps, and its peak RSS.
+ *
+ * Usage: PollProbe.js <ours|reference> <optionsJson>, options being
+ * `{ listFile, sessionRoot, rarebitRoot, count, warm, timed }`.
+ *
+ * @since 0.1.0
+ */
+import { readFileSync } from "node:fs"
+import { loadStore, type Side } from "./Implementations.js"
+import { peakRssMiB } from "./PeakMemory.js"
+
+const [side, optionsJson] = process.argv.slice(2)
+const options = JSON.parse(optionsJson) as {
+  readonly listFile: string
+  readonly sessionRoot: string
+  readonly rarebitRoot: string
+  readonly count: number
+  readonly warm: number
+  readonly timed: number
+}
+const store = await loadStore(side as Side)
+const MiB = 1024 * 1024
+const sessions = (JSON.parse(readFileSync(options.listFile, "utf8")) as Array<string>).slice(0, options.count)
+const targets = sessions.map((sessionFile) => ({
+  sessionFile,
+  sessionRoot: options.sessionRoot,
+  rarebitRoot: options.rarebitRoot
+}))
+const loadedRssMiB = process.memoryUsage.rss() / MiB
+
+const sweep = async (check: boolean) => {
+  for (const target of targets) {
+    const current = await store.readRarebitCurrent(target)
+    if (check && current.artifactState?.nativeRef?.availability !== "available") {
+      throw new Error(`${target.sessionFile}: ${JSON.stringify(current.artifactState)}`)
+    }
+  }
+}
+
+for (let index = 0; index < options.warm; index++) await sweep(index === 0)
+const msPerRead: Array<number> = []
+for (let index = 0; index < options.timed; index++) {
+  const start = performance.now()
+  await sweep(options.warm === 0 && index === 0)
+  msPerRead.push((performance.now() - start) / targets.length)
+}
+process.stdout.write(
+  `${
+    JSON.stringify({
+      msPerRead,
+      loadedRssMiB,
+      rssMiB: process.memoryUsage.rss() / MiB,
+      peakRssMiB: peakRssMiB()
+    })
+  }\n`
+)
