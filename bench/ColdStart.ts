@@ -11,13 +11,14 @@
  * Each on the Node running the benchmark and on the system's Node (the first
  * `node` on `PATH` outside any `node_modules`, when it is another binary).
  * Timed is the wall time from spawning the process to its exit, what a
- * caller waits for. The two sides alternate process by process over many
- * rounds, the side going first alternating, after untimed warm-up rounds (in
- * which our code cache is written, as by any first run after an install).
- * Rows report each side's median with its 10th–90th percentiles, and the
- * median of the rounds' ratios (a round's two processes run back to back,
- * under the same load); every round's output is checked (available, and
- * both sides print the same answer).
+ * caller waits for. The two sides alternate process by process over a fixed
+ * number of rounds (`Stats.runRounds`, the side going first alternating),
+ * after untimed warm-up rounds (in which our code cache is written, as by
+ * any first run after an install). Rows are `MeasuredRow`s: each side's
+ * median with its 10th–90th percentiles, and the median of the rounds'
+ * ratios (a round's two processes run back to back, under the same load);
+ * every round's output is checked (available, and both sides print the same
+ * answer).
  *
  * Two rows without a target show what the first start after an install or
  * upgrade costs: ours with its code cache disabled.
@@ -25,11 +26,15 @@
  * @since 0.1.0
  */
 import { execFileSync, spawnSync } from "node:child_process"
-import { accessSync, constants, copyFileSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs"
-import { delimiter, join } from "node:path"
+import { copyFileSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs"
+import { join, resolve } from "node:path"
 import { pathToFileURL } from "node:url"
-import { writeSidecar } from "./Fixtures.js"
-import { median, quantile, type Row } from "./Harness.js"
+import { writeSession, writeSidecar } from "./Fixtures.js"
+import type { BenchGroup } from "./Groups.js"
+import type { MeasuredRow } from "./MeasuredTable.js"
+import { systemNode } from "./Processes.js"
+import { nativeOf } from "./SessionFixtures.js"
+import { machineNote, type RoundPlan, runRounds } from "./Stats.js"
 
 /** A process to start: the command and the environment it adds. */
 interface Launch {
@@ -37,13 +42,7 @@ interface Launch {
   readonly env?: Readonly<Record<string, string>> | undefined
 }
 
-interface Native {
-  readonly native: unknown
-  readonly manifestHash: string
-  readonly occurrenceCount: number
-}
-
-export interface ColdStartOptions {
+interface ColdStartOptions {
   /** This repository. */
   readonly projectRoot: string
   /** The package whose build is "ours" (its `dist/`): this repository, or another checkout to compare with. */
@@ -52,30 +51,12 @@ export interface ColdStartOptions {
   readonly referenceStore: string
   /** A directory of this run, removed by the caller. */
   readonly work: string
-  /** A Session to read (copied into `work`) and its native observation, for the sidecar's receipts. */
+  /** A fixture Session to read (copied into `work`), and the root its native observation is computed under. */
   readonly sessionFile: string
-  readonly native: Native
-  readonly rounds: number
+  readonly sessionRoot: string
+  readonly plan: RoundPlan
   readonly warmup: number
   readonly log: (message: string) => void
-}
-
-/** The system's Node: the first `node` on PATH outside `node_modules`, unless it is the one running. */
-export const systemNode = (): { readonly path: string; readonly version: string } | undefined => {
-  for (const directory of (process.env.PATH ?? "").split(delimiter)) {
-    if (directory === "" || directory.split(/[\\/]/).includes("node_modules")) continue
-    const candidate = join(directory, "node")
-    try {
-      accessSync(candidate, constants.X_OK)
-    } catch {
-      continue
-    }
-    const real = realpathSync(candidate)
-    if (real.split(/[\\/]/).includes("node_modules")) continue
-    if (real === realpathSync(process.execPath)) return undefined
-    return { path: candidate, version: execFileSync(candidate, ["--version"], { encoding: "utf8" }).trim() }
-  }
-  return undefined
 }
 
 /** Clock ticks per second of `/proc`'s CPU times. */
@@ -130,43 +111,53 @@ const answerOf = (stdout: string): string => {
   return JSON.stringify(read)
 }
 
-/**
- * Alternates `ours` and `theirs`, one process each per round, the side
- * going first alternating; `warmup` rounds untimed.
- */
-const alternateProcesses = (ours: Launch, theirs: Launch, rounds: number, warmup: number) => {
-  const times = { ours: [] as Array<number>, theirs: [] as Array<number> }
-  const cpu = { ours: 0 as number | undefined, theirs: 0 as number | undefined }
-  for (let round = -warmup; round < rounds; round++) {
-    const order = round % 2 === 0 ? (["ours", "theirs"] as const) : (["theirs", "ours"] as const)
-    const answers: Array<string> = []
-    for (const side of order) {
-      const { ms, cpuMs, stdout } = runOnce(side === "ours" ? ours : theirs)
-      answers.push(answerOf(stdout))
-      if (round >= 0) {
-        times[side].push(ms)
-        cpu[side] = cpu[side] === undefined || cpuMs === undefined ? undefined : cpu[side] + cpuMs
-      }
-    }
-    if (answers[0] !== answers[1]) throw new Error(`ours and the reference printed different reads:\n${answers.join("\n")}`)
+/** One round: `ours` and `theirs` once each, in the order given; both must print the same available read. */
+const roundOf = (ours: Launch, theirs: Launch, oursFirst: boolean) => {
+  const order = oursFirst ? (["ours", "theirs"] as const) : (["theirs", "ours"] as const)
+  const runs = { ours: undefined, theirs: undefined } as Record<"ours" | "theirs", ReturnType<typeof runOnce> | undefined>
+  const answers: Array<string> = []
+  for (const side of order) {
+    const run = runOnce(side === "ours" ? ours : theirs)
+    answers.push(answerOf(run.stdout))
+    runs[side] = run
   }
-  // Each round's two processes ran back to back, under the same load: the
-  // median of their ratios is steadier than the ratio of the two medians
-  // when the machine's load drifts during the run.
-  const pairedRatio = median(times.ours.map((ms, round) => ms / times.theirs[round]!))
-  const meanCpu = (total: number | undefined) => (total === undefined ? undefined : total / rounds)
-  return { ...times, pairedRatio, cpu: { ours: meanCpu(cpu.ours), theirs: meanCpu(cpu.theirs) } }
+  if (answers[0] !== answers[1]) throw new Error(`ours and the reference printed different reads:\n${answers.join("\n")}`)
+  return { ours: runs.ours!, theirs: runs.theirs! }
 }
 
-const spreadOf = (samples: ReadonlyArray<number>) => ({ p10: quantile(samples, 0.1), p90: quantile(samples, 0.9) })
+/**
+ * Alternates `ours` and `theirs`, one process each per round, the side
+ * going first alternating; `warmup` rounds untimed. The rows' ratio is the
+ * median of the rounds' ratios: each round's two processes ran back to back,
+ * under the same load, which is steadier than the ratio of the two medians
+ * when the machine's load drifts during the run.
+ */
+const alternateProcesses = async (ours: Launch, theirs: Launch, plan: RoundPlan, warmup: number) => {
+  for (let round = -warmup; round < 0; round++) roundOf(ours, theirs, round % 2 === 0)
+  const rounds = await runRounds<{ readonly ours: number | undefined; readonly theirs: number | undefined }>(
+    plan,
+    async (_, oursFirst) => {
+      const run = roundOf(ours, theirs, oursFirst)
+      return { ours: [run.ours.ms], theirs: [run.theirs.ms], extra: { ours: run.ours.cpuMs, theirs: run.theirs.cpuMs } }
+    }
+  )
+  const meanCpu = (pick: (cpu: (typeof rounds.extras)[number]) => number | undefined) => {
+    const values = rounds.extras.map(pick)
+    return values.some((value) => value === undefined)
+      ? undefined
+      : values.reduce((sum: number, value) => sum + value!, 0) / values.length
+  }
+  return { rounds, cpu: { ours: meanCpu((cpu) => cpu.ours), theirs: meanCpu((cpu) => cpu.theirs) } }
+}
 
-export const coldStart = (options: ColdStartOptions): Array<Row> => {
+export const coldStart = async (options: ColdStartOptions): Promise<Array<MeasuredRow>> => {
   const sessionRoot = join(options.work, "cold", "sessions")
   const rarebitRoot = join(options.work, "cold", "rarebit")
   mkdirSync(join(sessionRoot, "project"), { recursive: true })
   const sessionFile = join(sessionRoot, "project", "session.jsonl")
   copyFileSync(options.sessionFile, sessionFile)
-  writeSidecar(join(rarebitRoot, "materializations-v4", "project", "session.jsonl"), { receipts: 3 }, options.native)
+  const native = await nativeOf(options.sessionFile, options.sessionRoot)
+  writeSidecar(join(rarebitRoot, "materializations-v4", "project", "session.jsonl"), { receipts: 3 }, native)
 
   // The scripts live in the run directory, inside this package, so that
   // `rarebit-store/promise` resolves to it by the package's own name.
@@ -210,67 +201,109 @@ export const coldStart = (options: ColdStartOptions): Array<Row> => {
   const cache = { RAREBIT_STORE_CODE_CACHE: join(options.work, "code-cache") }
   const noCache = { RAREBIT_STORE_CODE_CACHE: "off" }
 
+  // The system's Node only when it is another binary than the one running.
   const system = systemNode()
   const nodes = [
     { path: process.execPath, label: `Node ${process.version.slice(1)}` },
-    ...(system === undefined ? [] : [{ path: system.path, label: `system Node ${system.version.slice(1)}` }])
+    ...(system === undefined || system.realPath === realpathSync(process.execPath)
+      ? []
+      : [{ path: system.path, label: `system Node ${system.version.slice(1)}` }])
   ]
-  const rows: Array<Row> = []
-  const measure = (
+  const rows: Array<MeasuredRow> = []
+  const measure = async (
     benchmark: string,
     ours: Launch,
     theirs: Launch,
-    target: number | undefined,
-    versus: string
+    ratioAtMost: number | undefined,
+    versus: string,
+    about: string
   ) => {
     options.log(`cold start: ${benchmark}`)
-    const times = alternateProcesses(ours, theirs, options.rounds, options.warmup)
+    const { cpu, rounds } = await alternateProcesses(ours, theirs, options.plan, options.warmup)
+    const cpuNote = cpu.ours === undefined || cpu.theirs === undefined
+      ? undefined
+      : `CPU per process (user + system, mean) ${cpu.ours.toFixed(1)} / ${cpu.theirs.toFixed(1)} ms = ${
+        (cpu.ours / cpu.theirs).toFixed(2)
+      }`
     rows.push({
+      group: "cold",
       benchmark,
-      ours: median(times.ours),
-      theirs: median(times.theirs),
-      ratio: times.pairedRatio,
-      target,
-      versus: times.cpu.ours === undefined || times.cpu.theirs === undefined
-        ? versus
-        : `${versus}; CPU per process (user + system, mean) ${times.cpu.ours.toFixed(1)} / ${
-          times.cpu.theirs.toFixed(1)
-        } ms = ${(times.cpu.ours / times.cpu.theirs).toFixed(2)}`,
-      spread: { ours: spreadOf(times.ours), theirs: spreadOf(times.theirs), rounds: options.rounds }
+      unit: "ms",
+      ours: rounds.ours,
+      theirs: rounds.theirs,
+      ratio: rounds.ratio,
+      samples: rounds.samples,
+      versus,
+      target: ratioAtMost === undefined ? undefined : { ratioAtMost },
+      note: [about, cpuNote, machineNote(rounds)].filter((part) => part !== undefined).join("; ")
     })
   }
-  const cliVersus = "ours = `rarebit-store current --json` (dist/cli/main.js); ref = a script importing the reference store, printing readRarebitCurrent"
-  const promiseVersus = "import(\"rarebit-store/promise\") + readRarebitCurrent, printed; ref = the same with the reference store module"
+  const cliVersus = "a script importing the reference store, printing readRarebitCurrent"
+  const cliAbout = "ours = `rarebit-store current --json` (dist/cli/main.js)"
+  const promiseVersus = "the same script on the reference store module"
+  const promiseAbout = "ours = import(\"rarebit-store/promise\") + readRarebitCurrent, printed"
+  const firstRun = "without its code cache: a first start after an install or upgrade"
   for (const node of nodes) {
-    measure(
+    await measure(
       `cold start. current --json, ${node.label}`,
       { argv: [node.path, cli, ...cliArgs], env: cache },
       { argv: [node.path, referenceCurrent, ...location] },
       1.5,
-      cliVersus
+      cliVersus,
+      cliAbout
     )
-    measure(
+    await measure(
       `cold start. import promise API + 1 current read, ${node.label}`,
       { argv: [node.path, oursPromise, ...location], env: cache },
       { argv: [node.path, referencePromise, ...location] },
       1.5,
-      promiseVersus
+      promiseVersus,
+      promiseAbout
     )
   }
   const running = nodes[0]!
-  measure(
+  await measure(
     `cold start, no code cache (first run). current --json, ${running.label}`,
     { argv: [running.path, cli, ...cliArgs], env: noCache },
     { argv: [running.path, referenceCurrent, ...location] },
     undefined,
-    "ours without its code cache: a first start after an install or upgrade"
+    cliVersus,
+    `${cliAbout}, ${firstRun}`
   )
-  measure(
+  await measure(
     `cold start, no code cache (first run). import promise API + 1 current read, ${running.label}`,
     { argv: [running.path, oursPromise, ...location], env: noCache },
     { argv: [running.path, referencePromise, ...location] },
     undefined,
-    "ours without its code cache: a first start after an install or upgrade"
+    promiseVersus,
+    `${promiseAbout}, ${firstRun}`
   )
   return rows
 }
+
+/**
+ * The cold-start group, timing `packageRoot`'s build as ours (this
+ * repository's by default; another checkout's with `--cold-package`).
+ */
+export const coldStartGroup = (packageRoot?: string): BenchGroup => ({
+  name: "cold",
+  summary: "cold start of `rarebit-store current --json` and of the Promise API, new processes, on both Nodes",
+  run: async (context) => {
+    // The 100 KiB fixture Session the other groups read, and a three-receipt sidecar current for it.
+    const sessionRoot = join(context.fixtures, "sessions")
+    const sessionFile = join(sessionRoot, "session-100KiB.jsonl")
+    writeSession(sessionFile, 100 * 1024)
+    return coldStart({
+      projectRoot: context.root,
+      packageRoot: packageRoot === undefined ? context.root : resolve(packageRoot),
+      referenceStore: join(context.root, "node_modules/@hypercarrier/rarebit/src/rarebit-store.mjs"),
+      work: context.work,
+      sessionFile,
+      sessionRoot,
+      // A fixed number of rounds: the rows' medians and spreads are over as many processes on every run.
+      plan: context.quick ? { minRounds: 10, maxRounds: 10, tolerance: 0.05 } : { minRounds: 60, maxRounds: 60, tolerance: 0.05 },
+      warmup: context.quick ? 2 : 3,
+      log: context.log
+    })
+  }
+})

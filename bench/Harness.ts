@@ -26,16 +26,6 @@ export const median = (values: ReadonlyArray<number>): number => {
   return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
 }
 
-/** The `q`-quantile (0–1) of `values`, interpolated between the nearest ranks. */
-export const quantile = (values: ReadonlyArray<number>, q: number): number => {
-  if (values.length === 0) return Number.NaN
-  const sorted = [...values].sort((a, b) => a - b)
-  const position = (sorted.length - 1) * q
-  const below = Math.floor(position)
-  const above = Math.ceil(position)
-  return sorted[below] + (sorted[above] - sorted[below]) * (position - below)
-}
-
 const collect = () => (globalThis as { gc?: () => void }).gc?.()
 
 /** Runs `operation` once after its setup (and a collection, with `collectFirst`), timing only `run`. */
@@ -141,27 +131,16 @@ export interface Row {
   readonly theirs: number
   /** What "ours" and "theirs" are, when not our plain API and the reference. */
   readonly versus?: string | undefined
-  /**
-   * The ratio, when it is not the ratio of the medians: for paired samples,
-   * the median of the pairs' ratios.
-   */
-  readonly ratio?: number | undefined
   /** The ratio this row must stay at or below. */
   readonly target?: number | undefined
   /** The value `ours` must stay at or below, in the row's unit. */
   readonly maxOurs?: number | undefined
-  /** The 10th and 90th percentiles of each side's timings, and over how many rounds, when reported. */
-  readonly spread?: {
-    readonly ours: { readonly p10: number; readonly p90: number }
-    readonly theirs: { readonly p10: number; readonly p90: number }
-    readonly rounds: number
-  } | undefined
   /** Peak memory growth in MiB, when measured. */
   readonly oursMiB?: number | undefined
   readonly theirsMiB?: number | undefined
 }
 
-export const ratioOf = (row: Row): number => row.ratio ?? row.ours / row.theirs
+export const ratioOf = (row: Row): number => row.ours / row.theirs
 
 /** Whether a row meets its targets; `undefined` when it has none. */
 export const meetsTargets = (row: Row): boolean | undefined =>
@@ -174,39 +153,14 @@ const targetText = (row: Row, separator: string): string =>
     .filter((text) => text !== "")
     .join(separator)
 
-/** The value at fraction `p` (0–1) of the sorted values, by the nearest rank. */
-export const percentile = (values: ReadonlyArray<number>, p: number): number => {
-  if (values.length === 0) return Number.NaN
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]
-}
-
 const formatTime = (ms: number): string =>
   !Number.isFinite(ms) ? "-" : ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms >= 1 ? ms.toFixed(2) : ms.toFixed(3)
-
-const formatSpread = (row: Row): string =>
-  row.spread === undefined
-    ? ""
-    : `${formatTime(row.spread.ours.p10)}–${formatTime(row.spread.ours.p90)} / ${
-      formatTime(row.spread.theirs.p10)
-    }–${formatTime(row.spread.theirs.p90)} (${row.spread.rounds} rounds)`
 
 const formatMiB = (value: number | undefined): string => (value === undefined ? "" : value.toFixed(1))
 
 /** The table as GitHub Markdown. */
 export const markdownTable = (rows: ReadonlyArray<Row>): string => {
-  const header = [
-    "benchmark",
-    "ours (ms)",
-    "reference (ms)",
-    "ratio",
-    "target",
-    "ok",
-    "p10–p90 ours / ref (ms)",
-    "peak MiB ours",
-    "peak MiB ref",
-    "note"
-  ]
+  const header = ["benchmark", "ours (ms)", "reference (ms)", "ratio", "target", "ok", "peak MiB ours", "peak MiB ref", "note"]
   const lines = [`| ${header.join(" | ")} |`, `| ${header.map(() => "---").join(" | ")} |`]
   for (const row of rows) {
     const ratio = ratioOf(row)
@@ -221,7 +175,6 @@ export const markdownTable = (rows: ReadonlyArray<Row>): string => {
           ratio.toFixed(3),
           targetText(row, ", "),
           ok,
-          formatSpread(row),
           formatMiB(row.oursMiB),
           formatMiB(row.theirsMiB),
           row.versus ?? ""
@@ -242,15 +195,14 @@ export const textTable = (rows: ReadonlyArray<Row>): string => {
       formatTime(row.theirs),
       ratio.toFixed(3),
       `${targetText(row, ",").replace(/≤ /g, "<=")}${meetsTargets(row) === false ? " MISS" : ""}`,
-      formatSpread(row),
       row.oursMiB === undefined ? "" : `${formatMiB(row.oursMiB)}/${formatMiB(row.theirsMiB)}`,
       row.versus ?? ""
     ]
   })
-  const header = ["benchmark", "ours ms", "ref ms", "ratio", "target", "p10-p90 ours / ref", "peak MiB o/r", "versus"]
+  const header = ["benchmark", "ours ms", "ref ms", "ratio", "target", "peak MiB o/r", "versus"]
   const widths = header.map((title, column) => Math.max(title.length, ...cells.map((row) => row[column].length)))
   const render = (row: ReadonlyArray<string>) =>
-    row.map((cell, column) => (column === 0 || column === 7 ? cell.padEnd(widths[column]) : cell.padStart(widths[column])))
+    row.map((cell, column) => (column === 0 || column === 6 ? cell.padEnd(widths[column]) : cell.padStart(widths[column])))
       .join("  ")
   return [render(header), render(widths.map((width) => "-".repeat(width))), ...cells.map(render)].join("\n")
 }
@@ -280,48 +232,3 @@ export const runChild = (script: string, args: ReadonlyArray<string>) =>
       }
     })
   })
-
-/** A sibling script run as a child that talks in JSON lines: `next()` is its next line, `send` writes one to it. */
-export interface LineChild {
-  readonly next: () => Promise<any>
-  readonly send: (line: string) => void
-  readonly done: Promise<void>
-}
-
-/** Starts sibling script `script` with `args` as a `LineChild`. */
-export const startLineChild = (script: string, args: ReadonlyArray<string>): LineChild => {
-  const child = spawn(process.execPath, [siblingScript(script), ...args], { stdio: ["pipe", "pipe", "inherit"] })
-  const lines: Array<string> = []
-  const waiting: Array<{ readonly resolve: (line: string) => void; readonly reject: (error: Error) => void }> = []
-  let partial = ""
-  let exited: Error | undefined
-  child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-    partial += chunk
-    for (let newline = partial.indexOf("\n"); newline >= 0; newline = partial.indexOf("\n")) {
-      const line = partial.slice(0, newline)
-      partial = partial.slice(newline + 1)
-      const waiter = waiting.shift()
-      if (waiter) waiter.resolve(line)
-      else lines.push(line)
-    }
-  })
-  const done = new Promise<void>((resolve, reject) =>
-    child.on("exit", (code) => {
-      exited = new Error(`${script} exited with ${code}`)
-      for (const waiter of waiting.splice(0)) waiter.reject(exited)
-      if (code === 0) resolve()
-      else reject(exited)
-    })
-  )
-  const nextLine = () =>
-    lines.length > 0
-      ? Promise.resolve(lines.shift()!)
-      : exited !== undefined
-      ? Promise.reject(exited)
-      : new Promise<string>((resolve, reject) => waiting.push({ resolve, reject }))
-  return {
-    next: async () => JSON.parse(await nextLine()),
-    send: (line) => void child.stdin.write(`${line}\n`),
-    done
-  }
-}

@@ -6,7 +6,7 @@
  */
 import { type ChildProcessByStdio, execFileSync, spawn } from "node:child_process"
 import type { Readable, Writable } from "node:stream"
-import { closeSync, existsSync, openSync, readFileSync, rmSync } from "node:fs"
+import { accessSync, closeSync, constants, openSync, readFileSync, realpathSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { delimiter, join } from "node:path"
 import { pathToFileURL } from "node:url"
@@ -58,9 +58,10 @@ export const timedProcess = (
   })
 
 /**
- * A long-lived child speaking one JSON line per request: the script is
- * started with `args`, says `ready` once warmed up, then answers each line
- * written to its stdin with one line on stdout.
+ * A long-lived child speaking in lines: the script is started with `args`,
+ * says it is ready once warmed up (`ready()` expects the line `ready`), then
+ * answers each line written to its stdin (`request`, a JSON line; `send`, a
+ * line as it is) with one line on stdout.
  */
 export class LineChild {
   private readonly child: ChildProcessByStdio<Writable, Readable, null>
@@ -68,6 +69,8 @@ export class LineChild {
   private readonly waiting: Array<{ resolve: (line: string) => void; reject: (error: Error) => void }> = []
   private readonly lines: Array<string> = []
   private exited: Error | undefined
+  /** Settles when the child exits: resolved on exit code 0, rejected otherwise. */
+  readonly done: Promise<void>
 
   constructor(script: string, args: ReadonlyArray<string>) {
     this.child = spawn(process.execPath, [siblingScript(script), ...args], { stdio: ["pipe", "pipe", "inherit"] })
@@ -83,10 +86,16 @@ export class LineChild {
         else waiter.resolve(line)
       }
     })
-    this.child.on("exit", (code, signal) => {
-      this.exited = new Error(`${script} exited with ${code ?? signal}`)
-      for (const waiter of this.waiting.splice(0)) waiter.reject(this.exited)
-    })
+    this.done = new Promise((resolve, reject) =>
+      this.child.on("exit", (code, signal) => {
+        this.exited = new Error(`${script} exited with ${code ?? signal}`)
+        for (const waiter of this.waiting.splice(0)) waiter.reject(this.exited)
+        if (code === 0) resolve()
+        else reject(this.exited)
+      })
+    )
+    // Awaiting `done` is optional: a failed exit also fails the pending `next`.
+    this.done.catch(() => undefined)
   }
 
   get pid(): number | undefined {
@@ -104,6 +113,16 @@ export class LineChild {
   async ready(): Promise<void> {
     const line = await this.next()
     if (line !== "ready") throw new Error(`expected "ready", got ${line.slice(0, 200)}`)
+  }
+
+  /** Writes one line, as it is, to the child's stdin. */
+  send(line: string): void {
+    this.child.stdin.write(`${line}\n`)
+  }
+
+  /** The next line the child prints, parsed as JSON. */
+  async nextJson<A>(): Promise<A> {
+    return JSON.parse(await this.next()) as A
   }
 
   async request<A>(message: unknown): Promise<A> {
@@ -134,16 +153,19 @@ export const commitOf = (root: string): string => {
 }
 
 /**
- * The version of the first `node` on PATH outside any `node_modules/.bin`
- * (npm puts the devDependency's Node first while a script runs).
+ * The system's Node: the first `node` on PATH outside any `node_modules`
+ * (npm puts the devDependency's Node first while a script runs), with its
+ * resolved path, so a caller can tell whether it is the one running.
  */
-export const systemNodeVersion = (): string | undefined => {
+export const systemNode = (): { readonly path: string; readonly realPath: string; readonly version: string } | undefined => {
   for (const directory of (process.env.PATH ?? "").split(delimiter)) {
-    if (directory === "" || directory.includes("node_modules")) continue
+    if (directory === "" || directory.split(/[\\/]/).includes("node_modules")) continue
     const candidate = join(directory, "node")
-    if (!existsSync(candidate)) continue
     try {
-      return execFileSync(candidate, ["--version"], { encoding: "utf8" }).trim()
+      accessSync(candidate, constants.X_OK)
+      const realPath = realpathSync(candidate)
+      if (realPath.split(/[\\/]/).includes("node_modules")) continue
+      return { path: candidate, realPath, version: execFileSync(candidate, ["--version"], { encoding: "utf8" }).trim() }
     } catch {
       continue
     }

@@ -7,7 +7,7 @@
  * (well under a minute) and only prints. `--only=a,b` (or `--only a,b`)
  * runs the named groups, `--help` lists them: the ones in this file
  * (current-native, current-session, history, cycle, contention, lock,
- * effect, watch, cold) and the `BenchGroup` modules (verify, polling,
+ * effect, watch) and the `BenchGroup` modules (cold, verify, polling,
  * session-memory, settle, writers). `--cold-package=<dir>` times another
  * checkout's build as "ours" in the cold-start rows (say, the commit before
  * a change).
@@ -24,7 +24,7 @@ import { spawn } from "node:child_process"
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs"
 import { appendFile } from "node:fs/promises"
 import { arch, cpus, loadavg, release as osRelease, totalmem, type as osType, version as osVersion } from "node:os"
-import { join, resolve } from "node:path"
+import { join } from "node:path"
 import { Effect, ManagedRuntime, Stream } from "effect"
 import * as NodeStore from "../src/platform/NodeStore.js"
 import { RarebitStore } from "../src/store/RarebitStore.js"
@@ -37,26 +37,24 @@ import {
   writeSession,
   writeSidecar
 } from "./Fixtures.js"
-import { coldStart } from "./ColdStart.js"
+import { coldStartGroup } from "./ColdStart.js"
 import {
   alternate,
   interleave,
   markdownTable,
   median,
   meetsTargets,
-  percentile,
   type Row,
   runChild,
   siblingScript,
-  startLineChild,
-  type LineChild,
   textTable
 } from "./Harness.js"
 import { loadStore, projectRoot, type Side, type StoreApi } from "./Implementations.js"
 import { type NativeSummary, nativeOf as nativeSummaryOf } from "./SessionFixtures.js"
 import type { BenchGroup } from "./Groups.js"
 import { measuredMarkdown, measuredText, meetsTarget, type MeasuredRow } from "./MeasuredTable.js"
-import { commitOf, systemNodeVersion } from "./Processes.js"
+import { quantile } from "./Stats.js"
+import { commitOf, LineChild, systemNode } from "./Processes.js"
 import { pollingGroup } from "./PollingRows.js"
 import { sessionMemoryGroup } from "./SessionMemoryRows.js"
 import { verifyGroup } from "./VerifyRows.js"
@@ -72,7 +70,14 @@ const wanted = (group: string) => only === undefined || only.includes(group)
 const coldPackage = argv.find((arg) => arg.startsWith("--cold-package="))?.slice("--cold-package=".length)
 
 /** Groups in their own modules, run after the ones below, in this order. */
-const groups: ReadonlyArray<BenchGroup> = [verifyGroup, pollingGroup, sessionMemoryGroup, settleGroup, writersGroup]
+const groups: ReadonlyArray<BenchGroup> = [
+  coldStartGroup(coldPackage),
+  verifyGroup,
+  pollingGroup,
+  sessionMemoryGroup,
+  settleGroup,
+  writersGroup
+]
 
 const BUILT_IN_GROUPS: ReadonlyArray<readonly [string, string]> = [
   ["current-native", "readRarebitCurrent with the native observation passed in, sidecars 10 KiB–200 MiB"],
@@ -82,8 +87,7 @@ const BUILT_IN_GROUPS: ReadonlyArray<readonly [string, string]> = [
   ["contention", "16 settles at once in one process; 4 processes settling on one Session"],
   ["lock", "commit-lock hold time and uncontended settle, in child processes"],
   ["effect", "the Effect API against our own plain API"],
-  ["watch", "watchRarebitCurrent: a settle in another process → state emitted, and CPU per idle hour, against polling"],
-  ["cold", "cold start of `rarebit-store current --json` and of the Promise API, new processes, on both Nodes"]
+  ["watch", "watchRarebitCurrent: a settle in another process → state emitted, and CPU per idle hour, against polling"]
 ]
 if (argv.includes("--help") || argv.includes("-h")) {
   const names = [...BUILT_IN_GROUPS, ...groups.map((group) => [group.name, group.summary] as const)]
@@ -667,7 +671,7 @@ const watchVersusPolling = async () => {
     JSON.stringify({ sessionId: SESSION_ID, manifestHash: small.manifestHash, occurrenceCount: small.occurrenceCount })
   )
   const args = [location.sessionRoot, location.rarebitRoot, location.sessionFile]
-  const settler = startLineChild("WatchSettler.js", [...args, nextSeries("watch"), selectionFile])
+  const settler = new LineChild("WatchSettler.js", [...args, nextSeries("watch"), selectionFile])
   await settler.next()
   let job = 0
   const settles = quick ? 40 : 200
@@ -683,8 +687,8 @@ const watchVersusPolling = async () => {
     const times: Array<number> = []
     for (let index = 0; index < count; index++) {
       settler.send(`settle ${job++}`)
-      const written = await settler.next()
-      const seen = await probe.next()
+      const written = await settler.nextJson<{ readonly at: string }>()
+      const seen = await probe.nextJson<{ readonly at: string }>()
       times.push(Number(BigInt(seen.at) - BigInt(written.at)) / 1e6)
       await new Promise((resolve) => setTimeout(resolve, 10 + Math.random() * 30))
     }
@@ -693,11 +697,11 @@ const watchVersusPolling = async () => {
   /** The probe's CPU time over an idle window, per hour. */
   const idleCpuPerHour = async (probe: LineChild) => {
     probe.send(`idle ${windowMs}`)
-    const { idleCpuUs } = await probe.next()
+    const { idleCpuUs } = await probe.nextJson<{ readonly idleCpuUs: number }>()
     return (idleCpuUs / 1000) * (hourMs / windowMs)
   }
   const start = async (mode: "watch" | "poll", intervalMs?: number) => {
-    const probe = startLineChild("WatchProbe.js", [mode, ...args, ...(intervalMs === undefined ? [] : [String(intervalMs)])])
+    const probe = new LineChild("WatchProbe.js", [mode, ...args, ...(intervalMs === undefined ? [] : [String(intervalMs)])])
     await probe.next()
     return probe
   }
@@ -726,7 +730,7 @@ const watchVersusPolling = async () => {
   // distributed part of that, then one read. (The 100 ms loop above is that model measured.)
   const sameCpuMs = watchCpu > 0 ? (cpuPerRead * hourMs) / watchCpu : Number.POSITIVE_INFINITY
   // A loop as prompt as the watch's p99 must read that often: measured over the idle window.
-  const promptMs = Math.max(1, Math.round(percentile(watched, 0.99)))
+  const promptMs = Math.max(1, Math.round(quantile(watched, 0.99)))
   const prompt = await start("poll", promptMs)
   const promptCpu = await idleCpuPerHour(prompt)
   await quit(prompt)
@@ -736,7 +740,7 @@ const watchVersusPolling = async () => {
   const every = (ms: number) => (Number.isFinite(ms) ? (ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${ms.toFixed(0)} ms`) : "never")
   const sameCpuNote = `ref = a readRarebitCurrent loop using the watch's idle CPU: one read every ${every(sameCpuMs)} ` +
     `(${cpuPerRead.toFixed(3)} ms CPU per read); its latency is uniform over that interval, as measured for a ${baselineMs} ms loop: ` +
-    `median ${median(polled).toFixed(1)} ms, p99 ${percentile(polled, 0.99).toFixed(1)} ms`
+    `median ${median(polled).toFixed(1)} ms, p99 ${quantile(polled, 0.99).toFixed(1)} ms`
   rows.push({
     benchmark: "watch. settle in another process → state emitted, median (ms)",
     ours: median(watched),
@@ -746,7 +750,7 @@ const watchVersusPolling = async () => {
   })
   rows.push({
     benchmark: "watch. settle in another process → state emitted, p99 (ms)",
-    ours: percentile(watched, 0.99),
+    ours: quantile(watched, 0.99),
     theirs: 0.99 * sameCpuMs + cpuPerRead,
     target: 1,
     maxOurs: 50,
@@ -760,22 +764,6 @@ const watchVersusPolling = async () => {
     versus: `extrapolated from ${windowMs / 1000} s idle; ref = a readRarebitCurrent loop every ${promptMs} ms ` +
       `(the watch's p99); a ${baselineMs} ms loop takes ${pollCpu.toFixed(0)} ms`
   })
-}
-
-// ---- cold start -------------------------------------------------------------------------
-
-const cold = () => {
-  rows.push(...coldStart({
-    projectRoot: root,
-    packageRoot: coldPackage === undefined ? root : resolve(coldPackage),
-    referenceStore: join(root, "node_modules/@hypercarrier/rarebit/src/rarebit-store.mjs"),
-    work,
-    sessionFile: smallSession,
-    native: small,
-    rounds: quick ? 10 : 60,
-    warmup: quick ? 2 : 3,
-    log
-  }))
 }
 
 // ---- run ------------------------------------------------------------------------------
@@ -795,7 +783,6 @@ try {
   if (wanted("lock")) await lockHold()
   if (wanted("effect")) await effectVersusPlain()
   if (wanted("watch")) await watchVersusPolling()
-  if (wanted("cold")) cold()
   for (const group of groups) {
     if (!wanted(group.name)) continue
     const groupStarted = performance.now()
@@ -812,7 +799,7 @@ const machine = [
   `${cpus().length} × ${cpus()[0]?.model ?? "unknown CPU"}`,
   `${(totalmem() / 1024 ** 3).toFixed(1)} GiB RAM`,
   `${osType()} ${osRelease()} ${osVersion()} ${arch()}`,
-  `Node ${process.version} (system Node ${systemNodeVersion() ?? "not found"})`,
+  `Node ${process.version} (system Node ${systemNode()?.version ?? "not found"})`,
   `commit ${commitOf(root)}`,
   `load average ${loadStart.map((load) => load.toFixed(1)).join("/")} at start, ${
     loadavg().map((load) => load.toFixed(1)).join("/")
@@ -845,7 +832,7 @@ if (!quick && only === undefined && coldPackage === undefined) {
   const notes = previous.includes("<!-- notes -->") ? previous.slice(previous.indexOf("<!-- notes -->")) : "<!-- notes -->\n"
   writeFileSync(
     path,
-    `# Benchmarks\n\nOur plain API against the reference store (\`@hypercarrier/rarebit\` 0.1.0-alpha.4) on the same files, interleaved rounds, median milliseconds per operation (per process for the cold-start rows, with each side's 10th–90th percentiles); ratio = ours / reference (lower is better). Peak MiB is how much the peak resident set of a fresh process (implementation loaded, nothing read yet) grows over the measured reads: 20 current reads for the sidecar rows, 3 cold reads (2 for 100 MiB) for the Session rows.\n\n- Machine: ${machine}\n- Command: \`${command}\` (${elapsed.toFixed(0)} s, ${new Date().toISOString().slice(0, 10)})\n\n${
+    `# Benchmarks\n\nOur plain API against the reference store (\`@hypercarrier/rarebit\` 0.1.0-alpha.4) on the same files, interleaved rounds, median milliseconds per operation; ratio = ours / reference (lower is better). Peak MiB is how much the peak resident set of a fresh process (implementation loaded, nothing read yet) grows over the measured reads: 20 current reads for the sidecar rows, 3 cold reads (2 for 100 MiB) for the Session rows.\n\n- Machine: ${machine}\n- Command: \`${command}\` (${elapsed.toFixed(0)} s, ${new Date().toISOString().slice(0, 10)})\n\n${
       markdownTable(rows)
     }\n\n${
       measured.length === 0 ? "" : `## Rows measured in rounds with spread (issue 15)\n\nEach side in its own processes, ours and the other side alternating round by round (which goes first alternates too); a row stops once the 95 % interval of its median per-round ratio is within its tolerance, or at its round or time limit (see the notes). Medians with p10–p90; ratio = median of the per-round ratios, ours / other side.\n\n${measuredMarkdown(measured)}\n\n`
