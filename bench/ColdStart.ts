@@ -34,7 +34,7 @@ import type { BenchGroup } from "./Groups.js"
 import type { MeasuredRow } from "./MeasuredTable.js"
 import { systemNode } from "./Processes.js"
 import { nativeOf } from "./SessionFixtures.js"
-import { machineNote, type RoundPlan, runRounds } from "./Stats.js"
+import { type RoundPlan, runRounds } from "./Stats.js"
 
 /** A process to start: the command and the environment it adds. */
 interface Launch {
@@ -235,7 +235,8 @@ export const coldStart = async (options: ColdStartOptions): Promise<Array<Measur
       samples: rounds.samples,
       versus,
       target: ratioAtMost === undefined ? undefined : { ratioAtMost },
-      note: [about, cpuNote, machineNote(rounds)].filter((part) => part !== undefined).join("; ")
+      // Not machineNote: its sampler of runnable tasks cannot run while spawnSync blocks this process.
+      note: [about, cpuNote, `load ${rounds.machine.loadAverage.toFixed(1)}`].filter((part) => part !== undefined).join("; ")
     })
   }
   const cliVersus = "a script importing the reference store, printing readRarebitCurrent"
