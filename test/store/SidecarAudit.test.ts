@@ -18,6 +18,7 @@ import { MAX_HISTORY_BYTES } from "../../src/protocol/Limits.js"
 import { LockOwner, makeLockOwnerProbe } from "../../src/store/LockOwner.js"
 import { inspectCommitLock, removeCommitLock } from "../../src/store/CommitLockRepair.js"
 import { type AuditFinding, auditStore } from "../../src/store/SidecarAudit.js"
+import { readSidecarCurrent } from "../../src/store/SidecarReader.js"
 import { MemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { fileSystemSuite, memoryWorld } from "../support/FileSystemSuite.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
@@ -318,5 +319,24 @@ describe("SidecarAudit against a model of the protocol", () => {
         assert.strictEqual(strict.ok, expected.length === 0)
       }).pipe(Effect.provide(Layer.merge(MemoryFileSystem.layer, Path.layer))),
     { arbitrary: { runs: fuzzRuns(1000) } }
+  )
+
+  it.effect.prop(
+    "says of every sidecar what the bounded current reader says, past its 64 KiB window too",
+    [Schema.Array(Segment), Schema.Boolean, Schema.Boolean],
+    ([segments, torn, large]) =>
+      Effect.gen(function*() {
+        // About 130 KiB of commits first: the reader's window then starts inside the file.
+        const { bytes } = plant(large ? [...Array.from({ length: 150 }, () => "commit" as const), ...segments] : segments, torn)
+        const sidecar = yield* writeSidecar("/store", bytes)
+        const report = yield* auditStore({ rarebitRoot: "/store" })
+        const current = yield* readSidecarCurrent(yield* FileSystem.FileSystem, sidecar)
+        assert.deepStrictEqual(
+          report.sidecars[0].current,
+          { availability: current.availability, reason: current.diagnostics.reason ?? null },
+          `segments ${JSON.stringify(segments)}, torn ${torn}, large ${large}`
+        )
+      }).pipe(Effect.provide(Layer.merge(MemoryFileSystem.layer, Path.layer))),
+    { arbitrary: { runs: fuzzRuns(300) } }
   )
 })
