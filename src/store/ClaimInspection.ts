@@ -9,11 +9,16 @@
  * failure. A report never carries a lease token, and strings copied from a
  * claim are cut to `MAX_FIELD_CHARS` (`ReportFields`).
  *
+ * A pointer that names exactly the line of a receipt of its job that the
+ * audit's scan already validated and hashed (`KnownReceipt`) verifies
+ * without reading the sidecar again; any other pointer is read back and
+ * checked as `reserve` checks a settled claim.
+ *
  * @since 0.1.0
  */
 import { Effect } from "effect"
 import type { FileSystem } from "effect/FileSystem"
-import { isValidReceiptReference } from "../protocol/Head.js"
+import { isValidReceiptReference, type ReceiptReference } from "../protocol/Head.js"
 import { isObjectRecord, memberOf, stringCoercionOf } from "../protocol/internal/JsonShape.js"
 import { claimExpired, settledReceiptRef } from "../protocol/JobClaim.js"
 import { type AuditFinding, finding } from "./AuditFinding.js"
@@ -196,10 +201,42 @@ export const inspectClaimEntry = (
     })
 
 /**
+ * A valid receipt of a claim's job, as the audit's scan found it: the
+ * sidecar, where the receipt's line lies, its length (newline included) and
+ * the SHA-256 of its bytes.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface KnownReceipt {
+  readonly sidecar: string
+  readonly offset: number
+  readonly length: number
+  readonly hash: string
+}
+
+/** A claim's report after its pointer check, and what the check found. @category models @since 0.1.0 */
+export interface CheckedClaim {
+  readonly report: ClaimReport
+  readonly findings: ReadonlyArray<AuditFinding>
+}
+
+/** The pointer names exactly this line, and its hash: reading it back would verify. */
+const namesLine = (ref: ReceiptReference, known: KnownReceipt): boolean =>
+  ref.receiptOffset === known.offset && ref.receiptLength === known.length && ref.receiptHash === known.hash
+
+/**
  * Checks a settled claim's receipt pointer against `candidates`, the
  * sidecars that hold a receipt of its job: `verified` in the first one it
  * verifies in, `invalid` when it verifies in none, `orphan` when there is
  * none. A claim that is not settled is reported as inspected.
+ *
+ * **Details**
+ *
+ * `known` are receipts of the claim's job the caller has validated and
+ * hashed (the audit's scan); a pointer that names one of them exactly is
+ * verified in its sidecar without reading it. Every other candidate is
+ * read: a range that is not one whole line can verify too.
  *
  * @category audit
  * @since 0.1.0
@@ -207,30 +244,38 @@ export const inspectClaimEntry = (
 export const checkClaimPointer = (
   fs: FileSystem,
   inspected: InspectedClaim,
-  candidates: ReadonlyArray<string>
-): Effect.Effect<{ readonly report: ClaimReport; readonly findings: ReadonlyArray<AuditFinding> }> =>
-  Effect.gen(function*() {
-    const { report } = inspected
-    if (report.state !== "settled") return { report, findings: [] }
-    if (candidates.length === 0) {
-      return {
-        report: { ...report, pointer: "orphan" },
-        findings: [finding(
-          "claim_orphan",
-          "damage",
-          report.path,
-          "settled, but no sidecar under the root holds a receipt of this job; reserving it fails",
-          { jobId: report.jobId }
-        )]
-      }
-    }
+  candidates: ReadonlyArray<string>,
+  known: ReadonlyArray<KnownReceipt> = []
+): Effect.Effect<CheckedClaim> => {
+  const { report } = inspected
+  if (report.state !== "settled") return Effect.succeed({ report, findings: [] })
+  if (candidates.length === 0) {
+    return Effect.succeed({
+      report: { ...report, pointer: "orphan" },
+      findings: [finding(
+        "claim_orphan",
+        "damage",
+        report.path,
+        "settled, but no sidecar under the root holds a receipt of this job; reserving it fails",
+        { jobId: report.jobId }
+      )]
+    })
+  }
+  const ref = inspected.receiptRef
+  const valid = isValidReceiptReference(ref)
+  const scanned = (sidecar: string) =>
+    valid && known.some((receipt) => receipt.sidecar === sidecar && namesLine(ref, receipt))
+  const verified = (sidecar: string): CheckedClaim => ({ report: { ...report, pointer: "verified", sidecar }, findings: [] })
+  // The common case, answered without a generator: tens of thousands of
+  // claims each pointing at a line of the first sidecar of its job.
+  if (scanned(candidates[0])) return Effect.succeed(verified(candidates[0]))
+  return Effect.gen(function*() {
     for (const sidecar of candidates) {
-      const record = yield* readReceiptReference(fs, sidecar, inspected.receiptRef, false).pipe(
+      if (scanned(sidecar)) return verified(sidecar)
+      const record = yield* readReceiptReference(fs, sidecar, ref, false).pipe(
         Effect.catch(() => Effect.succeed(undefined))
       )
-      if (record !== undefined && record.jobId === report.jobId) {
-        return { report: { ...report, pointer: "verified", sidecar }, findings: [] }
-      }
+      if (record !== undefined && record.jobId === report.jobId) return verified(sidecar)
     }
     return {
       report: { ...report, pointer: "invalid", sidecar: candidates[0] },
@@ -241,5 +286,6 @@ export const checkClaimPointer = (
         `receiptRef does not verify against ${candidates.join(", ")}; reserving this job fails`,
         { jobId: report.jobId }
       )]
-    }
+    } satisfies CheckedClaim
   })
+}

@@ -34,7 +34,13 @@ import { Path } from "effect/Path"
 import { isPlatformError, type PlatformError } from "effect/PlatformError"
 import { describeType } from "../io/RegularFile.js"
 import { type AuditFinding, finding, judgedStrictly } from "./AuditFinding.js"
-import { checkClaimPointer, type ClaimReport, type InspectedClaim, inspectClaimEntry } from "./ClaimInspection.js"
+import {
+  checkClaimPointer,
+  type ClaimReport,
+  type InspectedClaim,
+  inspectClaimEntry,
+  type KnownReceipt
+} from "./ClaimInspection.js"
 import { DEFAULT_STALE_AFTER_MS, inspectCommitLock, type LockReport } from "./CommitLockRepair.js"
 import { JOBS_DIR, MATERIALIZATIONS_DIR } from "./MirroredPath.js"
 import { ageText, describeError, modifiedAt } from "./ReportFields.js"
@@ -42,10 +48,10 @@ import { scanSidecar, type SidecarSummary } from "./SidecarScan.js"
 
 // What an audit reports and takes, from the modules that make each part.
 export { type AuditFinding, type FindingKind, type Severity } from "./AuditFinding.js"
-export { type ClaimReport, type PointerStatus, type ReportedReceiptRef } from "./ClaimInspection.js"
+export { type ClaimReport, type KnownReceipt, type PointerStatus, type ReportedReceiptRef } from "./ClaimInspection.js"
 export { DEFAULT_STALE_AFTER_MS, type LockReport, type OwnerLiveness } from "./CommitLockRepair.js"
 export { MAX_DETAIL_CHARS, MAX_FIELD_CHARS } from "./ReportFields.js"
-export { type SidecarSummary } from "./SidecarScan.js"
+export { type ScannedReceipt, type SidecarSummary } from "./SidecarScan.js"
 
 /**
  * The result of an audit.
@@ -228,6 +234,12 @@ const walkMaterializations = (fs: FileSystem, path: Path, root: string): Effect.
 // the audit
 // ---------------------------------------------------------------------------
 
+/** The sidecars that hold receipts of one claimed job, in walk order, and those receipts. */
+interface JobReceipts {
+  readonly sidecars: Array<string>
+  readonly known: Array<KnownReceipt>
+}
+
 const byPathAndOffset = (a: AuditFinding, b: AuditFinding) =>
   a.path < b.path ? -1 : a.path > b.path ? 1 : (a.offset ?? -1) - (b.offset ?? -1)
 
@@ -291,7 +303,8 @@ export const auditStore = Effect.fn("SidecarAudit.auditStore")(function*(options
 
   const sidecarFiles = files.filter((file) => file._tag === "Sidecar")
   const sidecars: Array<SidecarSummary> = []
-  const sidecarsByJob = new Map<string, Array<string>>()
+  // Kept of each scan: its summary, its findings, and where the receipts of claimed jobs lie.
+  const receiptsByJob = new Map<string, JobReceipts>()
   for (let index = 0; index < sidecarFiles.length; index++) {
     const file = sidecarFiles[index]
     if (options.onProgress) yield* options.onProgress({ done: index, total: sidecarFiles.length, path: file.path })
@@ -299,9 +312,17 @@ export const auditStore = Effect.fn("SidecarAudit.auditStore")(function*(options
     sidecars.push(scan.summary)
     findings.push(...scan.findings)
     for (const jobId of scan.jobIds) {
-      const holders = sidecarsByJob.get(jobId)
-      if (holders === undefined) sidecarsByJob.set(jobId, [file.path])
-      else holders.push(file.path)
+      const held = receiptsByJob.get(jobId)
+      if (held === undefined) receiptsByJob.set(jobId, { sidecars: [file.path], known: [] })
+      else held.sidecars.push(file.path)
+    }
+    for (const receipt of scan.receipts) {
+      receiptsByJob.get(receipt.jobId)!.known.push({
+        sidecar: file.path,
+        offset: receipt.offset,
+        length: receipt.length,
+        hash: receipt.hash
+      })
     }
   }
   if (options.onProgress && sidecarFiles.length > 0) {
@@ -338,13 +359,13 @@ export const auditStore = Effect.fn("SidecarAudit.auditStore")(function*(options
   const claims: Array<ClaimReport> = []
   let unattributedClaims = 0
   for (const inspected of inspectedClaims) {
-    const candidates = sidecarsByJob.get(inspected.report.jobId) ?? []
-    if (scope === "sidecar" && candidates.length === 0) {
+    const held = receiptsByJob.get(inspected.report.jobId)
+    if (scope === "sidecar" && held === undefined) {
       unattributedClaims++
       continue
     }
     findings.push(...inspected.findings)
-    const checked = yield* checkClaimPointer(fs, inspected, candidates)
+    const checked = yield* checkClaimPointer(fs, inspected, held?.sidecars ?? [], held?.known)
     claims.push(checked.report)
     findings.push(...checked.findings)
   }

@@ -14,12 +14,14 @@ import { TestClock } from "effect/testing"
 import { sampleSession, summaryReceipt, titleReceipt } from "../../src/cli/DemoSession.js"
 import { type NonBlockingOpenCapable, nonBlockingOpenOf, NonBlockingOpenTypeId } from "../../src/io/NonBlockingOpen.js"
 import { makeHead } from "../../src/protocol/Head.js"
+import { encodeClaimLine, makeSettledClaim } from "../../src/protocol/JobClaim.js"
 import { MAX_HISTORY_BYTES } from "../../src/protocol/Limits.js"
 import { LockOwner, makeLockOwnerProbe } from "../../src/store/LockOwner.js"
 import { inspectCommitLock, removeCommitLock } from "../../src/store/CommitLockRepair.js"
 import { type AuditFinding, auditStore } from "../../src/store/SidecarAudit.js"
 import { readSidecarCurrent } from "../../src/store/SidecarReader.js"
 import { MemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
+import { makeCountingFileSystem } from "../support/CountingFileSystem.js"
 import { fileSystemSuite, memoryWorld } from "../support/FileSystemSuite.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 
@@ -92,6 +94,41 @@ const writeSidecar = (root: string, bytes: Uint8Array) =>
 const kindsAndOffsets = (findings: ReadonlyArray<{ readonly kind: string; readonly offset: number | null }>) =>
   findings.map((item) => `${item.kind}@${item.offset}`)
 
+/**
+ * A store of `sidecars` sidecars (in two directories) of `commits` commits
+ * each, and the settled claim of every receipt, all valid.
+ */
+const writeSettledStore = (root: string, sidecars: number, commits: number) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const path = yield* Path.Path
+    const jobs = path.join(root, "jobs-v4")
+    yield* fs.makeDirectory(jobs, { recursive: true })
+    const written: Array<{ readonly path: string; readonly size: number }> = []
+    const claims: Array<string> = []
+    let job = 0
+    for (let index = 0; index < sidecars; index++) {
+      const builder = sidecarBuilder()
+      for (let commit = 0; commit < commits; commit++) {
+        const receiptOffset = builder.size
+        builder.commit(++job)
+        const receipt = builder.bytes().subarray(receiptOffset)
+        const receiptLine = receipt.subarray(0, receipt.indexOf(10) + 1)
+        const claim = path.join(jobs, `${hex(job)}.json`)
+        yield* fs.writeFileString(
+          claim,
+          encodeClaimLine(makeSettledClaim(hex(job), "0".repeat(32), makeHead(session.id, receiptOffset, receiptLine)))
+        )
+        claims.push(claim)
+      }
+      const sidecar = path.join(root, "materializations-v4", `project-${index % 2}`, `session-${index}.jsonl`)
+      yield* fs.makeDirectory(path.dirname(sidecar), { recursive: true })
+      yield* fs.writeFile(sidecar, builder.bytes())
+      written.push({ path: sidecar, size: builder.size })
+    }
+    return { sidecars: written, claims }
+  })
+
 fileSystemSuite("SidecarAudit", (it) => {
   it.effect("a sidecar of commits and titles is clean, and every head is counted", ({ root }) =>
     Effect.gen(function*() {
@@ -108,6 +145,21 @@ fileSystemSuite("SidecarAudit", (it) => {
         [sidecar, 4, 3, builder.size]
       ])
       assert.deepStrictEqual(report.sidecars[0].current, { availability: "available", reason: null })
+    }))
+
+  it.effect("a clean store of settled jobs: every sidecar and claim is read once, and every pointer verifies", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const { claims, sidecars } = yield* writeSettledStore(root, 6, 3)
+      const counting = makeCountingFileSystem(fs)
+      const report = yield* auditStore({ rarebitRoot: root }).pipe(Effect.provideService(FileSystem.FileSystem, counting.fs))
+      assert.isTrue(report.ok)
+      assert.deepStrictEqual(report.findings, [])
+      assert.deepStrictEqual(report.claims.map((claim) => claim.pointer), claims.map((): string | null => "verified"))
+      for (const sidecar of sidecars) {
+        assert.deepStrictEqual(counting.readsOf(sidecar.path), { reads: 1, bytes: sidecar.size }, sidecar.path)
+      }
+      for (const claim of claims) assert.strictEqual(counting.readsOf(claim).reads, 1, claim)
     }))
 
   it.effect("lines that straddle the 1 MiB read chunks are scanned like any other", ({ root }) =>
