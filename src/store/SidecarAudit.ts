@@ -19,6 +19,11 @@
  * are checked (and reported); the rest are counted as unattributed, and a
  * claim's temp file, which names no Session, is not seen.
  *
+ * Claims and sidecars are read a bounded number at a time (16), each file
+ * once: a settled claim's pointer that names a receipt line the scan
+ * already hashed is not read again. The report lists sidecars, claims and
+ * findings in the same order whatever order the reads finish in.
+ *
  * Whatever a file holds, the report stays small and serialisable
  * (`ReportFields`). Memory grows only with the number of files and claims,
  * never with sidecar size. The audit reads a store that writers may be
@@ -34,6 +39,7 @@ import { Path } from "effect/Path"
 import { isPlatformError, type PlatformError } from "effect/PlatformError"
 import { describeType } from "../io/RegularFile.js"
 import { type AuditFinding, finding, judgedStrictly } from "./AuditFinding.js"
+import { forEachBounded } from "./BoundedForEach.js"
 import {
   checkClaimPointer,
   type ClaimReport,
@@ -234,6 +240,14 @@ const walkMaterializations = (fs: FileSystem, path: Path, root: string): Effect.
 // the audit
 // ---------------------------------------------------------------------------
 
+/**
+ * How many files the audit reads at once. On the thread-pool file system
+ * this keeps its threads busy while the scan parses what they read; on the
+ * direct one (whose reads return at once) it changes little. Findings and
+ * reports keep the order of the files whatever order the reads end in.
+ */
+const AUDIT_READ_CONCURRENCY = 16
+
 /** The sidecars that hold receipts of one claimed job, in walk order, and those receipts. */
 interface JobReceipts {
   readonly sidecars: Array<string>
@@ -261,7 +275,7 @@ export const auditStore = Effect.fn("SidecarAudit.auditStore")(function*(options
   // Claims first, so the sidecar scan can note which of their jobs it meets.
   const jobsDir = path.join(rarebitRoot, JOBS_DIR)
   const claimEntries = yield* listStoreDirectory(fs, jobsDir)
-  const inspectedClaims: Array<InspectedClaim> = []
+  const claimFiles: Array<{ readonly path: string; readonly jobId: string; readonly type: string }> = []
   const claimLeftovers: Array<string> = []
   if (claimEntries._tag === "Failure") {
     findings.push(finding("directory_unreadable", "damage", jobsDir, describeError(claimEntries.failure)))
@@ -272,13 +286,19 @@ export const auditStore = Effect.fn("SidecarAudit.auditStore")(function*(options
     for (const entry of entries) {
       const child = path.join(jobsDir, entry.name)
       const match = CLAIM_FILE.exec(entry.name)
-      if (match !== null) {
-        const inspected = yield* inspectClaimEntry(fs, child, match[1], entry.type, now)
-        if (inspected !== undefined) inspectedClaims.push(inspected)
-      } else if (CLAIM_TEMP.test(entry.name)) {
-        claimLeftovers.push(child)
-      }
+      if (match !== null) claimFiles.push({ path: child, jobId: match[1], type: entry.type })
+      else if (CLAIM_TEMP.test(entry.name)) claimLeftovers.push(child)
     }
+  }
+  const inspectedClaims: Array<InspectedClaim> = []
+  for (
+    const inspected of yield* forEachBounded(
+      claimFiles,
+      AUDIT_READ_CONCURRENCY,
+      (claim) => inspectClaimEntry(fs, claim.path, claim.jobId, claim.type, now)
+    )
+  ) {
+    if (inspected !== undefined) inspectedClaims.push(inspected)
   }
   const wanted = new Set(inspectedClaims.map((inspected) => inspected.report.jobId))
 
@@ -302,32 +322,42 @@ export const auditStore = Effect.fn("SidecarAudit.auditStore")(function*(options
   }
 
   const sidecarFiles = files.filter((file) => file._tag === "Sidecar")
-  const sidecars: Array<SidecarSummary> = []
+  let scanned = 0
+  const onProgress = options.onProgress
+  const scans = yield* forEachBounded(sidecarFiles, AUDIT_READ_CONCURRENCY, (file) => {
+    const scan = Effect.map(scanSidecar(fs, file.path, wanted), (scan) => {
+      scanned++
+      return scan
+    })
+    return onProgress === undefined
+      ? scan
+      : Effect.andThen(onProgress({ done: scanned, total: sidecarFiles.length, path: file.path }), scan)
+  })
+  if (options.onProgress && sidecarFiles.length > 0) {
+    yield* options.onProgress({ done: sidecarFiles.length, total: sidecarFiles.length, path: "" })
+  }
   // Kept of each scan: its summary, its findings, and where the receipts of claimed jobs lie.
+  const sidecars: Array<SidecarSummary> = []
   const receiptsByJob = new Map<string, JobReceipts>()
-  for (let index = 0; index < sidecarFiles.length; index++) {
-    const file = sidecarFiles[index]
-    if (options.onProgress) yield* options.onProgress({ done: index, total: sidecarFiles.length, path: file.path })
-    const scan = yield* scanSidecar(fs, file.path, wanted)
+  for (const scan of scans) {
+    const sidecar = scan.summary.path
     sidecars.push(scan.summary)
     findings.push(...scan.findings)
     for (const jobId of scan.jobIds) {
       const held = receiptsByJob.get(jobId)
-      if (held === undefined) receiptsByJob.set(jobId, { sidecars: [file.path], known: [] })
-      else held.sidecars.push(file.path)
+      if (held === undefined) receiptsByJob.set(jobId, { sidecars: [sidecar], known: [] })
+      else held.sidecars.push(sidecar)
     }
     for (const receipt of scan.receipts) {
       receiptsByJob.get(receipt.jobId)!.known.push({
-        sidecar: file.path,
+        sidecar,
         offset: receipt.offset,
         length: receipt.length,
         hash: receipt.hash
       })
     }
   }
-  if (options.onProgress && sidecarFiles.length > 0) {
-    yield* options.onProgress({ done: sidecarFiles.length, total: sidecarFiles.length, path: "" })
-  }
+  scans.length = 0
 
   const locks: Array<LockReport> = []
   for (const file of files) {
@@ -356,19 +386,20 @@ export const auditStore = Effect.fn("SidecarAudit.auditStore")(function*(options
   }
 
   // Settled claims against the sidecars that hold receipts of their jobs.
-  const claims: Array<ClaimReport> = []
-  let unattributedClaims = 0
-  for (const inspected of inspectedClaims) {
+  const attributed = scope === "sidecar"
+    ? inspectedClaims.filter((inspected) => receiptsByJob.has(inspected.report.jobId))
+    : inspectedClaims
+  const checkedClaims = yield* forEachBounded(attributed, AUDIT_READ_CONCURRENCY, (inspected) => {
     const held = receiptsByJob.get(inspected.report.jobId)
-    if (scope === "sidecar" && held === undefined) {
-      unattributedClaims++
-      continue
-    }
-    findings.push(...inspected.findings)
-    const checked = yield* checkClaimPointer(fs, inspected, held?.sidecars ?? [], held?.known)
-    claims.push(checked.report)
-    findings.push(...checked.findings)
+    return checkClaimPointer(fs, inspected, held?.sidecars ?? [], held?.known)
+  })
+  const claims: Array<ClaimReport> = []
+  for (let index = 0; index < attributed.length; index++) {
+    findings.push(...attributed[index].findings)
+    claims.push(checkedClaims[index].report)
+    findings.push(...checkedClaims[index].findings)
   }
+  const unattributedClaims = inspectedClaims.length - attributed.length
 
   const judged = options.strict === true ? judgedStrictly(findings) : findings
   judged.sort(byPathAndOffset)

@@ -162,6 +162,36 @@ fileSystemSuite("SidecarAudit", (it) => {
       for (const claim of claims) assert.strictEqual(counting.readsOf(claim).reads, 1, claim)
     }))
 
+  it.effect("reads at most 16 files at once, and reports exactly what reading them one at a time reports", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const { claims, sidecars } = yield* writeSettledStore(root, 40, 2)
+      // Damage among them: garbage and a torn tail, a claim whose pointer names other bytes, an orphan.
+      for (const sidecar of sidecars.slice(5, 9)) yield* fs.writeFile(sidecar.path, encoder.encode("{\"not\": 1}\n{\"ty"), { flag: "a" })
+      yield* fs.writeFileString(claims[3], encodeClaimLine(makeSettledClaim(hex(4), "0".repeat(32), makeHead(session.id, 1, encoder.encode("x\n")))))
+      yield* fs.writeFileString(
+        `${root}/jobs-v4/${hex(999)}.json`,
+        encodeClaimLine(makeSettledClaim(hex(999), "0".repeat(32), makeHead(session.id, 0, encoder.encode("x\n"))))
+      )
+      const oneAtATime = makeCountingFileSystem(fs, { oneAtATime: true })
+      const sequential = yield* auditStore({ rarebitRoot: root }).pipe(
+        Effect.provideService(FileSystem.FileSystem, oneAtATime.fs)
+      )
+      assert.strictEqual(oneAtATime.mostOpen(), 1)
+      const shuffled = makeCountingFileSystem(fs, { shuffle: true })
+      const concurrent = yield* auditStore({ rarebitRoot: root }).pipe(
+        Effect.provideService(FileSystem.FileSystem, shuffled.fs)
+      )
+      assert.isTrue(shuffled.mostOpen() > 1 && shuffled.mostOpen() <= 16, `${shuffled.mostOpen()} open at once`)
+      assert.strictEqual(shuffled.openNow(), 0)
+      assert.deepStrictEqual(concurrent, sequential)
+      assert.deepStrictEqual(
+        [...new Set(sequential.findings.map((item) => item.kind))].sort(),
+        ["claim_orphan", "claim_pointer_invalid", "invalid_record", "torn_tail", "uncommitted_tail"]
+      )
+      assert.strictEqual(sequential.sidecars.length, 40)
+    }))
+
   it.effect("lines that straddle the 1 MiB read chunks are scanned like any other", ({ root }) =>
     Effect.gen(function*() {
       const builder = sidecarBuilder()

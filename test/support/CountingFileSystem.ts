@@ -5,9 +5,10 @@
  *
  * With `shuffle`, every read of an open file first yields to the other
  * fibers a varying number of times (from a fixed seed), so that reads made
- * at once finish in another order than they began.
+ * at once finish in another order than they began. With `oneAtATime`, an
+ * open waits until no other file is open: the reads are sequential.
  */
-import { Effect, type FileSystem } from "effect"
+import { Effect, type FileSystem, Semaphore } from "effect"
 import { NonBlockingOpenTypeId } from "../../src/io/NonBlockingOpen.js"
 
 export interface ReadsOf {
@@ -17,7 +18,11 @@ export interface ReadsOf {
   readonly bytes: number
 }
 
-export const makeCountingFileSystem = (inner: FileSystem.FileSystem, options: { readonly shuffle?: boolean } = {}) => {
+export const makeCountingFileSystem = (
+  inner: FileSystem.FileSystem,
+  options: { readonly shuffle?: boolean; readonly oneAtATime?: boolean } = {}
+) => {
+  const onlyOne = Semaphore.makeUnsafe(1)
   const reads = new Map<string, { reads: number; bytes: number }>()
   let open = 0
   let mostOpen = 0
@@ -53,8 +58,8 @@ export const makeCountingFileSystem = (inner: FileSystem.FileSystem, options: { 
           }))
       }
     })
-  const opened = (path: string, effect: Effect.Effect<FileSystem.File, unknown, unknown>) =>
-    Effect.flatMap(effect, (file) =>
+  const opened = (path: string, opening: Effect.Effect<FileSystem.File, unknown, unknown>) =>
+    Effect.flatMap(options.oneAtATime === true ? Effect.andThen(onlyOne.takeScoped(1), opening) : opening, (file) =>
       Effect.as(
         Effect.acquireRelease(
           Effect.sync(() => {
