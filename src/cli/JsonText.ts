@@ -55,10 +55,23 @@ const resolved = (key: string, value: unknown): unknown =>
  * @since 0.1.0
  */
 export const jsonText = (value: unknown, indent: number = 0): string | undefined => {
-  const gap = " ".repeat(Math.max(0, Math.min(10, indent)))
   const top = resolved("", value)
   if (typeof top !== "object" || top === null) return leafText(top)
-  const out: Array<string> = []
+  return [...containerText(top, indent, Infinity)].join("")
+}
+
+/**
+ * The text of a container in pieces of about `pieceChars` characters (the
+ * last piece written is held back: closing an empty container appends to it).
+ */
+function* containerText(top: object, indent: number, pieceChars: number): Generator<string> {
+  const gap = " ".repeat(Math.max(0, Math.min(10, indent)))
+  let out: Array<string> = []
+  let outChars = 0
+  const write = (piece: string) => {
+    out.push(piece)
+    outChars += piece.length
+  }
   const open = new Set<object>()
   const stack: Array<Frame> = []
   // Indenting every level would make the text quadratic in the depth, so
@@ -69,11 +82,17 @@ export const jsonText = (value: unknown, indent: number = 0): string | undefined
     if (open.has(container)) throw new TypeError("Converting circular structure to JSON")
     open.add(container)
     const array = Array.isArray(container)
-    out.push(array ? "[" : "{")
+    write(array ? "[" : "{")
     stack.push({ container, array, keys: array ? null : Object.keys(container), index: 0, wrote: false, depth })
   }
   enter(top, 0)
   while (stack.length > 0) {
+    if (outChars >= pieceChars && out.length > 1) {
+      const last = out.pop()!
+      yield out.join("")
+      out = [last]
+      outChars = last.length
+    }
     const frame = stack[stack.length - 1]
     const length = frame.array ? (frame.container as Array<unknown>).length : frame.keys!.length
     if (frame.index >= length) {
@@ -81,7 +100,7 @@ export const jsonText = (value: unknown, indent: number = 0): string | undefined
       open.delete(frame.container)
       const close = frame.array ? "]" : "}"
       // Nothing was written since the opening bracket: `[]`, `{}` on one line.
-      if (frame.wrote) out.push(pretty(frame) ? `${newline(frame.depth)}${close}` : close)
+      if (frame.wrote) write(pretty(frame) ? `${newline(frame.depth)}${close}` : close)
       else out[out.length - 1] += close
       continue
     }
@@ -91,11 +110,39 @@ export const jsonText = (value: unknown, indent: number = 0): string | undefined
     const isContainer = typeof member === "object" && member !== null
     const text = isContainer ? undefined : leafText(member)
     if (!isContainer && text === undefined && !frame.array) continue
-    out.push(`${frame.wrote ? "," : ""}${pretty(frame) ? newline(frame.depth + 1) : ""}`)
+    write(`${frame.wrote ? "," : ""}${pretty(frame) ? newline(frame.depth + 1) : ""}`)
     frame.wrote = true
-    if (!frame.array) out.push(`${JSON.stringify(key)}:${pretty(frame) ? " " : ""}`)
+    if (!frame.array) write(`${JSON.stringify(key)}:${pretty(frame) ? " " : ""}`)
     if (isContainer) enter(member, frame.depth + 1)
-    else out.push(text ?? "null")
+    else write(text ?? "null")
   }
-  return out.join("")
+  yield out.join("")
+}
+
+/**
+ * `jsonText(value, indent)` (or `"null"`) as groups of whole lines, each
+ * about `groupChars` characters or one longer line, without the newline
+ * between them: written one after another, each followed by a newline, they
+ * are the text and a newline. A large document is printed this way without
+ * ever holding all of its text.
+ *
+ * @category formatting
+ * @since 0.1.0
+ */
+export function* jsonLineGroups(value: unknown, indent: number = 0, groupChars: number = 64 * 1024): Generator<string> {
+  const top = resolved("", value)
+  if (typeof top !== "object" || top === null) {
+    yield leafText(top) ?? "null"
+    return
+  }
+  let pending = ""
+  for (const piece of containerText(top, indent, groupChars)) {
+    pending += piece
+    const lastNewline = pending.lastIndexOf("\n")
+    if (pending.length >= groupChars && lastNewline >= 0) {
+      yield pending.slice(0, lastNewline)
+      pending = pending.slice(lastNewline + 1)
+    }
+  }
+  yield pending
 }

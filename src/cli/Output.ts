@@ -10,7 +10,7 @@
  */
 import { Console, Effect } from "effect"
 import { TerminalCapabilities } from "effect/cli"
-import { jsonText } from "./JsonText.js"
+import { jsonLineGroups, jsonText } from "./JsonText.js"
 
 /**
  * Text styles; the identity when colors are off.
@@ -66,7 +66,17 @@ export const style: Effect.Effect<Style> = Effect.gen(function*() {
  * @category output
  * @since 0.1.0
  */
-export const printJson = (value: unknown): Effect.Effect<void> => Console.log(jsonText(value, 2) ?? "null")
+export const printJson = (value: unknown): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    // A few lines at a time, so a large report (`verify` over a whole store)
+    // is never held as one string: the same bytes, a newline at the end.
+    const groups = jsonLineGroups(value, 2)
+    const next = (): Effect.Effect<void> => {
+      const group = groups.next()
+      return group.done === true ? Effect.void : Effect.andThen(Console.log(group.value), next)
+    }
+    return next()
+  })
 
 /**
  * Prints a value as one line of compact JSON on stdout (NDJSON).

@@ -1,10 +1,11 @@
 /**
  * The CLI's JSON writer must give exactly `JSON.stringify`'s text, and keep
- * giving valid JSON where `JSON.stringify` overflows the stack.
+ * giving valid JSON where `JSON.stringify` overflows the stack. Printed a
+ * few lines at a time (`jsonLineGroups`), the text is the same.
  */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
-import { jsonText } from "../../src/cli/JsonText.js"
+import { jsonLineGroups, jsonText } from "../../src/cli/JsonText.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 
 const DEPTH = 100_000
@@ -53,5 +54,30 @@ describe("jsonText", () => {
     const cycle: Record<string, unknown> = {}
     cycle.self = [cycle]
     assert.throws(() => jsonText(cycle), TypeError)
+  })
+})
+
+describe("jsonLineGroups", () => {
+  it("are jsonText's lines, in groups of about the size asked, joined by the newlines between them", () => {
+    fc.assert(
+      fc.property(plainValue, fc.constantFrom(0, 2), fc.integer({ min: 1, max: 64 }), (value, indent, groupChars) => {
+        const groups = [...jsonLineGroups(value, indent, groupChars)]
+        assert.strictEqual(groups.join("\n"), jsonText(value, indent) ?? "null")
+      }),
+      { numRuns: fuzzRuns(1000) }
+    )
+  })
+
+  it("print a large report a group at a time, none much larger than the size asked", () => {
+    const report = {
+      sidecars: Array.from({ length: 5000 }, (_, index) => ({ path: `/store/${index}.jsonl`, bytes: index, current: null })),
+      findings: [],
+      nested: { empty: [], deep: [[[{}]]] }
+    }
+    const groups = [...jsonLineGroups(report, 2, 4096)]
+    assert.strictEqual(groups.join("\n"), JSON.stringify(report, null, 2))
+    assert.isAbove(groups.length, 50)
+    // A group ends at the first newline past the size: at most one piece and one line more.
+    for (const group of groups) assert.isBelow(group.length, 2 * 4096)
   })
 })
