@@ -332,16 +332,25 @@ export const observe = (
 
     const annotateMode = Effect.suspend(() => Effect.annotateCurrentSpan("rarebit.watch.mode", mode))
 
-    /** Watches what `entry`'s files now need; closes watches it no longer needs. */
+    /**
+     * Watches what `entry`'s files now need; closes watches it no longer
+     * needs. Each new watch is followed by planning again, until a plan made
+     * with its watch already standing still holds: a directory made between
+     * a plan (that saw it missing) and its watch (installed after) is
+     * reported by no watch, and a mkdir chain racing ahead of the watch
+     * would otherwise leave it waiting, for good, for a name already there.
+     */
     const replan = (entry: Tracked) =>
       Effect.gen(function*() {
         entry.replan = false
         for (let index = 0; index < entry.targets.length; index++) {
-          const plan = yield* planWatch(fs, path, entry.targets[index])
-          if (samePlan(entry.plans[index], plan)) continue
-          yield* entry.subscriptions[index]?.close ?? Effect.void
-          entry.plans[index] = plan
-          entry.subscriptions[index] = yield* watchers.subscribe(plan, entry.listener)
+          for (;;) {
+            const plan = yield* planWatch(fs, path, entry.targets[index])
+            if (samePlan(entry.plans[index], plan)) break
+            yield* entry.subscriptions[index]?.close ?? Effect.void
+            entry.plans[index] = plan
+            entry.subscriptions[index] = yield* watchers.subscribe(plan, entry.listener)
+          }
         }
       })
 

@@ -7,7 +7,7 @@
  * debounce and the polling; on the real disk, events come from the kernel.
  */
 import { assert } from "@effect/vitest"
-import { Effect, Fiber, FileSystem, PlatformError, Stream } from "effect"
+import { Effect, Fiber, FileSystem, Path, PlatformError, Stream } from "effect"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { entry, jobId, nativeOf, sessionText, summaryReceipt, titleReceipt } from "../support/Receipts.js"
 import { acquired, appendRaw, bytesOf, interceptFileSystem, receiptLine, setup, sizeOf } from "./StoreKit.js"
@@ -196,6 +196,45 @@ fileSystemSuite("RarebitStore.watch", (it) => {
       })
       const grown = yield* linked.nextEmitted
       assert.notStrictEqual(grown.current.artifactState.syncState, linkedStart.current.artifactState.syncState)
+    }))
+
+  it.effect("directories made while the watch moves down to them are followed, however close behind each other", ({ root }) =>
+    Effect.gen(function*() {
+      const world = yield* FileSystem.FileSystem
+      const path = yield* Path.Path
+      // Once armed, each watch of a directory on the way to `ahead` first makes that directory's next component:
+      // it appears after the watch planned it missing and before the watch can report it, as when another
+      // process's mkdir chain runs ahead of the watch following it down.
+      let ahead: string | undefined
+      const open = new Map<string, number>()
+      const racing: FileSystem.FileSystem = {
+        ...world,
+        watch: (directory, options) =>
+          Stream.unwrap(Effect.gen(function*() {
+            if (ahead !== undefined && ahead.startsWith(`${directory}${path.sep}`)) {
+              const next = path.join(directory, ahead.slice(directory.length + 1).split(path.sep)[0]!)
+              if (!(yield* world.exists(next))) yield* world.makeDirectory(next, { mode: 0o700 })
+            }
+            open.set(directory, (open.get(directory) ?? 0) + 1)
+            return world.watch(directory, options).pipe(
+              Stream.ensuring(Effect.sync(() => void open.set(directory, open.get(directory)! - 1)))
+            )
+          }))
+      }
+      const watchedNow = () => [...open].filter(([, count]) => count > 0).map(([directory]) => directory).sort()
+      const kit = yield* setup(root, { fs: racing })
+      assert.isFalse(yield* world.exists(kit.rarebitRoot))
+      const watch = yield* drive(watchReads(kit))
+      assert.strictEqual((yield* watch.next).current.availability, "missing")
+
+      ahead = path.dirname(kit.sidecar)
+      yield* world.makeDirectory(kit.rarebitRoot, { mode: 0o700 })
+      const followed = yield* watch.next
+      assert.strictEqual(followed.decision, "identical")
+      // Every directory made behind the watch's back was looked for again once its watch stood.
+      assert.deepStrictEqual(watchedNow(), [path.dirname(kit.sessionFile), path.dirname(kit.sidecar)].sort())
+      yield* settleJob(kit, 1)
+      assert.strictEqual(summaryOf(yield* watch.nextEmitted), "summary 1")
     }))
 
   it.effect("the Session growing is seen; with native passed, the Session is not watched", ({ root }) =>
