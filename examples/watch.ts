@@ -19,7 +19,9 @@ try {
     signal: AbortSignal.timeout(60_000)
   })) {
     const summary = current.availability === "available" && current.receipt.status === "ok" ? current.receipt.summary : null
-    console.log(`current: ${current.availability}, ${current.artifactState.syncState}: ${summary}`)
+    // The reason tells apart states that read alike: no sidecar yet, or one just created and not yet written.
+    const reason = current.diagnostics.reason === undefined ? "" : ` (${current.diagnostics.reason})`
+    console.log(`current: ${current.availability}${reason}, ${current.artifactState.syncState}: ${summary}`)
     if (summary !== null) break // leaving the loop closes every file-system watch it opened
   }
 } catch (error) {
