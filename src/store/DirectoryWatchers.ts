@@ -19,6 +19,11 @@
  * vanishes between planning and watching is not such a failure: its
  * listeners are told to plan again.
  *
+ * A directory replaced at its path (moved away or deleted, and made again)
+ * is another inode, which the old watch does not report on: a plan naming
+ * the new one gets a watch of its own, even while listeners that have not
+ * planned again yet still hold the old one.
+ *
  * Everything is scoped: a subscription ends with `close` or with the scope
  * the watchers were made in, and the last subscription of a directory
  * closes its watch.
@@ -115,6 +120,8 @@ interface Listener {
 
 interface Watched {
   readonly directory: string
+  /** Device and inode of the directory its plan saw: what the watch, on that inode, reports on. */
+  readonly identity: string | undefined
   readonly scope: Scope.Closeable
   readonly ready: Deferred.Deferred<void>
   /** Listeners by the entry name they care about. */
@@ -172,11 +179,12 @@ export const makeDirectoryWatchers = Effect.fnUntraced(function*(
       return Deferred.done(watched.ready, Exit.void)
     })
 
-  const open = (directory: string) =>
+  const open = (directory: string, identity: string | undefined) =>
     Effect.gen(function*() {
       const scope = yield* Scope.fork(outer, "sequential")
       const watched: Watched = {
         directory,
+        identity,
         scope,
         ready: yield* Deferred.make<void>(),
         byName: new Map(),
@@ -195,7 +203,10 @@ export const makeDirectoryWatchers = Effect.fnUntraced(function*(
 
   const subscribe = (plan: WatchPlan, signal: (signal: WatchSignal) => void) =>
     Effect.gen(function*() {
-      const watched = directories.get(plan.directory) ?? (yield* open(plan.directory))
+      const known = directories.get(plan.directory)
+      // A directory replaced at its path is another inode: the watch of the old one, still held by other
+      // listeners, reports nothing of the new one, so it gets its own watch (and the map, the newest).
+      const watched = known !== undefined && known.identity === plan.identity ? known : yield* open(plan.directory, plan.identity)
       const listener: Listener = { plan, signal }
       const named = watched.byName.get(plan.name) ?? new Set()
       watched.byName.set(plan.name, named)

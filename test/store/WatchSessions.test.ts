@@ -8,7 +8,7 @@ import { Effect, Fiber, FileSystem, Stream } from "effect"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { entry, jobId, sessionText, summaryReceipt } from "../support/Receipts.js"
 import { acquired, type Kit, setup, tracksHandles } from "./StoreKit.js"
-import { countingWatches, drive, memoryWatchers, watchSessionsReads } from "./WatchKit.js"
+import { countingWatches, drive, memoryWatchers, settleJob, watchSessionsReads } from "./WatchKit.js"
 
 const SESSIONS = 1000
 const FOLDERS = 10
@@ -81,6 +81,33 @@ fileSystemSuite("RarebitStore.watchSessions", (it) => {
       yield* Fiber.interrupt(watch.fiber)
       assert.strictEqual(counted.open(), 0)
     }), 120_000)
+
+  it.effect("a folder replaced under the Sessions it holds is watched anew, not through the old folder's watch", ({ root }) =>
+    Effect.gen(function*() {
+      const counted = countingWatches(yield* FileSystem.FileSystem)
+      const kit = yield* setup(root, { fs: counted.fs })
+      const other = kit.path.join(kit.sessionRoot, "project", "other.jsonl")
+      yield* kit.fs.writeFileString(other, sessionText("other", kit.branch).text)
+      yield* settleJob(kit, 1)
+      const watch = yield* drive(watchSessionsReads(kit, { sessionFiles: [kit.sessionFile, other] }))
+      yield* watch.next
+      yield* watch.next
+      const folder = kit.path.dirname(kit.sidecar)
+      assert.deepStrictEqual(counted.made().filter((made) => made === folder), [folder])
+
+      // Moved away and made again within one debounce: both Sessions plan the same path, now another directory,
+      // while the old one (still watched, for as long as either Session holds it) lives on elsewhere.
+      yield* kit.fs.rename(folder, `${folder}-old`)
+      yield* kit.fs.makeDirectory(folder, { mode: 0o700 })
+      const moved = yield* watch.nextEmitted
+      assert.deepStrictEqual([moved.sessionFile, moved.current.availability], [kit.sessionFile, "missing"])
+      assert.deepStrictEqual(counted.made().filter((made) => made === folder), [folder, folder], "the new folder is watched")
+
+      const reservation = acquired(yield* kit.store.reserve({ jobId: jobId(2), sessionFile: other }))
+      yield* kit.store.settle(reservation, summaryReceipt(kit.branch, "other"))
+      const settled = yield* watch.nextEmitted
+      assert.deepStrictEqual([settled.sessionFile, settled.current.availability], [other, "available"])
+    }))
 
   it.effect("initial: false emits only later changes; a Session listed twice is watched once", ({ root }) =>
     Effect.gen(function*() {
