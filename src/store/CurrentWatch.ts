@@ -28,11 +28,15 @@
  * How changes are seen: by `FileSystem.watch` on the directories that hold
  * the sidecar and the Session (shared between Sessions, see
  * `DirectoryWatchers`), so a file that does not exist yet, or is replaced by
- * a rename, is seen too. Where the file system gives no watch (the watch
- * fails or dies) the stream polls instead: it compares each file's
- * `lstat` (identity, size, modification time) every `pollInterval`, doubling
- * the interval up to `maxPollInterval` while nothing changes and going back
- * to `pollInterval` after a change; `mode: "poll"` asks for that from the
+ * a rename, is seen too. Directories that appear are followed down, and the
+ * way is planned again each time a new watch stands, until the plan holds:
+ * a directory made between a plan and its watch (another process's mkdir
+ * chain running ahead) is found by that plan, where no event reports it.
+ * Where the file system gives no watch (the watch fails or dies) the stream
+ * polls instead: it compares each file's `lstat` (identity, size,
+ * modification time) every `pollInterval`, doubling the interval up to
+ * `maxPollInterval` while nothing changes and going back to `pollInterval`
+ * after a change; `mode: "poll"` asks for that from the
  * start (for network file systems, whose events do not cover other hosts'
  * writes). The mode in use is the span attribute `rarebit.watch.mode`.
  *
