@@ -85,7 +85,10 @@ const normalize = (root: string, exit: Exit.Exit<unknown, unknown>): unknown => 
 
 type Op =
   | { readonly op: "writeFile"; readonly name: string; readonly length: number; readonly flag: "w" | "wx" | "a" }
-  | { readonly op: "readFile" | "stat" | "lstat" | "remove" | "removeForce" | "mkdir" | "mkdirRecursive"; readonly name: string }
+  | {
+    readonly op: "readFile" | "stat" | "lstat" | "exists" | "access" | "remove" | "removeForce" | "mkdir" | "mkdirRecursive"
+    readonly name: string
+  }
   | { readonly op: "link" | "rename" | "symlink"; readonly name: string; readonly to: string }
   | { readonly op: "chmod"; readonly name: string; readonly mode: number }
   | { readonly op: "openReadAt"; readonly name: string; readonly position: number; readonly length: number }
@@ -95,7 +98,17 @@ const names = fc.constantFrom("a", "b", "d", "d/e", "d/e/f", "missing/x")
 const ops: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ op: fc.constant("writeFile" as const), name: names, length: fc.nat(300), flag: fc.constantFrom("w" as const, "wx" as const, "a" as const) }),
   fc.record({
-    op: fc.constantFrom("readFile" as const, "stat" as const, "lstat" as const, "remove" as const, "removeForce" as const, "mkdir" as const, "mkdirRecursive" as const),
+    op: fc.constantFrom(
+      "readFile" as const,
+      "stat" as const,
+      "lstat" as const,
+      "exists" as const,
+      "access" as const,
+      "remove" as const,
+      "removeForce" as const,
+      "mkdir" as const,
+      "mkdirRecursive" as const
+    ),
     name: names
   }),
   fc.record({ op: fc.constantFrom("link" as const, "rename" as const, "symlink" as const), name: names, to: names }),
@@ -117,6 +130,10 @@ const run = (root: string, op: Op, index: number): Effect.Effect<unknown, Platfo
         return yield* fs.stat(at(op.name))
       case "lstat":
         return yield* fs.lstat(at(op.name))
+      case "exists":
+        return yield* fs.exists(at(op.name))
+      case "access":
+        return yield* fs.access(at(op.name))
       case "remove":
         return yield* fs.remove(at(op.name))
       case "removeForce":
