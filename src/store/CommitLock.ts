@@ -3,8 +3,10 @@
  *
  * On disk the lock is `<sidecar>.commit-lock`, created exclusively and
  * holding `{token, claimedAt}` (plus our owner evidence); it is removed only
- * by the holder of its token. Acquisition retries every `intervalMs` for
- * `attempts` tries, then fails with `LockHeld`.
+ * by the holder of its token. Acquisition makes `attempts` tries, waiting
+ * `intervalMs` between them on average (each wait jittered by up to half an
+ * interval, the waits together exactly `(attempts - 1) × intervalMs`), then
+ * fails with `LockHeld`.
  *
  * Guarantees:
  * - The lock file appears with its full content or not at all: it is written
@@ -22,6 +24,11 @@
  *   waiters never both break and a fresh lock is never removed. Locks
  *   without evidence (the reference's), or whose evidence comes from
  *   another namespace, host or boot, are never broken, whatever their age.
+ *   A waiter judges the owner when it first finds the lock held, then again
+ *   each time the lock has kept its token `DEAD_OWNER_RECHECK_MS` (250 ms),
+ *   so an owner that dies while others wait has its lock broken within
+ *   about that long; in between, an attempt only looks whether the file is
+ *   there.
  * - The lock line stays within `MAX_LOCK_LINE_BYTES`: evidence that would
  *   not fit is left out.
  * - A lock is decoded exactly as the reference's `readFile(path, "utf8")`
@@ -38,7 +45,7 @@
  *
  * @since 0.1.0
  */
-import { Clock, Effect, type Scope } from "effect"
+import { Clock, Effect, Random, type Scope } from "effect"
 import type * as SecureRandom from "effect/crypto/SecureRandom"
 import type { FileSystem } from "effect/FileSystem"
 import type { PlatformError } from "effect/PlatformError"
@@ -226,6 +233,38 @@ const breakDeadLock = (fs: FileSystem, lockPath: string, deadToken: string): Eff
   })
 
 /**
+ * How long a waiter lets a lock stay with one token before it looks at its
+ * owner again. A waiter judges the owner when it first finds the lock held;
+ * after that, only a lock that kept its token this long is read and judged
+ * again, so a waiter's attempts are a look at the path, not a read, a parse
+ * and a `/proc` lookup every few milliseconds.
+ *
+ * @internal
+ */
+export const DEAD_OWNER_RECHECK_MS = 250
+
+/**
+ * How far an attempt may stray from its place on the `intervalMs` grid,
+ * either way: a quarter interval (1 ms for the protocol's 5), so the waits
+ * between attempts run from half an interval to one and a half (3 to 7 ms).
+ * Waiters that failed at the same moment (workers started together, or all
+ * queued on one holder) then do not poll the file in step, and one of them
+ * looks soon after a release. The last attempt sits on the grid, so the
+ * waits add up to exactly `(attempts - 1) × intervalMs`: the protocol's
+ * budget, jitter or not.
+ *
+ * @internal
+ */
+export const retryJitterMs = (intervalMs: number): number => Math.floor(intervalMs / 4)
+
+/** The lock as a waiter last read it: its token, and since when it had that token. */
+interface SeenHolder {
+  readonly token: unknown
+  readonly since: number
+  readonly readAt: number
+}
+
+/**
  * Creates the lock file for the current scope, waiting for other processes
  * as configured.
  *
@@ -234,6 +273,16 @@ const breakDeadLock = (fs: FileSystem, lockPath: string, deadToken: string): Eff
  * Everything runs uninterruptibly except the waits between attempts, so an
  * interruption lands either before the link (nothing to undo) or after the
  * release finalizer is registered (the lock is removed).
+ *
+ * The first attempt links at once. A later one first looks whether the
+ * lock file is there, and links only when it is not: a link that can only
+ * fail costs an exception (and its stack) where the look costs a `stat`.
+ * Either way an attempt fails exactly when the file exists, as the
+ * reference's exclusive create does.
+ *
+ * The owner is judged when the lock is first found held, and afterwards
+ * only once the lock has kept its token for `DEAD_OWNER_RECHECK_MS` (see
+ * there): a lock whose holder keeps changing belongs to live writers.
  */
 const acquireFileLock = (
   fs: FileSystem,
@@ -252,29 +301,56 @@ const acquireFileLock = (
       yield* writeDurableTemp(fs, tempPath, content)
       tokensHeldHere.add(token)
       let linked = false
+      // Whether the owner of the lock now at the path has been proven dead (and the lock broken).
+      const brokeDeadOwner = (holder: unknown) =>
+        Effect.gen(function*() {
+          const owner = ownerEvidenceOf(holder)
+          const holderToken = memberOf(holder, "token")
+          if (
+            owner && typeof holderToken === "string" &&
+            (leakedHere(probe.current, owner, holderToken) || (yield* probe.isProvablyDead(owner)))
+          ) {
+            return yield* breakDeadLock(fs, lockPath, holderToken)
+          }
+          return false
+        })
       return yield* Effect.gen(function*() {
+        let seen: SeenHolder | undefined
+        // How far the current attempt sits from its place on the grid (see `retryJitterMs`).
+        const jitter = retryJitterMs(retry.intervalMs)
+        let offGrid = 0
         for (let attempt = 0; attempt < retry.attempts; attempt++) {
-          linked = yield* fs.link(tempPath, lockPath).pipe(
+          const free = attempt === 0 || !(yield* fs.exists(lockPath))
+          linked = free && (yield* fs.link(tempPath, lockPath).pipe(
             Effect.as(true),
             Effect.catchReason("PlatformError", "AlreadyExists", () => Effect.succeed(false))
-          )
+          ))
           if (linked) {
             const lock: HeldLock = { lockPath, token }
             yield* Effect.addFinalizer(() => release(lock))
             return lock
           }
           if (breakDeadLocks) {
-            const holder = yield* readJsonFile(fs, lockPath)
-            const owner = ownerEvidenceOf(holder)
-            const holderToken = memberOf(holder, "token")
-            if (
-              owner && typeof holderToken === "string" &&
-              (leakedHere(probe.current, owner, holderToken) || (yield* probe.isProvablyDead(owner)))
-            ) {
-              if (yield* breakDeadLock(fs, lockPath, holderToken)) continue
+            const now = yield* Clock.currentTimeMillis
+            if (seen === undefined || now - seen.readAt >= DEAD_OWNER_RECHECK_MS) {
+              const holder = yield* readJsonFile(fs, lockPath)
+              const holderToken = memberOf(holder, "token")
+              const unchanged = seen !== undefined && holderToken === seen.token
+              if (seen === undefined || (unchanged && now - seen.since >= DEAD_OWNER_RECHECK_MS)) {
+                if (yield* brokeDeadOwner(holder)) {
+                  seen = undefined
+                  continue
+                }
+              }
+              seen = { token: holderToken, since: unchanged ? seen!.since : now, readAt: now }
             }
           }
-          if (attempt + 1 < retry.attempts) yield* restore(Effect.sleep(retry.intervalMs))
+          if (attempt + 1 < retry.attempts) {
+            const next = jitter === 0 || attempt + 2 === retry.attempts ? 0 : yield* Random.nextIntBetween(-jitter, jitter)
+            const wait = retry.intervalMs + next - offGrid
+            offGrid = next
+            yield* restore(Effect.sleep(wait))
+          }
         }
         return yield* new LockHeld({ lockPath, attempts: retry.attempts })
       }).pipe(

@@ -22,9 +22,11 @@ export const DEFAULT_RAREBIT_SESSION_ROOT = join(homedir(), ".pi", "agent", "ses
  *
  * **Details**
  *
- * `attempts` creations are tried, `intervalMs` apart, before `LockHeld`. The
- * protocol's values (5 ms × 2000) are the default; the waits go through
- * `Clock`, so `TestClock` drives them.
+ * `attempts` creations are tried, `intervalMs` apart on average, before
+ * `LockHeld`: each wait is jittered (by `Random`) but together they are
+ * exactly `(attempts - 1) × intervalMs`. The protocol's values
+ * (5 ms × 2000) are the default; the waits go through `Clock`, so
+ * `TestClock` drives them.
  *
  * @category models
  * @since 0.1.0

@@ -8,7 +8,7 @@ import { assert } from "@effect/vitest"
 import { Clock, Deferred, Effect, Exit, Fiber, FileSystem, PlatformError, Random } from "effect"
 import { SecureRandom } from "effect/crypto/SecureRandom"
 import { MAX_LOCK_LINE_BYTES } from "../../src/protocol/CommitLockFile.js"
-import { acquireCommitLock, makeLockQueues } from "../../src/store/CommitLock.js"
+import { acquireCommitLock, DEAD_OWNER_RECHECK_MS, makeLockQueues } from "../../src/store/CommitLock.js"
 import { LockOwner, type LockOwnerProbe, makeLockOwnerProbe, type OwnerEvidence } from "../../src/store/LockOwner.js"
 import type { Acquired } from "../../src/store/Reservation.js"
 import { FaultPlan, makeFaultFileSystem } from "../../src/testing/FaultFileSystem.js"
@@ -65,6 +65,20 @@ const GONE: OwnerEvidence = { ...SELF, pid: 999, startTicks: "50" }
 const { pidNamespace: _, ...GONE_WITHOUT_NAMESPACE } = GONE
 const { pidNamespace: __, ...SELF_WITHOUT_NAMESPACE } = SELF
 
+const sum = (values: ReadonlyArray<number>) => values.reduce((total, value) => total + value, 0)
+
+/**
+ * `count` waits between attempts, each a whole number of milliseconds from 3 to 7 (the protocol's 5 ms,
+ * jittered), together exactly `count` × 5 ms: the protocol's budget.
+ */
+const assertRetryWaits = (sleeps: ReadonlyArray<number>, count: number, label?: string) => {
+  assert.strictEqual(sleeps.length, count, label)
+  assert.strictEqual(sum(sleeps), count * 5, label)
+  for (const ms of sleeps) {
+    assert.isTrue(Number.isInteger(ms) && ms >= 3 && ms <= 7, `${label ?? "wait"}: ${ms} ms`)
+  }
+}
+
 const failureTag = (exit: Exit.Exit<unknown, unknown>): unknown =>
   Exit.isFailure(exit) ? (exit.cause.reasons.find((reason) => reason._tag === "Fail") as any)?.error?._tag : "Success"
 
@@ -83,7 +97,7 @@ fileSystemSuite("Commit lock", (it) => {
         assert.strictEqual(error.error.attempts, FAST_RETRY.attempts)
       }
       // One wait between each two attempts, driven by the TestClock alone.
-      assert.deepStrictEqual(sleeps, [5, 5, 5])
+      assertRetryWaits(sleeps, FAST_RETRY.attempts - 1)
       assert.strictEqual(yield* Clock.currentTimeMillis, 15)
       assert.strictEqual(yield* readIfExists(kit.fs, kit.lockPath), `${JSON.stringify(FOREIGN)}\n`, "never broken")
       assert.deepStrictEqual(yield* strayFiles(kit), [])
@@ -93,17 +107,20 @@ fileSystemSuite("Commit lock", (it) => {
       yield* assertNoOpenHandles(kit.fs, "after LockHeld")
     }))
 
-  it.effect("the protocol's schedule is 2000 attempts 5 ms apart", ({ root }) =>
+  it.effect("the protocol's schedule is 2000 attempts over exactly 1999 × 5 ms, each wait 3 to 7 ms", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
       const reservation = yield* reserveAcquired(kit)
       yield* writeLock(kit, FOREIGN)
       const { exit, sleeps } = yield* runDriven(settle(kit, reservation))
       assert.strictEqual(failureTag(exit), "LockHeld")
-      assert.strictEqual(sleeps.length, 1999)
-      assert.isTrue(sleeps.every((ms) => ms === 5))
+      assertRetryWaits(sleeps, 1999)
+      // Jittered: spread over the whole range, not one fixed step.
+      assert.deepStrictEqual([...new Set(sleeps)].sort(), [3, 4, 5, 6, 7])
+      // Yet the budget is exactly the reference's 1999 waits of 5 ms.
+      assert.strictEqual(sum(sleeps), 9995)
       assert.strictEqual(yield* Clock.currentTimeMillis, 9995)
-    }))
+    }).pipe(Random.withSeed("protocol-schedule")))
 
   it.effect("release and a takeover wait for the lock too", ({ root }) =>
     Effect.gen(function*() {
@@ -337,6 +354,82 @@ fileSystemSuite("Commit lock", (it) => {
       yield* assertNoLeftovers(kit, "after breaking a dead lock")
     }))
 
+  it.effect("a waiter judges a held lock when it first finds it, then only after the lock kept its token DEAD_OWNER_RECHECK_MS", ({ root }) =>
+    Effect.gen(function*() {
+      let lockPath = ""
+      let links = 0
+      let lockReads = 0
+      const base = yield* FileSystem.FileSystem
+      const fs = interceptFileSystem(base, (method, args) =>
+        Effect.sync(() => {
+          if (method === "link" && args[1] === lockPath) links++
+          // The lock file is read through the non-blocking open.
+          if (method === "open" && args[0] === lockPath) lockReads++
+        }))
+      const kit = yield* setup(root, { fs, config: { lockRetry: { intervalMs: 5, attempts: 200 } } })
+      lockPath = kit.lockPath
+      const reservation = yield* reserveAcquired(kit)
+      yield* writeLock(kit, { ...FOREIGN, owner: DEAD })
+      const judgedAt: Array<number> = []
+      const alive = probeOf(() => Effect.map(Clock.currentTimeMillis, (now) => (judgedAt.push(now), false)))
+      const { exit, sleeps } = yield* runDriven(settle(kit, reservation).pipe(Effect.provideService(LockOwner, alive)))
+      assert.strictEqual(failureTag(exit), "LockHeld")
+      assert.strictEqual(links, 1, "only the first attempt links; the later ones look at the path")
+      assert.strictEqual(lockReads, judgedAt.length, "the lock is read only to judge it")
+      assert.strictEqual(judgedAt[0], 0, "judged when first found held")
+      // Then again once per DEAD_OWNER_RECHECK_MS of the same token, not on every attempt.
+      for (let index = 1; index < judgedAt.length; index++) {
+        assert.isAtLeast(judgedAt[index]! - judgedAt[index - 1]!, DEAD_OWNER_RECHECK_MS)
+        assert.isBelow(judgedAt[index]! - judgedAt[index - 1]!, DEAD_OWNER_RECHECK_MS + 7)
+      }
+      assert.isAtLeast(judgedAt.length, Math.floor(sum(sleeps) / (DEAD_OWNER_RECHECK_MS + 7)))
+      assert.isAtLeast(judgedAt.length, 3)
+    }))
+
+  it.effect("a lock whose holder keeps changing is judged only when first found held", ({ root }) =>
+    Effect.gen(function*() {
+      let lockPath = ""
+      let swappedAt = 0
+      let holders = 0
+      const base = yield* FileSystem.FileSystem
+      // Another process's writers take turns: every 100 ms the lock holds a new token.
+      const fs = interceptFileSystem(base, (method, args) =>
+        method === "exists" && args[0] === lockPath
+          ? Effect.flatMap(Clock.currentTimeMillis, (now) => {
+            if (now - swappedAt < 100) return Effect.void
+            swappedAt = now
+            const lock = { token: `writer-${++holders}`, claimedAt: FOREIGN.claimedAt, owner: DEAD }
+            return Effect.orDie(base.writeFileString(lockPath, `${JSON.stringify(lock)}\n`))
+          })
+          : Effect.void)
+      const kit = yield* setup(root, { fs, config: { lockRetry: { intervalMs: 5, attempts: 200 } } })
+      lockPath = kit.lockPath
+      const reservation = yield* reserveAcquired(kit)
+      yield* writeLock(kit, { ...FOREIGN, owner: DEAD })
+      let judged = 0
+      const alive = probeOf(() => Effect.sync(() => (judged++, false)))
+      const { exit } = yield* runDriven(settle(kit, reservation).pipe(Effect.provideService(LockOwner, alive)))
+      assert.strictEqual(failureTag(exit), "LockHeld")
+      assert.isAtLeast(holders, 5)
+      assert.strictEqual(judged, 1)
+    }))
+
+  it.effect("an owner that dies while a waiter waits is judged dead within DEAD_OWNER_RECHECK_MS, and its lock broken", ({ root }) =>
+    Effect.gen(function*() {
+      const kit = yield* setup(root, { config: { lockRetry: { intervalMs: 5, attempts: 400 } } })
+      const reservation = yield* reserveAcquired(kit)
+      yield* writeLock(kit, { token: "dies-at-600", claimedAt: FOREIGN.claimedAt, owner: DEAD })
+      const judgedAt: Array<number> = []
+      const diesAt600 = probeOf(() => Effect.map(Clock.currentTimeMillis, (now) => (judgedAt.push(now), now >= 600)))
+      const { exit } = yield* runDriven(settle(kit, reservation).pipe(Effect.provideService(LockOwner, diesAt600)))
+      assert.strictEqual(failureTag(exit), "Success")
+      const last = judgedAt[judgedAt.length - 1]!
+      assert.isAtLeast(last, 600)
+      assert.isBelow(last, 600 + DEAD_OWNER_RECHECK_MS + 7)
+      assert.strictEqual((yield* claimOf(kit, JOB)).state, "settled")
+      yield* assertNoLeftovers(kit, "after breaking a lock whose owner died meanwhile")
+    }))
+
   it.effect("a lock without evidence, with a live owner, or with breaking disabled is never broken", ({ root }) =>
     Effect.gen(function*() {
       const everyoneDead = probeOf(() => Effect.succeed(true))
@@ -385,7 +478,7 @@ fileSystemSuite("Commit lock", (it) => {
         const { exit, sleeps } = yield* runDriven(settle(kit, reservation).pipe(Effect.provideService(LockOwner, modelProbe)))
         assert.strictEqual(failureTag(exit), "LockHeld", label)
         // Every attempt was made, the TestClock driving the waits between them.
-        assert.deepStrictEqual(sleeps, [5, 5, 5], label)
+        assertRetryWaits(sleeps, FAST_RETRY.attempts - 1, label)
         assert.strictEqual(yield* readIfExists(kit.fs, kit.lockPath), `${JSON.stringify(lock)}\n`, `${label}: untouched`)
         assert.deepStrictEqual(yield* strayFiles(kit), [], label)
       }
@@ -420,15 +513,18 @@ fileSystemSuite("Commit lock", (it) => {
     Effect.gen(function*() {
       const world = yield* setup(root)
       const logged = makeFaultFileSystem(world.fs, FaultPlan.none)
-      const kit = yield* setup(root, { fs: logged, writeSession: false, config: { lockRetry: { intervalMs: 5, attempts: 50 } } })
+      // Enough attempts for the losing waiter to judge the fresh lock, which it does only once that lock
+      // has kept its token DEAD_OWNER_RECHECK_MS.
+      const kit = yield* setup(root, { fs: logged, writeSession: false, config: { lockRetry: { intervalMs: 5, attempts: 400 } } })
       const other = yield* kit.otherStore()
       const r1 = yield* reserveAcquired(kit, jobId(1))
       const r2 = yield* reserveAcquired(kit, jobId(2))
       yield* writeLock(kit, { token: "dead-token", claimedAt: FOREIGN.claimedAt, owner: DEAD })
 
       // Both waiters must have judged the dead lock before either may act on it. The
-      // waiter that lost then looks at the fresh lock once, and is held there until
-      // the winner is done, so the TestClock cannot run its attempts out meanwhile.
+      // waiter that lost then judges the fresh lock once it has kept its token a while,
+      // and is held there until the winner is done, so the TestClock cannot run its
+      // attempts out meanwhile.
       const bothJudged = yield* Deferred.make<void>()
       const retriedAgainstFresh = yield* Deferred.make<void>()
       const winnerDone = yield* Deferred.make<void>()
