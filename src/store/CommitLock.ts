@@ -4,9 +4,9 @@
  * On disk the lock is `<sidecar>.commit-lock`, created exclusively and
  * holding `{token, claimedAt}` (plus our owner evidence); it is removed only
  * by the holder of its token. Acquisition makes `attempts` tries, waiting
- * `intervalMs` between them on average (each wait jittered by up to half an
- * interval, the waits together exactly `(attempts - 1) × intervalMs`), then
- * fails with `LockHeld`.
+ * `intervalMs` between them on average (each attempt up to half an interval
+ * earlier than on a fixed schedule, never later; the waits together exactly
+ * `(attempts - 1) × intervalMs`), then fails with `LockHeld`.
  *
  * Guarantees:
  * - The lock file appears with its full content or not at all: it is written
@@ -244,18 +244,18 @@ const breakDeadLock = (fs: FileSystem, lockPath: string, deadToken: string): Eff
 export const DEAD_OWNER_RECHECK_MS = 250
 
 /**
- * How far an attempt may stray from its place on the `intervalMs` grid,
- * either way: a quarter interval (1 ms for the protocol's 5), so the waits
- * between attempts run from half an interval to one and a half (3 to 7 ms).
- * Waiters that failed at the same moment (workers started together, or all
- * queued on one holder) then do not poll the file in step, and one of them
- * looks soon after a release. The last attempt sits on the grid, so the
- * waits add up to exactly `(attempts - 1) × intervalMs`: the protocol's
- * budget, jitter or not.
+ * How much earlier than its place on the `intervalMs` grid an attempt may
+ * be made: up to half an interval (2 ms for the protocol's 5), never later,
+ * so the waits between attempts run from half an interval to one and a half
+ * (3 to 7 ms). Waiters that failed at the same moment (workers started
+ * together, or all queued on one holder) then do not poll the file in step,
+ * and one of them looks soon after a release. No attempt comes later than
+ * on the fixed schedule, and the last one sits on the grid, so the waits add
+ * up to exactly `(attempts - 1) × intervalMs`: the protocol's budget.
  *
  * @internal
  */
-export const retryJitterMs = (intervalMs: number): number => Math.floor(intervalMs / 4)
+export const retryJitterMs = (intervalMs: number): number => Math.floor(intervalMs / 2)
 
 /** The lock as a waiter last read it: its token, and since when it had that token. */
 interface SeenHolder {
@@ -316,7 +316,7 @@ const acquireFileLock = (
         })
       return yield* Effect.gen(function*() {
         let seen: SeenHolder | undefined
-        // How far the current attempt sits from its place on the grid (see `retryJitterMs`).
+        // How far (0 or less) the current attempt sits from its place on the grid (see `retryJitterMs`).
         const jitter = retryJitterMs(retry.intervalMs)
         let offGrid = 0
         for (let attempt = 0; attempt < retry.attempts; attempt++) {
@@ -346,7 +346,7 @@ const acquireFileLock = (
             }
           }
           if (attempt + 1 < retry.attempts) {
-            const next = jitter === 0 || attempt + 2 === retry.attempts ? 0 : yield* Random.nextIntBetween(-jitter, jitter)
+            const next = jitter === 0 || attempt + 2 === retry.attempts ? 0 : -(yield* Random.nextIntBetween(0, jitter))
             const wait = retry.intervalMs + next - offGrid
             offGrid = next
             yield* restore(Effect.sleep(wait))

@@ -23,8 +23,9 @@ export const DEFAULT_RAREBIT_SESSION_ROOT = join(homedir(), ".pi", "agent", "ses
  * **Details**
  *
  * `attempts` creations are tried, `intervalMs` apart on average, before
- * `LockHeld`: each wait is jittered (by `Random`) but together they are
- * exactly `(attempts - 1) × intervalMs`. The protocol's values
+ * `LockHeld`: each attempt may come up to half an interval early (drawn
+ * from `Random`), never late, and the waits together are exactly
+ * `(attempts - 1) × intervalMs`. The protocol's values
  * (5 ms × 2000) are the default; the waits go through `Clock`, so
  * `TestClock` drives them.
  *

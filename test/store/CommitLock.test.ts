@@ -117,7 +117,13 @@ fileSystemSuite("Commit lock", (it) => {
       assertRetryWaits(sleeps, 1999)
       // Jittered: spread over the whole range, not one fixed step.
       assert.deepStrictEqual([...new Set(sleeps)].sort(), [3, 4, 5, 6, 7])
-      // Yet the budget is exactly the reference's 1999 waits of 5 ms.
+      // Yet no attempt comes later than on the fixed 5 ms schedule (a caller that advances the clock by
+      // k × 5 ms has seen k retries), and the budget is exactly the reference's 1999 waits of 5 ms.
+      let elapsed = 0
+      sleeps.forEach((ms, index) => {
+        elapsed += ms
+        assert.isAtMost(elapsed, (index + 1) * 5, `attempt ${index + 1} at ${elapsed} ms`)
+      })
       assert.strictEqual(sum(sleeps), 9995)
       assert.strictEqual(yield* Clock.currentTimeMillis, 9995)
     }).pipe(Random.withSeed("protocol-schedule")))
