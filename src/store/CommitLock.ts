@@ -276,7 +276,7 @@ interface SeenHolder {
  *
  * The first attempt links at once. A later one first looks whether the
  * lock file is there, and links only when it is not: a link that can only
- * fail costs an exception (and its stack) where the look costs a `stat`.
+ * fail costs an exception (and its stack) where the look is one `access`.
  * Either way an attempt fails exactly when the file exists, as the
  * reference's exclusive create does.
  *
