@@ -18,11 +18,16 @@
  *   whatever the path names a moment later.
  * - {@link ProcessUidTypeId} on a `FileSystem`: the user id the file system
  *   acts as, so directory ownership can be checked against it.
+ * - {@link SmallRegularReadTypeId} on a `FileSystem` whose calls return at
+ *   once: the whole of a small regular file in one synchronous call, for
+ *   the audit, which reads tens of thousands of them. Only the direct layer
+ *   of `DirectFileSystem` has it; `FaultFileSystem` hides it, so that every
+ *   open and read meets its fault points.
  *
- * Implemented by `DirectFileSystem` (both its layers), `MemoryFileSystem`,
- * and forwarded by `FaultFileSystem`. A file system without them still works:
- * `RegularFile` falls back to portable checks and says what that cannot
- * guarantee.
+ * The first three are implemented by `DirectFileSystem` (both its layers),
+ * `MemoryFileSystem`, and forwarded by `FaultFileSystem`. A file system
+ * without them still works: `RegularFile` falls back to portable checks and
+ * says what that cannot guarantee.
  *
  * @since 0.1.0
  */
@@ -89,6 +94,57 @@ export type NonBlockingOpen = (
  * @since 0.1.0
  */
 export type HandleChmod = (mode: number) => Effect.Effect<void, PlatformError.PlatformError>
+
+/**
+ * The key of the synchronous read of a small regular file on a `FileSystem`.
+ *
+ * @category type ids
+ * @since 0.1.0
+ */
+export const SmallRegularReadTypeId: unique symbol = Symbol.for("rarebit-store/io/SmallRegularRead")
+
+/**
+ * Reads a whole small regular file in one synchronous call, with the same
+ * refusals as `RegularFile.openRegular`: `open(2)` with `O_NONBLOCK` (and
+ * `O_NOFOLLOW` when asked), then `fstat(2)` of the handle.
+ *
+ * **Details**
+ *
+ * Returns the size `fstat` saw and the bytes read from offset 0 to end of
+ * file, but never more than that size plus one byte: a file that changed
+ * while it was read shows as bytes of another length than `size`. The
+ * handle is closed before it returns. Returns `undefined` for anything else
+ * — not a regular file, larger than `limit`, or any error — and then the
+ * caller takes its ordinary path, which opens the file again and reports
+ * what it finds.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type SmallRegularRead = (
+  path: string,
+  limit: number,
+  noFollow: boolean
+) => { readonly size: number; readonly bytes: Uint8Array } | undefined
+
+/**
+ * A `FileSystem` that carries the synchronous small-file read.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface SmallRegularReadCapable {
+  readonly [SmallRegularReadTypeId]: SmallRegularRead
+}
+
+/**
+ * The synchronous small-file read of `fs`, if it has one.
+ *
+ * @category getters
+ * @since 0.1.0
+ */
+export const smallRegularReadOf = (fs: FileSystem.FileSystem): SmallRegularRead | undefined =>
+  (fs as Partial<SmallRegularReadCapable>)[SmallRegularReadTypeId]
 
 /**
  * A `FileSystem` that carries the non-blocking open.

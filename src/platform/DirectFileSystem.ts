@@ -38,7 +38,10 @@ import {
   type NonBlockingOpenCapable,
   NonBlockingOpenTypeId,
   type ProcessUidCapable,
-  ProcessUidTypeId
+  ProcessUidTypeId,
+  type SmallRegularRead,
+  type SmallRegularReadCapable,
+  SmallRegularReadTypeId
 } from "../io/NonBlockingOpen.js"
 import { errnoReason } from "./ErrnoReason.js"
 
@@ -348,9 +351,44 @@ const nonBlockingOpen = (pooled: boolean): NonBlockingOpen => (path, options) =>
 // Read once: a process's uid does not change under the store (a getuid per directory check adds up).
 const processUid = process.getuid?.()
 
-const capabilities = (pooled: boolean): NonBlockingOpenCapable & ProcessUidCapable => ({
+/**
+ * The whole of a small regular file in one call on this thread (see
+ * `io/NonBlockingOpen`): the open never waits (`O_NONBLOCK`), the handle's
+ * `fstat` must say regular file and at most `limit` bytes, and the reads
+ * stop one byte past that size, so a file that grew shows it without ever
+ * being read whole. Anything else gives `undefined`, never an exception.
+ */
+const readSmallRegular: SmallRegularRead = (path, limit, noFollow) => {
+  let fd: number
+  try {
+    fd = NFS.openSync(path, openFlags("r", noFollow) | NFS.constants.O_NONBLOCK)
+  } catch {
+    return undefined
+  }
+  try {
+    const stats = NFS.fstatSync(fd)
+    if (!stats.isFile() || stats.size > limit) return undefined
+    const size = stats.size
+    const bytes = Buffer.allocUnsafe(size + 1)
+    let filled = 0
+    while (filled < bytes.length) {
+      const count = NFS.readSync(fd, bytes, filled, bytes.length - filled, filled)
+      if (count === 0) break
+      filled += count
+    }
+    return { size, bytes: bytes.subarray(0, filled) }
+  } catch {
+    return undefined
+  } finally {
+    NFS.closeSync(fd)
+  }
+}
+
+const capabilities = (pooled: boolean): NonBlockingOpenCapable & ProcessUidCapable & Partial<SmallRegularReadCapable> => ({
   [NonBlockingOpenTypeId]: nonBlockingOpen(pooled),
-  [ProcessUidTypeId]: () => processUid
+  [ProcessUidTypeId]: () => processUid,
+  // The thread-pool layer promises never to make the event loop wait on a read.
+  ...(pooled ? {} : { [SmallRegularReadTypeId]: readSmallRegular })
 })
 
 const make = (pool: FileSystem.FileSystem): FileSystem.FileSystem =>

@@ -5,7 +5,9 @@
  *
  * A claim is read as the store reads it (`JobClaims.readClaim`: never
  * blocking, never more than its bound, decoded exactly as the reference
- * decodes it, so a BOM makes it torn). What is wrong is a finding, never a
+ * decodes it, so a BOM makes it torn; on a file system that has it, in one
+ * synchronous call with the same refusals, `readClaim` reading again only
+ * what does not parse). What is wrong is a finding, never a
  * failure. A report never carries a lease token, and strings copied from a
  * claim are cut to `MAX_FIELD_CHARS` (`ReportFields`).
  *
@@ -18,11 +20,14 @@
  */
 import { Effect } from "effect"
 import type { FileSystem } from "effect/FileSystem"
+import { smallRegularReadOf } from "../io/NonBlockingOpen.js"
 import { isValidReceiptReference, type ReceiptReference } from "../protocol/Head.js"
+import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { isObjectRecord, memberOf, stringCoercionOf } from "../protocol/internal/JsonShape.js"
-import { claimExpired, settledReceiptRef } from "../protocol/JobClaim.js"
+import { claimExpired, parseClaim, settledReceiptRef } from "../protocol/JobClaim.js"
+import { MAX_CLAIM_BYTES } from "../protocol/Limits.js"
 import { type AuditFinding, finding } from "./AuditFinding.js"
-import { readClaim } from "./JobClaims.js"
+import { type ClaimRead, readClaim } from "./JobClaims.js"
 import { clipNullableField, describeError, describeJson } from "./ReportFields.js"
 import { readReceiptReference } from "./SidecarReader.js"
 
@@ -107,68 +112,69 @@ const inspectClaim = (
   path: string,
   jobId: string,
   now: number
-): Effect.Effect<InspectedClaim | undefined> =>
-  readClaim(fs, path).pipe(
-    Effect.map((read): InspectedClaim | undefined => {
-      if (read._tag === "Absent") return undefined
-      if (read._tag === "Torn") {
-        if (read.unreadable !== undefined) {
-          const detail = `is ${read.unreadable}; it counts as in flight until its lease has passed`
-          return {
-            report: { ...emptyClaim(path, jobId), state: "unreadable", detail },
-            findings: [finding("claim_unreadable", "damage", path, detail, { jobId })]
-          }
-        }
-        return invalidClaim(path, jobId, "empty or unparsable (a writer crashed while writing it)")
-      }
-      const claim = read.claim
-      if (!isObjectRecord(claim)) return invalidClaim(path, jobId, "not a JSON object")
-      if (claim.jobId !== jobId) return invalidClaim(path, jobId, "its jobId does not match its file name")
-      if (claim.state === "active") {
-        const claimedAt = typeof claim.claimedAt === "string" ? claim.claimedAt : null
-        const leaseMs = typeof claim.leaseMs === "number" ? claim.leaseMs : null
-        const start = claimedAt === null ? Number.NaN : Date.parse(claimedAt)
-        if (!Number.isFinite(start) || leaseMs === null || !Number.isFinite(leaseMs)) {
-          return invalidClaim(path, jobId, "an active claim without a usable claimedAt and leaseMs never expires")
-        }
-        const expired = claimExpired(claim, now)
-        const expiresAt = Number.isFinite(start + leaseMs) && Math.abs(start + leaseMs) <= 8.64e15
-          ? new Date(start + leaseMs).toISOString()
-          : null
-        const report: ClaimReport = {
-          ...emptyClaim(path, jobId),
-          state: "active",
-          claimedAt: clipNullableField(claimedAt),
-          leaseMs,
-          expiresAt,
-          expired
-        }
+): Effect.Effect<InspectedClaim | undefined> => {
+  const judged = (read: ClaimRead): InspectedClaim | undefined => {
+    if (read._tag === "Absent") return undefined
+    if (read._tag === "Torn") {
+      if (read.unreadable !== undefined) {
+        const detail = `is ${read.unreadable}; it counts as in flight until its lease has passed`
         return {
-          report,
-          findings: expired
-            ? [finding(
-              "claim_expired",
-              "notice",
-              path,
-              `lease ran out at ${expiresAt ?? "an unrepresentable time"}; the next reserve takes the job over`,
-              { jobId }
-            )]
-            : []
+          report: { ...emptyClaim(path, jobId), state: "unreadable", detail },
+          findings: [finding("claim_unreadable", "damage", path, detail, { jobId })]
         }
       }
-      if (claim.state === "settled") {
-        const receiptRef = settledReceiptRef(claim)
-        if (receiptRef === undefined) {
-          return invalidClaim(path, jobId, "a settled claim without a receiptRef keeps its job in flight forever")
-        }
-        return {
-          report: { ...emptyClaim(path, jobId), state: "settled", receiptRef: reportedReceiptRef(receiptRef) },
-          findings: [],
-          receiptRef
-        }
+      return invalidClaim(path, jobId, "empty or unparsable (a writer crashed while writing it)")
+    }
+    const claim = read.claim
+    if (!isObjectRecord(claim)) return invalidClaim(path, jobId, "not a JSON object")
+    if (claim.jobId !== jobId) return invalidClaim(path, jobId, "its jobId does not match its file name")
+    if (claim.state === "active") {
+      const claimedAt = typeof claim.claimedAt === "string" ? claim.claimedAt : null
+      const leaseMs = typeof claim.leaseMs === "number" ? claim.leaseMs : null
+      const start = claimedAt === null ? Number.NaN : Date.parse(claimedAt)
+      if (!Number.isFinite(start) || leaseMs === null || !Number.isFinite(leaseMs)) {
+        return invalidClaim(path, jobId, "an active claim without a usable claimedAt and leaseMs never expires")
       }
-      return invalidClaim(path, jobId, `its state is ${describeJson(claim.state)}, not "active" or "settled"`)
-    }),
+      const expired = claimExpired(claim, now)
+      const expiresAt = Number.isFinite(start + leaseMs) && Math.abs(start + leaseMs) <= 8.64e15
+        ? new Date(start + leaseMs).toISOString()
+        : null
+      const report: ClaimReport = {
+        ...emptyClaim(path, jobId),
+        state: "active",
+        claimedAt: clipNullableField(claimedAt),
+        leaseMs,
+        expiresAt,
+        expired
+      }
+      return {
+        report,
+        findings: expired
+          ? [finding(
+            "claim_expired",
+            "notice",
+            path,
+            `lease ran out at ${expiresAt ?? "an unrepresentable time"}; the next reserve takes the job over`,
+            { jobId }
+          )]
+          : []
+      }
+    }
+    if (claim.state === "settled") {
+      const receiptRef = settledReceiptRef(claim)
+      if (receiptRef === undefined) {
+        return invalidClaim(path, jobId, "a settled claim without a receiptRef keeps its job in flight forever")
+      }
+      return {
+        report: { ...emptyClaim(path, jobId), state: "settled", receiptRef: reportedReceiptRef(receiptRef) },
+        findings: [],
+        receiptRef
+      }
+    }
+    return invalidClaim(path, jobId, `its state is ${describeJson(claim.state)}, not "active" or "settled"`)
+  }
+  const throughEffects = readClaim(fs, path).pipe(
+    Effect.map(judged),
     Effect.catch((error) =>
       Effect.succeed<InspectedClaim>({
         report: { ...emptyClaim(path, jobId), state: "unreadable", detail: describeError(error) },
@@ -176,6 +182,18 @@ const inspectClaim = (
       })
     )
   )
+  const readSmall = smallRegularReadOf(fs)
+  if (readSmall === undefined) return throughEffects
+  // The common case in one synchronous read, with the refusals `readClaim`
+  // makes; a claim that does not parse is read again by `readClaim`, which
+  // dates it by its file and says why.
+  return Effect.suspend(() => {
+    const read = readSmall(path, MAX_CLAIM_BYTES, true)
+    if (read === undefined || read.bytes.length !== read.size) return throughEffects
+    const parsed = parseClaim(decodeUtf8(read.bytes))
+    return parsed._tag === "Parsed" ? Effect.succeed(judged(parsed)) : throughEffects
+  })
+}
 
 /**
  * Inspects one entry of `jobs-v4` named like a claim: a file (or a symlink,

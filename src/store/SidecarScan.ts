@@ -21,6 +21,12 @@
  * caller asks for are kept as where they lie and their hash, so a claim's
  * pointer can be checked against them without reading them again.
  *
+ * A sidecar no larger than the reader's tail window (64 KiB), on a file
+ * system that can read it in one synchronous call (`SmallRegularRead`, the
+ * direct file system's), is read that way, with the same refusals; when its
+ * lines alone cannot settle it (a head whose range must be read back, a
+ * tail), or it changed while it was read, it is scanned again as below.
+ *
  * The scan is streaming: the file is opened once and read in 1 MiB chunks
  * up to its size at open, of a line longer than any record only its first
  * bytes are kept, and of earlier lines only the last few summaries' hashes,
@@ -43,6 +49,7 @@ import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { MAX_HISTORY_BYTES, MAX_RECEIPT_BYTES, MAX_TAIL_BYTES } from "../protocol/Limits.js"
 import { explainSummaryReceipt, validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
 import { explainTitleReceipt } from "../protocol/TitleReceipt.js"
+import { smallRegularReadOf } from "../io/NonBlockingOpen.js"
 import { describeType, type FileNotRegular, openRegular } from "../io/RegularFile.js"
 import { type AuditFinding, finding } from "./AuditFinding.js"
 import { describeError, describeJson, plural } from "./ReportFields.js"
@@ -370,14 +377,51 @@ export const scanSidecar = (
   path: string,
   wanted: ReadonlySet<string>
 ): Effect.Effect<SidecarScan> => {
-  const lines = makeLineJudge(path, wanted)
-  const result = (bytes: number | null, current: CurrentView, extra: ReadonlyArray<AuditFinding> = []): SidecarScan => ({
-    summary: { path, bytes, ...lines.counts(), current },
-    // The heads read back after the scan are reported where their lines are.
-    findings: [...lines.findings.sort((a, b) => a.offset! - b.offset!), ...extra],
-    jobIds: lines.jobIds,
-    receipts: lines.receipts
+  const readSmall = smallRegularReadOf(fs)
+  if (readSmall === undefined) return scanThroughEffects(fs, path, wanted)
+  return Effect.suspend(() => {
+    const read = readSmall(path, MAX_TAIL_BYTES, true)
+    if (read === undefined || read.bytes.length !== read.size) return scanThroughEffects(fs, path, wanted)
+    const lines = makeLineJudge(path, wanted)
+    const cutter = makeLineCutter(lines.judge)
+    cutter.cut(read.bytes, 0)
+    const quick = concludeQuickly(lines, path, read.size, cutter.torn())
+    // Anything the lines alone cannot settle is scanned again the ordinary way, on an open handle.
+    return quick === undefined ? scanThroughEffects(fs, path, wanted) : Effect.succeed(quick)
   })
+}
+
+/** What a scan reports, once every line is judged. */
+const resultOf = (
+  lines: LineJudge,
+  path: string,
+  bytes: number | null,
+  current: CurrentView,
+  extra: ReadonlyArray<AuditFinding> = []
+): SidecarScan => ({
+  summary: { path, bytes, ...lines.counts(), current },
+  // The heads read back after the scan are reported where their lines are.
+  findings: [...lines.findings.sort((a, b) => a.offset! - b.offset!), ...extra],
+  jobIds: lines.jobIds,
+  receipts: lines.receipts
+})
+
+/** The common case, answered without I/O: every head verified by the lines before it, no tail, and a current answer the lines tell. */
+const concludeQuickly = (lines: LineJudge, path: string, size: number, torn: Torn): SidecarScan | undefined => {
+  if (lines.unresolved.length > 0 || torn.tornBytes > 0 || lines.uncommittedTail() !== undefined) return undefined
+  const current = lines.current(size)
+  return current === undefined ? undefined : resultOf(lines, path, size, current)
+}
+
+/** The scan through the file system's `Effect`s: any size, any file, and what cannot be read reported. */
+const scanThroughEffects = (
+  fs: FileSystem,
+  path: string,
+  wanted: ReadonlySet<string>
+): Effect.Effect<SidecarScan> => {
+  const lines = makeLineJudge(path, wanted)
+  const result = (bytes: number | null, current: CurrentView, extra: ReadonlyArray<AuditFinding> = []): SidecarScan =>
+    resultOf(lines, path, bytes, current, extra)
   const viewOf = (error: PlatformError | FileNotRegular): CurrentView => {
     const failed = sidecarFailure(path, error)
     return { availability: failed.availability, reason: failed.diagnostics.reason ?? null }
@@ -427,12 +471,6 @@ export const scanSidecar = (
       return result(size, current, tails)
     })
 
-  /** The common case, answered without a generator: every head verified by the lines before it, no tail, and a current answer the lines tell. */
-  const concludeQuickly = (size: number, torn: Torn): SidecarScan | undefined => {
-    if (lines.unresolved.length > 0 || torn.tornBytes > 0 || lines.uncommittedTail() !== undefined) return undefined
-    const current = lines.current(size)
-    return current === undefined ? undefined : result(size, current)
-  }
 
   return Effect.scoped(
     // Never blocks, and refuses anything but a regular file.
@@ -440,7 +478,7 @@ export const scanSidecar = (
       const size = Number(info.size)
       const scanned = Effect.flatMap(readLines(file, size, lines.judge), (cutter) => {
         const torn = cutter.torn()
-        const quick = concludeQuickly(size, torn)
+        const quick = concludeQuickly(lines, path, size, torn)
         return quick === undefined ? conclude(file, size, torn) : Effect.succeed(quick)
       })
       return Effect.catch(scanned, (error) =>

@@ -29,7 +29,8 @@ import {
   HandleChmodTypeId,
   type NonBlockingOpen,
   nonBlockingOpenOf,
-  NonBlockingOpenTypeId
+  NonBlockingOpenTypeId,
+  SmallRegularReadTypeId
 } from "../io/NonBlockingOpen.js"
 import { errnoError } from "./Errno.js"
 
@@ -460,9 +461,12 @@ export const makeFaultFileSystem = (inner: FileSystem.FileSystem, plan: FaultPla
       (file) => Effect.as(Effect.addFinalizer(() => logClose(path)), wrapFile(file, path))
     )
 
-  const base: FileSystem.FileSystem = {
+  const base: FileSystem.FileSystem & { readonly [SmallRegularReadTypeId]: undefined } = {
     ...inner,
     ...(nonBlockingOpen === undefined ? {} : { [NonBlockingOpenTypeId]: nonBlockingOpen }),
+    // Its open and reads would pass no fault point: callers take their
+    // ordinary path, where every step can fail or crash.
+    [SmallRegularReadTypeId]: undefined,
     access: (path, options) => guard(at("access", "access", "access", path, false), inner.access(path, options)),
     chmod: (path, mode) => guard(at("chmod", "chmod", "chmod", path, true), inner.chmod(path, mode)),
     chown: (path, uid, gid) => guard(at("chown", "chown", "chown", path, true), inner.chown(path, uid, gid)),

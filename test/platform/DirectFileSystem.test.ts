@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { readFile, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { smallRegularReadOf } from "../../src/io/NonBlockingOpen.js"
 import * as DirectFileSystem from "../../src/platform/DirectFileSystem.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 
@@ -265,6 +266,57 @@ describe("DirectFileSystem", () => {
         assert.strictEqual(mine.reason._tag, "NotFound")
         assert.deepStrictEqual(normalize(root, Exit.fail(mine)), normalize(root, Exit.fail(theirs)))
       })
+    ))
+
+  it.effect("the small-file read returns a regular file's bytes and refuses everything else at once", () =>
+    withTempDirectory((root) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        const read = smallRegularReadOf(fs)
+        assert.isDefined(read)
+        const small = bytesOf(300, 3)
+        yield* fs.writeFile(join(root, "small"), small)
+        const whole = read!(join(root, "small"), 300, true)
+        assert.deepStrictEqual(whole && { size: whole.size, bytes: new Uint8Array(whole.bytes) }, { size: 300, bytes: small })
+        assert.deepStrictEqual(read!(join(root, "empty-missing"), 300, true), undefined)
+        // Larger than the limit: refused from the handle's fstat, nothing read.
+        assert.strictEqual(read!(join(root, "small"), 299, true), undefined)
+        // A final symlink is refused when asked, followed otherwise.
+        yield* fs.symlink(join(root, "small"), join(root, "link"))
+        assert.strictEqual(read!(join(root, "link"), 300, true), undefined)
+        assert.strictEqual(read!(join(root, "link"), 300, false)?.size, 300)
+        yield* fs.makeDirectory(join(root, "directory"))
+        assert.strictEqual(read!(join(root, "directory"), 300, true), undefined)
+        // A FIFO without a writer: the open must not wait for one (another
+        // process ends the wait of a regression instead of hanging the worker).
+        const fifo = join(root, "pipe")
+        execFileSync("mkfifo", [fifo])
+        yield* Effect.scoped(Effect.gen(function*() {
+          yield* fallbackWriter(fifo)
+          const start = performance.now()
+          assert.strictEqual(read!(fifo, 300, true), undefined)
+          assert.isBelow(performance.now() - start, FALLBACK_MS, "reading the FIFO waited for a writer")
+        }))
+        assert.strictEqual(read!("/dev/zero", 300, false), undefined)
+      }).pipe(direct)
+    ), 20_000)
+
+  it.effect("the small-file read shows a file that grew while it was read, and reads at most one byte past its size", () =>
+    withTempDirectory((root) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        const read = smallRegularReadOf(fs)!
+        // /proc files say they are empty and hold more: the read must stop one byte past the size fstat gave.
+        const proc = read("/proc/self/status", 300, false)
+        assert.deepStrictEqual(proc && { size: proc.size, length: proc.bytes.length }, { size: 0, length: 1 })
+        yield* fs.writeFileString(join(root, "file"), "abc")
+        assert.strictEqual(read(join(root, "file"), 300, true)?.bytes.length, 3)
+      }).pipe(direct)
+    ))
+
+  it.effect("the thread-pool layer has no small-file read: its reads never run on the event loop", () =>
+    Effect.map(Effect.service(FileSystem.FileSystem), (fs) => assert.strictEqual(smallRegularReadOf(fs), undefined)).pipe(
+      Effect.provide(DirectFileSystem.threadpoolLayer)
     ))
 })
 

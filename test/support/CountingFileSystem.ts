@@ -1,15 +1,19 @@
 /**
  * A file system that counts what is read through the files it opens, per
  * path, and how many files are open at once, the same way in both worlds.
- * Files opened either way (`open`, or the store's non-blocking open) count.
+ * Files opened either way (`open`, or the store's non-blocking open) count,
+ * and so does a synchronous small-file read (`SmallRegularRead`), as one
+ * read of the bytes it returned, its file open only while it runs.
  *
  * With `shuffle`, every read of an open file first yields to the other
  * fibers a varying number of times (from a fixed seed), so that reads made
  * at once finish in another order than they began. With `oneAtATime`, an
- * open waits until no other file is open: the reads are sequential.
+ * open waits until no other file is open: the reads are sequential. Either
+ * hides the synchronous small-file read, which cannot yield or wait, so
+ * every file is opened and read through `Effect`s.
  */
 import { Effect, type FileSystem, Semaphore } from "effect"
-import { NonBlockingOpenTypeId } from "../../src/io/NonBlockingOpen.js"
+import { NonBlockingOpenTypeId, type SmallRegularRead, SmallRegularReadTypeId } from "../../src/io/NonBlockingOpen.js"
 
 export interface ReadsOf {
   /** Reads of files opened at the path. */
@@ -73,9 +77,30 @@ export const makeCountingFileSystem = (
         ),
         countedFile(path, file)
       ))
+  const countedSmallRead = (read: SmallRegularRead): SmallRegularRead => (path, limit, noFollow) => {
+    open++
+    mostOpen = Math.max(mostOpen, open)
+    try {
+      const result = read(path, limit, noFollow)
+      if (result !== undefined) {
+        const seen = reads.get(path) ?? { reads: 0, bytes: 0 }
+        seen.reads++
+        seen.bytes += result.bytes.length
+        reads.set(path, seen)
+      }
+      return result
+    } finally {
+      open--
+    }
+  }
   const fs = new Proxy(inner, {
     get: (object, key) => {
       const value = Reflect.get(object, key, object)
+      if (key === SmallRegularReadTypeId) {
+        return value === undefined || options.shuffle === true || options.oneAtATime === true
+          ? undefined
+          : countedSmallRead(value)
+      }
       if (key !== "open" && key !== NonBlockingOpenTypeId) return value
       return (path: string, ...rest: Array<unknown>) => opened(path, value.apply(object, [path, ...rest]))
     }
