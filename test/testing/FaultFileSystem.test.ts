@@ -8,7 +8,8 @@ import {
   makeFaultFileSystem,
   SimulatedCrash
 } from "../../src/testing/FaultFileSystem.js"
-import { handleChmodOf, nonBlockingOpenOf } from "../../src/io/NonBlockingOpen.js"
+import { handleChmodOf, nonBlockingOpenOf, smallRegularReadOf } from "../../src/io/NonBlockingOpen.js"
+import * as DirectFileSystem from "../../src/platform/DirectFileSystem.js"
 import { makeMemoryFileSystem, MemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { assertFailure, fileSystemSuite } from "../support/FileSystemSuite.js"
 
@@ -260,4 +261,11 @@ describe("FaultFileSystem on memory", () => {
         ]
       )
     }))
+
+  it.effect("hides the direct file system's synchronous small-file read, which would pass no fault point", () =>
+    Effect.gen(function*() {
+      const direct = yield* FileSystem.FileSystem
+      assert.isDefined(smallRegularReadOf(direct))
+      assert.isUndefined(smallRegularReadOf(makeFaultFileSystem(direct, FaultPlan.none)))
+    }).pipe(Effect.provide(DirectFileSystem.layer)))
 })
