@@ -20,8 +20,15 @@
  *   from the set, or the scope ended) closes when the last use of it ends.
  * - **Interruption.** An open or a use interrupted anywhere leaves nothing
  *   open but the held file (and that only if it is still the path's).
- * - **Bounded.** A set keeps at most `capacity` entries: the least recently
- *   got is dropped, and its file let go, when one more is made.
+ * - **Bounded.** Sets share a `CacheBudget`: every entry is charged a fixed
+ *   overhead plus the bytes its cache says its state keeps, and when the
+ *   total passes the budget's bytes the least recently got entries of any of
+ *   its sets are dropped (their files let go). Files held open are counted
+ *   apart, being scarcer than memory: beyond the budget's `maxOpenFiles`,
+ *   holding one more file lets go of the least recently got entry's file,
+ *   keeping the entry. A set may also cap its count of entries
+ *   (`capacity`). A set made without a budget has its own, unbounded in
+ *   bytes and holding at most `capacity` files.
  * - **Scope end.** When the scope a holder or a set was made in closes,
  *   every held file is let go (and closes once its last use is done). A
  *   holder still works afterwards (each use opens the file for itself and
@@ -102,17 +109,28 @@ const endUse = (opened: Opened): Effect.Effect<void> =>
     return closeIfIdle(opened)
   })
 
+/** What a holder tells the set it belongs to, to count the files held over every set of a budget. */
+interface HolderHooks {
+  /** A file was opened and is held from now on. */
+  readonly onHold: Effect.Effect<void>
+  /** The held file was let go. */
+  readonly onRelease: () => void
+}
+
 /** A holder and how to end it: let go of its file, and keep none from then on. */
 const holder = (
   fs: FileSystem.FileSystem,
   path: string,
-  options: { readonly followSymlinks: boolean }
+  options: { readonly followSymlinks: boolean },
+  hooks?: HolderHooks
 ): { readonly file: HeldFile; readonly end: Effect.Effect<void> } => {
   let held: Opened | undefined = undefined
   let ended = false
   const letGo = Effect.suspend(() => {
     const previous = held
+    if (previous === undefined) return Effect.void
     held = undefined
+    hooks?.onRelease()
     return retire(previous)
   })
 
@@ -125,8 +143,12 @@ const holder = (
     // Whatever was held is not the path's file any more.
     yield* letGo
     // Kept only if it is the file the path's stat showed: one swapped in after it is used once, as what it is.
-    if (!ended && identity !== undefined && fresh.identity === identity) held = fresh
-    else fresh.retired = true
+    if (!ended && identity !== undefined && fresh.identity === identity) {
+      held = fresh
+      if (hooks !== undefined) yield* hooks.onHold
+    } else {
+      fresh.retired = true
+    }
     return { opened: fresh, use: { file, info, opened: true } satisfies HeldUse }
   })
 
@@ -171,6 +193,136 @@ export const makeFile = (
   Effect.map(Effect.acquireRelease(Effect.sync(() => holder(fs, path, options)), ({ end }) => end), ({ file }) => file)
 
 /**
+ * What the caches sharing it may keep: bytes of state, and files held open.
+ *
+ * **Details**
+ *
+ * Every `HeldFiles` set made with the budget charges its entries to it:
+ * each entry costs a fixed overhead plus the bytes its cache says its state
+ * keeps (`setBytes`). When the total passes `maxBytes`, the least recently
+ * got entries of any of those sets are dropped (`fit`), and their files let
+ * go. At most `maxOpenFiles` files are held over all of them: holding one
+ * more lets go of the file of the least recently got entry that holds one
+ * (the entry and its state stay; its next use opens the file again).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface CacheBudget {
+  readonly maxBytes: number
+  readonly maxOpenFiles: number
+  /** Bytes charged now, over every set sharing the budget. */
+  readonly bytes: () => number
+  /** Files held open now, over every set sharing the budget. */
+  readonly openFiles: () => number
+}
+
+/**
+ * Estimated bytes of an entry without its cache's state: the entry, its
+ * holder and their closures, and the set's and the budget's map slots.
+ * Measured in heap snapshots at about 0.9 KB; the path's characters come on
+ * top.
+ */
+const ENTRY_OVERHEAD_BYTES = 1024
+
+/** An entry as its budget sees it. */
+interface Charged {
+  /** Overhead plus the state's bytes. */
+  charged: number
+  /** Takes the entry out of its set and its budget at once. */
+  readonly detach: () => void
+  /** What dropping it does after `detach`: the cache's `onDrop`, then letting go of the file. */
+  readonly release: Effect.Effect<void>
+  readonly letGo: Effect.Effect<void>
+}
+
+class Ledger implements CacheBudget {
+  /** Least recently got first. */
+  private readonly used = new Map<Charged, undefined>()
+  /** Entries holding a file, least recently got first. */
+  private readonly holding = new Map<Charged, undefined>()
+  private total = 0
+
+  constructor(readonly maxBytes: number, readonly maxOpenFiles: number) {}
+
+  readonly bytes = (): number => this.total
+  readonly openFiles = (): number => this.holding.size
+
+  add(entry: Charged): void {
+    this.used.set(entry, undefined)
+    this.total += entry.charged
+  }
+
+  touch(entry: Charged): void {
+    if (!this.used.delete(entry)) return
+    this.used.set(entry, undefined)
+    if (this.holding.delete(entry)) this.holding.set(entry, undefined)
+  }
+
+  remove(entry: Charged): void {
+    if (this.used.delete(entry)) this.total -= entry.charged
+    this.holding.delete(entry)
+  }
+
+  /** Sets what an entry is charged; once it is out of the budget, only the entry's own figure changes. */
+  charge(entry: Charged, charged: number): void {
+    if (this.used.has(entry)) this.total += charged - entry.charged
+    entry.charged = charged
+  }
+
+  /** Drops the least recently got entries, never `keep`, until the total fits. */
+  fit(keep: Charged): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      if (this.total <= this.maxBytes) return Effect.void
+      const dropped: Array<Charged> = []
+      for (const entry of this.used.keys()) {
+        if (this.total <= this.maxBytes) break
+        if (entry === keep) continue
+        // Out of its set at once, so that nothing finds it while earlier ones are released.
+        entry.detach()
+        dropped.push(entry)
+      }
+      return Effect.forEach(dropped, (entry) => entry.release, { discard: true })
+    })
+  }
+
+  /** `entry` holds a file now: lets go of the least recently got other files beyond the cap. */
+  held(entry: Charged): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      if (!this.used.has(entry)) return Effect.void
+      this.holding.set(entry, undefined)
+      if (this.holding.size <= this.maxOpenFiles) return Effect.void
+      const released: Array<Charged> = []
+      for (const other of this.holding.keys()) {
+        if (this.holding.size <= this.maxOpenFiles) break
+        if (other === entry) continue
+        this.holding.delete(other)
+        released.push(other)
+      }
+      return Effect.forEach(released, (other) => other.letGo, { discard: true })
+    })
+  }
+
+  released(entry: Charged): void {
+    this.holding.delete(entry)
+  }
+}
+
+/**
+ * Makes a budget for `HeldFiles` sets to share.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const makeBudget = (options: { readonly maxBytes: number; readonly maxOpenFiles: number }): CacheBudget =>
+  new Ledger(options.maxBytes, options.maxOpenFiles)
+
+const ledgerOf = (budget: CacheBudget): Ledger => {
+  if (!(budget instanceof Ledger)) throw new TypeError("HeldFiles: a budget must come from makeBudget")
+  return budget
+}
+
+/**
  * One path's entry in a `HeldFiles` set: its held file and the state its
  * cache keeps beside it.
  *
@@ -187,8 +339,8 @@ export interface HeldEntry<S> {
 }
 
 /**
- * A bounded set of held files, keyed by path, least recently got dropped
- * first.
+ * A set of held files keyed by path, bounded by its budget (and, if given,
+ * a count), least recently got dropped first.
  *
  * @category models
  * @since 0.1.0
@@ -204,6 +356,15 @@ export interface HeldFiles<S> {
   readonly invalidate: (path: string) => Effect.Effect<void>
   /** The entries, least recently got first. */
   readonly entries: () => IterableIterator<HeldEntry<S>>
+  /**
+   * Sets the bytes the entry's state keeps (0 for none), charged to the
+   * budget with the entry's overhead. No effect once the entry was dropped.
+   */
+  readonly setBytes: (entry: HeldEntry<S>, bytes: number) => void
+  /** Drops least recently got entries (of every set sharing the budget), never `entry`, until the budget fits. */
+  readonly fit: (entry: HeldEntry<S>) => Effect.Effect<void>
+  /** Bytes charged for this set's entries now, overheads included. */
+  readonly bytes: () => number
 }
 
 /**
@@ -213,7 +374,13 @@ export interface HeldFiles<S> {
  * @since 0.1.0
  */
 export interface HeldFilesOptions<S> {
-  readonly capacity: number
+  /** Entries kept at most; by default only the budget bounds them. */
+  readonly capacity?: number | undefined
+  /**
+   * The budget the set shares with others. By default its own: unbounded in
+   * bytes, holding at most `capacity` files (unbounded without one).
+   */
+  readonly budget?: CacheBudget | undefined
   /** As for `makeFile`, for every path of the set. */
   readonly followSymlinks: boolean
   /** The state of a new entry. */
@@ -222,14 +389,13 @@ export interface HeldFilesOptions<S> {
   readonly onDrop?: ((entry: HeldEntry<S>) => Effect.Effect<void>) | undefined
 }
 
-interface Entry<S> extends HeldEntry<S> {
+interface Entry<S> extends HeldEntry<S>, Charged {
   live: boolean
-  readonly end: Effect.Effect<void>
 }
 
 /**
- * Makes a bounded set of held files for the current scope; when the scope
- * ends, every entry is dropped.
+ * Makes a set of held files for the current scope; when the scope ends,
+ * every entry is dropped.
  *
  * @category constructors
  * @since 0.1.0
@@ -241,15 +407,44 @@ export const make = <S>(
   Effect.suspend(() => {
     // A Map iterates in insertion order: getting an entry moves it to the end.
     const entries = new Map<string, Entry<S>>()
+    const capacity = options.capacity ?? Number.POSITIVE_INFINITY
+    const ledger = options.budget !== undefined
+      ? ledgerOf(options.budget)
+      : new Ledger(Number.POSITIVE_INFINITY, capacity)
     let ended = false
+    let total = 0
     const followSymlinks = { followSymlinks: options.followSymlinks }
 
     const drop = (entry: Entry<S>): Effect.Effect<void> =>
       Effect.suspend(() => {
-        if (entries.get(entry.path) === entry) entries.delete(entry.path)
-        entry.live = false
-        return options.onDrop === undefined ? entry.end : Effect.andThen(options.onDrop(entry), entry.end)
+        entry.detach()
+        return entry.release
       })
+
+    const makeEntry = (path: string): Entry<S> => {
+      const { end, file } = holder(fs, path, followSymlinks, {
+        onHold: Effect.suspend(() => ledger.held(entry)),
+        onRelease: () => ledger.released(entry)
+      })
+      const entry: Entry<S> = {
+        path,
+        file,
+        state: options.initial(),
+        live: true,
+        charged: ENTRY_OVERHEAD_BYTES + 2 * path.length,
+        detach: () => {
+          if (!entry.live) return
+          entry.live = false
+          if (entries.get(path) === entry) entries.delete(path)
+          total -= entry.charged
+          ledger.remove(entry)
+        },
+        // Ending the holder, not only letting go: a use still in flight on a dropped entry keeps nothing.
+        release: Effect.suspend(() => options.onDrop === undefined ? end : Effect.andThen(options.onDrop(entry), end)),
+        letGo: file.letGo
+      }
+      return entry
+    }
 
     const get = (path: string): Effect.Effect<HeldEntry<S> | undefined> =>
       Effect.suspend(() => {
@@ -258,12 +453,14 @@ export const make = <S>(
         if (found !== undefined) {
           entries.delete(path)
           entries.set(path, found)
+          ledger.touch(found)
           return Effect.succeed(found)
         }
-        const { end, file } = holder(fs, path, followSymlinks)
-        const made: Entry<S> = { path, file, state: options.initial(), live: true, end }
+        const made = makeEntry(path)
         entries.set(path, made)
-        if (entries.size <= options.capacity) return Effect.succeed(made)
+        total += made.charged
+        ledger.add(made)
+        if (entries.size <= capacity) return Effect.succeed(made)
         return Effect.as(drop(entries.values().next().value!), made)
       })
 
@@ -273,7 +470,22 @@ export const make = <S>(
         return entry === undefined ? Effect.void : drop(entry)
       })
 
-    const set: HeldFiles<S> = { get, invalidate, entries: () => entries.values() }
+    const setBytes = (held: HeldEntry<S>, bytes: number): void => {
+      const entry = held as Entry<S>
+      if (!entry.live) return
+      const charged = ENTRY_OVERHEAD_BYTES + 2 * entry.path.length + bytes
+      total += charged - entry.charged
+      ledger.charge(entry, charged)
+    }
+
+    const set: HeldFiles<S> = {
+      get,
+      invalidate,
+      entries: () => entries.values(),
+      setBytes,
+      fit: (entry) => ledger.fit(entry as Entry<S>),
+      bytes: () => total
+    }
     return Effect.as(
       Effect.addFinalizer(() =>
         Effect.suspend(() => {

@@ -8,6 +8,9 @@
  * and the holder's scope closes everything. A `HeldFiles` set: the least
  * recently got entry is dropped beyond capacity, a dropped entry's file is
  * let go after its cache's `onDrop`, and the set's scope drops them all.
+ * Sets sharing a budget: the least recently got entries of any of them are
+ * dropped when their bytes pass it, and their held files never outnumber
+ * its `maxOpenFiles`.
  */
 import { assert } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, FileSystem, Option, Scope } from "effect"
@@ -255,6 +258,81 @@ fileSystemSuite("HeldFiles", (it) => {
       assert.strictEqual(openCount(fs, `${root}/b`), 0)
       // Got again: a new entry, with the initial state.
       assert.strictEqual((yield* set.get(`${root}/b`))!.state, 0)
+    }))
+
+  it.effect("a shared budget drops the least recently got entries of every set sharing it, never the one being charged", ({ root }) =>
+    Effect.gen(function*() {
+      const { dropped, fs, read } = yield* setup(root)
+      // Room for the three entries' overheads and 1000 bytes of state.
+      const overhead = (yield* Effect.gen(function*() {
+        const probe = yield* HeldFiles.make<number>(fs, { followSymlinks: false, initial: () => 0 })
+        yield* probe.get(`${root}/a`)
+        return probe.bytes()
+      }))
+      const budget = HeldFiles.makeBudget({ maxBytes: 3 * overhead + 1000, maxOpenFiles: 8 })
+      const onDrop = (entry: HeldFiles.HeldEntry<number>) =>
+        Effect.sync(() => dropped.push(`${entry.path.slice(root.length + 1)}:${openCount(fs, entry.path)}`))
+      const first = yield* HeldFiles.make<number>(fs, { budget, followSymlinks: false, initial: () => 0, onDrop })
+      const second = yield* HeldFiles.make<number>(fs, { budget, followSymlinks: false, initial: () => 0, onDrop })
+      yield* read(first, "a")
+      yield* read(second, "b")
+      yield* read(first, "c")
+      const [a, b, c] = [(yield* first.get(`${root}/a`))!, (yield* second.get(`${root}/b`))!, (yield* first.get(`${root}/c`))!]
+      first.setBytes(a, 400)
+      second.setBytes(b, 400)
+      yield* first.fit(a)
+      assert.deepStrictEqual(dropped, [], "800 bytes of state fit")
+      assert.strictEqual(budget.bytes(), first.bytes() + second.bytes())
+      assert.strictEqual(budget.bytes(), 3 * overhead + 800)
+      // 1200 bytes: a, got least recently of the three, goes (after its file, which it still held, was let go by onDrop's end).
+      first.setBytes(c, 400)
+      yield* first.fit(c)
+      assert.deepStrictEqual(dropped, ["a:1"])
+      assert.isFalse(a.live)
+      assert.deepStrictEqual([a.live, b.live, c.live], [false, true, true])
+      assert.strictEqual(openCount(fs, `${root}/a`), 0)
+      assert.strictEqual(budget.bytes(), 2 * overhead + 800)
+      assert.strictEqual(first.bytes(), overhead + 400)
+      // The entry being charged is kept even when it alone is over the budget; every other one goes.
+      second.setBytes(b, 5000)
+      yield* second.fit(b)
+      assert.deepStrictEqual(dropped, ["a:1", "c:1"])
+      assert.deepStrictEqual([...first.entries()], [])
+      assert.deepStrictEqual([...second.entries()].map((entry) => entry.path), [`${root}/b`])
+      // A dropped entry's bytes are no longer counted, even when its cache sets them late.
+      first.setBytes(c, 100_000)
+      assert.strictEqual(budget.bytes(), overhead + 5000)
+    }))
+
+  it.effect("files held over the sets sharing a budget stay within maxOpenFiles; the entries whose files are let go stay", ({ root }) =>
+    Effect.gen(function*() {
+      const { fs, read } = yield* setup(root)
+      const budget = HeldFiles.makeBudget({ maxBytes: Number.POSITIVE_INFINITY, maxOpenFiles: 2 })
+      const first = yield* HeldFiles.make<number>(fs, { budget, followSymlinks: false, initial: () => 0 })
+      const second = yield* HeldFiles.make<number>(fs, { budget, followSymlinks: false, initial: () => 0 })
+      const open = () => ["a", "b", "c"].map((name) => openCount(fs, `${root}/${name}`))
+      yield* read(first, "a")
+      yield* read(second, "b")
+      assert.deepStrictEqual(open(), [1, 1, 0])
+      assert.strictEqual(budget.openFiles(), 2)
+      // a is got again, so b is the least recently got holder when c opens.
+      yield* read(first, "a")
+      assert.strictEqual(yield* read(first, "c"), "c\n")
+      assert.deepStrictEqual(open(), [1, 0, 1])
+      assert.strictEqual(budget.openFiles(), 2)
+      const b = (yield* second.get(`${root}/b`))!
+      assert.isTrue(b.live, "the entry stays")
+      assert.isFalse(b.file.holding())
+      assert.strictEqual(b.state, 1)
+      // Its next use opens it again, and lets go of the least recently got other file (a).
+      assert.strictEqual(yield* read(second, "b"), "b\n")
+      assert.deepStrictEqual(open(), [0, 1, 1])
+      // A file let go by its own holder (replaced, removed) is not counted any more.
+      const c = (yield* first.get(`${root}/c`))!
+      yield* c.file.letGo
+      assert.strictEqual(budget.openFiles(), 1)
+      yield* read(first, "a")
+      assert.deepStrictEqual(open(), [1, 1, 0])
     }))
 
   it.effect("invalidate drops one entry; the set's scope end drops them all, and get answers undefined from then on", ({ root }) =>
