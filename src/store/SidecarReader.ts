@@ -354,6 +354,7 @@ export interface CurrentProof {
   readonly tailStart: number
   readonly tail: Uint8Array
   readonly receiptOffset: number
+  /** Empty when the receipt lies within `tail`, which confirms it too. */
   readonly receipt: Uint8Array
   /** Copies of the records parsed from those bytes, never handed out. */
   readonly receiptRecord: SummaryReceipt
@@ -411,8 +412,9 @@ export const currentOf = (file: OpenFile, path: string, size: number, identity: 
       tailOffset,
       verified.offset >= tailOffset ? Math.min(headOffset - 1, verified.offset) : headOffset - 1
     )
-    // Copied out of the 64 KiB window, which the proof must not keep alive.
-    const tail = bytes.slice(tailStart - tailOffset)
+    // Copied out of the 64 KiB window, which the proof must not keep alive
+    // (`slice` of a Node Buffer, as the live file system reads them, is a view).
+    const tail = new Uint8Array(bytes.subarray(tailStart - tailOffset))
     return {
       current: {
         availability: "available",
@@ -428,7 +430,7 @@ export const currentOf = (file: OpenFile, path: string, size: number, identity: 
         tailStart,
         tail,
         receiptOffset: verified.offset,
-        receipt: verified.bytes,
+        receipt: verified.offset >= tailStart ? new Uint8Array(0) : verified.bytes,
         receiptRecord: copyJson(verified.record),
         headRecord: copyJson(last.record),
         diagnostics

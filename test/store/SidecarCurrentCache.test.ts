@@ -8,7 +8,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, FileSystem, Path, Scope } from "effect"
 import fc from "fast-check"
 import { makeSidecarCurrentCache } from "../../src/store/SidecarCurrentCache.js"
-import { readSidecarCurrent } from "../../src/store/SidecarReader.js"
+import { currentOf, openRegularFile, readSidecarCurrent } from "../../src/store/SidecarReader.js"
 import { makeMemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
@@ -210,6 +210,24 @@ fileSystemSuite("sidecar current cache", (it) => {
       const third = yield* cache.read(kit.sidecar)
       assert.deepStrictEqual(third, first)
       assert.strictEqual((yield* cache.stats).confirmed, 2)
+    }))
+
+  it.effect("a proof keeps only the bytes it rests on, in buffers of their own", ({ root }) =>
+    Effect.gen(function*() {
+      const kit = yield* setup(root)
+      for (const n of [1, 2, 3]) yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(n) }))
+      const size = yield* sizeOf(kit.fs, kit.sidecar)
+      const { proof } = yield* Effect.scoped(Effect.flatMap(
+        openRegularFile(kit.fs, kit.sidecar),
+        ({ file, identity }) => currentOf(file, kit.sidecar, size, identity)
+      ))
+      assert.isDefined(proof)
+      // The receipt just before its head: the tail holds both, from the receipt's first byte.
+      assert.strictEqual(proof!.tailStart, proof!.receiptOffset)
+      assert.strictEqual(proof!.tail.length, size - proof!.tailStart)
+      // Not a view of the whole window read, which held all three receipts.
+      assert.strictEqual(proof!.tail.buffer.byteLength, proof!.tail.length)
+      assert.strictEqual(proof!.receipt.length, 0, "the receipt's bytes are not kept twice")
     }))
 
   it.effect("keeps at most `capacity` sidecars, dropping the least recently read", ({ root }) =>
