@@ -60,6 +60,8 @@ export type {
   UnavailableSidecarCurrent
 } from "./store/SidecarReader.js"
 export {
+  type CacheBudgetConfig,
+  DEFAULT_CACHE_BUDGET,
   DEFAULT_RAREBIT_ROOT,
   DEFAULT_RAREBIT_SESSION_ROOT,
   defaultStoreConfig,

@@ -24,19 +24,32 @@
  *   mtime that was already more than 2 s old when the cached bytes were read
  *   (git's "racily clean" rule): any later write would have moved the mtime
  *   past it. Within those 2 s the fingerprints are read again.
- * - Memory is bounded: at most `capacity` Sessions (least recently used are
- *   dropped) and `maxBytes` of estimated retained state in total. Reads
- *   stream the file through `SessionStream`, so a read holds a constant
- *   amount plus one line, never the whole file.
+ * - Memory is bounded by a `CacheBudget` (`io/HeldFiles`), the cache's own
+ *   (`maxBytes`, 32 MiB by default) or one shared with other caches (the
+ *   store's, with its sidecar cache): each Session is charged the estimated
+ *   bytes of its state, and the least recently read are dropped once the
+ *   total passes the budget (a count, `capacity`, may bound them too). A
+ *   state larger than the whole budget is not kept. Reads stream the file
+ *   through `SessionStream`, so a read holds a constant amount plus one
+ *   line, never the whole file.
+ * - What a Session keeps is its reduced parse (`SessionAccumulator`) and
+ *   its projection; its fingerprints are kept as bytes while the Session is
+ *   being written (polls compare them natively), and as their SHA-256 once
+ *   it was at rest when read (its mtime more than 2 s old): such a Session
+ *   is answered by a `stat` until it changes, and reads its fingerprints
+ *   again, hashing them, only then. Either way the bytes compared are read
+ *   again from the file.
  * - A Session the reference cannot read whole (`SessionLimits`: a file over
  *   2 GiB - 1, or text longer than V8's longest string) is `SessionTooLarge`,
  *   found without holding it. Appending cannot make it readable again, so a
  *   text verdict is kept with fingerprints of the bytes it rests on: a
  *   grown Session whose prints still match is answered without reading what
  *   was appended; a replaced or truncated one is read afresh.
- * - Each cached Session stays open for reading between reads (at most
- *   `capacity` handles, in an `io/HeldFiles` set), so a poll of a grown Session
- *   is one `stat` and its reads, with no open or close. The handle is used
+ * - Each cached Session stays open for reading between reads, up to the
+ *   budget's `maxOpenFiles` (64 of the cache's own; beyond that the least
+ *   recently read Session's file is closed, its state kept, and opened again
+ *   when it must be read), so a poll of a grown Session is one `stat` and
+ *   its reads, with no open or close. The handle is used
  *   only while a `stat` of the path shows the same device and inode; a
  *   replaced Session is opened anew and the old handle closed, one swapped
  *   in between the `stat` and the open is read once and not kept, and a
@@ -62,8 +75,9 @@
  */
 import { Clock, Effect, FileSystem, Option, Path, Result, Semaphore } from "effect"
 import type { PlatformError } from "effect/PlatformError"
-import type { HeldFile } from "../io/HeldFiles.js"
+import { type CacheBudget, type HeldEntry, makeBudget } from "../io/HeldFiles.js"
 import type { FileNotRegular } from "../io/RegularFile.js"
+import { sha256Hex } from "../protocol/CanonicalJson.js"
 import { concatBytes, sameBytes } from "../protocol/internal/Bytes.js"
 import { fileIdentity, modifiedMs } from "../protocol/internal/FileInfo.js"
 import { SessionAccumulator, type SessionOutcome } from "./SessionAccumulator.js"
@@ -95,6 +109,33 @@ interface Prints {
   /** The last `min(8 KiB, committedEnd)` bytes before `committedEnd`. */
   readonly tail: Uint8Array
 }
+
+/**
+ * Bytes kept to be compared later: as they are, or, for a Session at rest,
+ * their length and SHA-256 (a Session polled while it is written compares
+ * its prints on every poll; one at rest is answered by a `stat`, and reads
+ * its prints again only once it changes).
+ */
+type Print = Uint8Array | { readonly length: number; readonly sha256: string }
+
+/** What the cache keeps of a Session's `Prints`. */
+interface KeptPrints {
+  readonly head: Print
+  readonly tail: Print
+}
+
+/** A print of `bytes`: a copy of them, or their digest. */
+const printOf = (bytes: Uint8Array, digest: boolean): Print =>
+  digest ? { length: bytes.length, sha256: sha256Hex(bytes) } : bytes
+
+const printMatches = (print: Print, bytes: Uint8Array): boolean =>
+  print instanceof Uint8Array
+    ? sameBytes(bytes, print)
+    : bytes.length === print.length && sha256Hex(bytes) === print.sha256
+
+/** Bytes a print keeps alive: the bytes, or a digest's object and 64 hex characters. */
+const printBytes = (print: Print | undefined): number =>
+  print === undefined ? 0 : print instanceof Uint8Array ? print.length + 96 : 160
 
 const emptyPrints: Prints = { head: new Uint8Array(0), tail: new Uint8Array(0) }
 
@@ -128,9 +169,9 @@ interface CachedSession {
   readonly committedUnits: number
   /** Never fed again once the outcome is `SessionTooLarge`. */
   readonly accumulator: SessionAccumulator
-  readonly prints: Prints
+  readonly prints: KeptPrints
   /** Bytes after `committedEnd` at read time, when few enough to keep. */
-  readonly trailing: Uint8Array | undefined
+  readonly trailing: Print | undefined
   readonly outcome: SessionOutcome
   readonly bytes: number
 }
@@ -146,11 +187,13 @@ interface Scanned {
 interface Slot {
   /** Serializes refreshes of one Session. */
   readonly lock: Semaphore.Semaphore
-  /** Set only through `setState`, which keeps the byte budget's running total. */
+  /** Set only through `setState`, which charges it to the budget. */
   state: CachedSession | undefined
   /** Dropped from the cache: a refresh still in flight keeps nothing in it. */
   dropped: boolean
 }
+
+type Entry = HeldEntry<Slot>
 
 /**
  * Counters of how reads were answered.
@@ -183,10 +226,14 @@ export interface SessionCacheStats {
  * @since 0.1.0
  */
 export interface SessionCacheOptions {
-  /** Sessions kept; the least recently read are dropped first. Default 32. */
+  /** Sessions kept at most, the least recently read dropped first; by default only the bytes bound them. */
   readonly capacity?: number | undefined
-  /** Estimated bytes of retained state over all Sessions. Default 64 MiB. */
+  /** Estimated bytes of retained state over all Sessions, without a shared `budget`. Default 32 MiB. */
   readonly maxBytes?: number | undefined
+  /** Sessions held open at most, without a shared `budget`. Default 64. */
+  readonly maxOpenFiles?: number | undefined
+  /** A budget shared with other caches (the store shares one with its sidecar cache); overrides the two above. */
+  readonly budget?: CacheBudget | undefined
   /** When a Session is too large to read; the reference's limits (`DEFAULT_SESSION_LIMITS`) by default. */
   readonly limits?: SessionLimits | undefined
 }
@@ -244,8 +291,17 @@ const RACY_MTIME_MS = 2_000
  * read; only a deliberate `utimes` back to the old value can.
  */
 const unmovedSince = (state: CachedSession, info: FileSystem.File.Info): boolean =>
-  state.mtimeMs >= 0 && state.mtimeMs + RACY_MTIME_MS < state.readAt && fileIdentity(info) === state.identity &&
+  atRest(state.mtimeMs, state.readAt) && fileIdentity(info) === state.identity &&
   Number(info.size) === state.size && mtimeOf(info) === state.mtimeMs
+
+/** Whether a file last modified at `mtimeMs` was at rest when read at `readAt`: no write can reproduce that mtime. */
+const atRest = (mtimeMs: number, readAt: number): boolean => mtimeMs >= 0 && mtimeMs + RACY_MTIME_MS < readAt
+
+/**
+ * Bytes of a cached state beside its accumulator and prints: the state and
+ * slot objects, the outcome's projection wrapper, the lock.
+ */
+const STATE_OVERHEAD_BYTES = 512
 
 /**
  * Builds a Session cache over the `FileSystem` and `Path` in context.
@@ -256,27 +312,27 @@ const unmovedSince = (state: CachedSession, info: FileSystem.File.Info): boolean
 export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {}) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
-  const maxBytes = options.maxBytes ?? 64 * 1024 * 1024
+  const budget = options.budget ??
+    makeBudget({ maxBytes: options.maxBytes ?? 32 * 1024 * 1024, maxOpenFiles: options.maxOpenFiles ?? 64 })
   const limits = options.limits ?? DEFAULT_SESSION_LIMITS
   // Each Session's file is let go when it is dropped (evicted, invalidated, or the cache closed), once its last read ends.
   const sessions = yield* holdSessionFiles(fs, {
-    capacity: options.capacity ?? 32,
+    capacity: options.capacity,
+    budget,
     initial: (): Slot => ({ lock: Semaphore.makeUnsafe(1), state: undefined, dropped: false }),
     // Waits for a refresh in progress to end, so that it cannot put its state back after this.
-    onDrop: ({ state: slot }) =>
-      slot.lock.withPermits(1)(Effect.sync(() => {
-        setState(slot, undefined)
-        slot.dropped = true
+    onDrop: (entry) =>
+      entry.state.lock.withPermits(1)(Effect.sync(() => {
+        setState(entry, undefined)
+        entry.state.dropped = true
       }))
   })
-  // The byte budget is checked on every read, so its total is kept as it
-  // changes instead of summed over all slots each time (a dropped slot's
-  // state is cleared through `setState` too).
-  let retained = 0
-  const setState = (slot: Slot, state: CachedSession | undefined) => {
+  // Charged to the budget as it changes, so that a read checks a running total instead of summing every entry.
+  const setState = (entry: Entry, state: CachedSession | undefined) => {
+    const slot = entry.state
     if (slot.dropped) return
-    retained += (state?.bytes ?? 0) - (slot.state?.bytes ?? 0)
     slot.state = state
+    sessions.setBytes(entry, state?.bytes ?? 0)
   }
   const counters = { full: 0, incremental: 0, unchanged: 0, unopened: 0, uncached: 0 }
   // Read buffers are reused: fresh large allocations are what makes whole-file reads slow.
@@ -370,7 +426,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
   }
 
   const remember = (
-    slot: Slot,
+    entry: Entry,
     identity: string | undefined,
     mtimeMs: number,
     readAt: number,
@@ -382,10 +438,14 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
     const outcome: SessionOutcome = tooLarge !== undefined ? Result.fail(tooLarge) : accumulator.finish(end.trailing)
     // A verdict never feeds its accumulator again: keep an empty one instead of the parsed state.
     const kept = tooLarge !== undefined ? new SessionAccumulator(accumulator.source) : accumulator
-    const trailing = end.trailingBytes
-    const bytes = kept.retainedBytes + prints.head.length + prints.tail.length + (trailing?.length ?? 0)
-    if (identity !== undefined && bytes <= maxBytes) {
-      setState(slot, {
+    // A Session already at rest when read is answered by a `stat` from now on, until it changes.
+    const digest = atRest(mtimeMs, readAt)
+    const keptPrints: KeptPrints = { head: printOf(prints.head, digest), tail: printOf(prints.tail, digest) }
+    const trailing = end.trailingBytes === undefined ? undefined : printOf(end.trailingBytes, digest)
+    const bytes = STATE_OVERHEAD_BYTES + kept.retainedBytes + printBytes(keptPrints.head) + printBytes(keptPrints.tail) +
+      printBytes(trailing)
+    if (identity !== undefined && bytes <= budget.maxBytes) {
+      setState(entry, {
         identity,
         // A verdict stands for the whole file, however far the scan got.
         size: tooLarge !== undefined ? size : end.size,
@@ -394,7 +454,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
         committedEnd: end.committedEnd,
         committedUnits: end.committedUnits,
         accumulator: kept,
-        prints,
+        prints: keptPrints,
         trailing,
         outcome,
         bytes
@@ -403,9 +463,20 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
     return outcome
   }
 
+  /** The same state, read again at `readAt`: its prints become digests once the Session is at rest. */
+  const readAgain = (state: CachedSession, readAt: number): CachedSession => {
+    const { prints, trailing } = state
+    if (!atRest(state.mtimeMs, readAt) || !(prints.tail instanceof Uint8Array)) return { ...state, readAt }
+    const kept: KeptPrints = { head: printOf(prints.head as Uint8Array, true), tail: printOf(prints.tail, true) }
+    const rest = trailing === undefined ? undefined : printOf(trailing as Uint8Array, true)
+    const bytes = state.bytes - printBytes(prints.head) - printBytes(prints.tail) - printBytes(trailing) +
+      printBytes(kept.head) + printBytes(kept.tail) + printBytes(rest)
+    return { ...state, readAt, prints: kept, trailing: rest, bytes }
+  }
+
   /** Reuses the cached prefix if the file provably still starts with it. */
   const tryIncremental = (
-    slot: Slot,
+    entry: Entry,
     prior: CachedSession,
     file: OpenFile,
     sessionFile: string,
@@ -415,15 +486,20 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
     scratch: Scratch
   ) =>
     Effect.gen(function*() {
-      const tailStart = prior.committedEnd - prior.prints.tail.length
+      const tailLength = prior.prints.tail.length
+      const tailStart = prior.committedEnd - tailLength
       const verifyEnd = size - tailStart <= READ_CHUNK_BYTES ? size : prior.committedEnd
       // Scratch space only: everything kept from these bytes is copied out below.
       const verified = yield* readExact(file, tailStart, verifyEnd - tailStart, scratch.verify)
       if (verified === undefined) return undefined
-      if (!sameBytes(verified.subarray(0, prior.prints.tail.length), prior.prints.tail)) return undefined
+      const tail = verified.subarray(0, tailLength)
+      if (!printMatches(prior.prints.tail, tail)) return undefined
+      // Within the tail when the tail starts at 0.
+      let head = verified.subarray(0, prior.prints.head.length)
       if (tailStart > 0) {
-        const head = yield* readExact(file, 0, prior.prints.head.length, scratch.head)
-        if (head === undefined || !sameBytes(head, prior.prints.head)) return undefined
+        const read = yield* readExact(file, 0, prior.prints.head.length, scratch.head)
+        if (read === undefined || !printMatches(prior.prints.head, read)) return undefined
+        head = read
       }
       const verdict = Result.isFailure(prior.outcome) && prior.outcome.failure._tag === "SessionTooLarge"
         ? prior.outcome.failure
@@ -435,23 +511,28 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
         const outcome: SessionOutcome = size === prior.size ? prior.outcome : Result.fail(
           new SessionTooLarge({ path: verdict.path, reason: verdict.reason, size, limit: verdict.limit })
         )
-        setState(slot, { ...prior, size, mtimeMs, readAt, outcome })
+        setState(entry, { ...prior, size, mtimeMs, readAt, outcome })
         return outcome
       }
-      const rest = verified.subarray(prior.prints.tail.length)
+      const rest = verified.subarray(tailLength)
       if (
         size === prior.size && mtimeMs === prior.mtimeMs && verifyEnd === size && prior.trailing !== undefined &&
-        sameBytes(rest, prior.trailing)
+        printMatches(prior.trailing, rest)
       ) {
         counters.unchanged++
-        setState(slot, { ...prior, readAt })
+        setState(entry, readAgain(prior, readAt))
         return prior.outcome
       }
       counters.incremental++
       const accumulator = prior.accumulator
+      // The scan extends the prints from their bytes: the ones just verified, when only their digests were kept.
+      const prints: Prints = {
+        head: prior.prints.head instanceof Uint8Array ? prior.prints.head : head.slice(),
+        tail: prior.prints.tail instanceof Uint8Array ? prior.prints.tail : tail.slice()
+      }
       if (verifyEnd === size) {
         // Everything new is already in memory.
-        const { scanner, track } = scannerFor(accumulator, prior.committedEnd, prior.committedUnits, prior.prints)
+        const { scanner, track } = scannerFor(accumulator, prior.committedEnd, prior.committedUnits, prints)
         const end = scanBytes(scanner, rest)
         const scanned = end !== undefined
           ? { end, prints: track.prints, tooLarge: undefined }
@@ -460,29 +541,29 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
             track,
             new SessionTooLarge({ path: sessionFile, reason: "text", size, limit: limits.maxTextUnits })
           )
-        return remember(slot, prior.identity, mtimeMs, readAt, accumulator, scanned, size)
+        return remember(entry, prior.identity, mtimeMs, readAt, accumulator, scanned, size)
       }
-      const { committedEnd, committedUnits, prints } = prior
+      const { committedEnd, committedUnits } = prior
       const scanned = yield* scan(file, sessionFile, accumulator, committedEnd, committedUnits, size, size, prints)
-      return remember(slot, prior.identity, mtimeMs, readAt, accumulator, scanned, size)
+      return remember(entry, prior.identity, mtimeMs, readAt, accumulator, scanned, size)
     })
 
   /**
-   * Reads the Session again through the slot's file: `pathInfo` was stat'ed
+   * Reads the Session again through the entry's file: `pathInfo` was stat'ed
    * just before, so the file kept from the last read is used while the path
    * still names it (no open, `fstat` or close), else the path is opened anew.
    * Under the slot's lock.
    */
-  const refresh = (slot: Slot, held: HeldFile, sessionFile: string, pathInfo: FileSystem.File.Info) =>
+  const refresh = (entry: Entry, sessionFile: string, pathInfo: FileSystem.File.Info) =>
     Effect.flatMap(Clock.currentTimeMillis, (readAt) => {
-      const prior = slot.state
+      const prior = entry.state.state
       // Cleared first: an interrupted or failed refresh must not leave a half-fed accumulator behind.
-      setState(slot, undefined)
-      return held.use(pathInfo, ({ file, info }) => refreshFrom(slot, prior, file, info, sessionFile, readAt))
+      setState(entry, undefined)
+      return entry.file.use(pathInfo, ({ file, info }) => refreshFrom(entry, prior, file, info, sessionFile, readAt))
     })
 
   const refreshFrom = (
-    slot: Slot,
+    entry: Entry,
     prior: CachedSession | undefined,
     file: OpenFile,
     info: FileSystem.File.Info,
@@ -502,7 +583,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       ) {
         const outcome = yield* Effect.acquireUseRelease(
           Effect.sync(takeScratch),
-          (scratch) => tryIncremental(slot, prior, file, sessionFile, size, mtimeMs, readAt, scratch),
+          (scratch) => tryIncremental(entry, prior, file, sessionFile, size, mtimeMs, readAt, scratch),
           (scratch) => Effect.sync(() => giveScratch(scratch))
         )
         if (outcome !== undefined) return outcome
@@ -512,16 +593,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       // Like `readFile`: the size `fstat` reported, or to the end when it reported none.
       const end = size === 0 ? Number.MAX_SAFE_INTEGER : size
       const scanned = yield* scan(file, sessionFile, accumulator, 0, 0, end, size, emptyPrints)
-      return remember(slot, identity, mtimeMs, readAt, accumulator, scanned, size)
-    })
-
-  /** Drops the least recently used Sessions' state until the total fits. */
-  const enforceBudget = (current: Slot) =>
-    retained <= maxBytes ? Effect.void : Effect.sync(() => {
-      for (const { state: slot } of sessions.entries()) {
-        if (retained <= maxBytes) break
-        if (slot !== current && slot.state !== undefined) setState(slot, undefined)
-      }
+      return remember(entry, identity, mtimeMs, readAt, accumulator, scanned, size)
     })
 
   const uncached = (reference: unknown, options: SessionReaderOptions) => {
@@ -549,24 +621,23 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       const entry = yield* sessions.get(sessionFile)
       // The cache's scope has ended: read around it.
       if (entry === undefined) return yield* uncached(reference, options)
-      const slot = entry.state
-      const settled = slot.state
+      const settled = entry.state.state
       if (settled !== undefined && unmovedSince(settled, info.value)) {
         counters.unchanged++
         counters.unopened++
-        yield* enforceBudget(slot)
         const projection = yield* Effect.fromResult(settled.outcome)
         return { sessionFile, ...projection } satisfies CachedSessionRead
       }
       // After a failure the handle is not trusted again.
-      const outcome = yield* slot.lock.withPermits(1)(
-        refresh(slot, entry.file, sessionFile, info.value).pipe(Effect.onError(() => entry.file.letGo))
+      const outcome = yield* entry.state.lock.withPermits(1)(
+        refresh(entry, sessionFile, info.value).pipe(Effect.onError(() => entry.file.letGo))
       ).pipe(
         Effect.map(Option.some),
         Effect.catch((_: PlatformError | FileNotRegular) => Effect.succeedNone)
       )
+      // What this read keeps (or the new entry, if it keeps nothing) may push out the least recently read.
+      yield* sessions.fit(entry)
       if (Option.isNone(outcome)) return yield* uncached(reference, options)
-      yield* enforceBudget(slot)
       const projection = yield* Effect.fromResult(outcome.value)
       return { sessionFile, ...projection } satisfies CachedSessionRead
     })
@@ -574,7 +645,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
   const observe = (reference: unknown, options: SessionReaderOptions): Effect.Effect<SessionObservation> =>
     observationOf(read(reference, options))
 
-  const stats = Effect.sync((): SessionCacheStats => ({ ...counters, retainedBytes: retained }))
+  const stats = Effect.sync((): SessionCacheStats => ({ ...counters, retainedBytes: sessions.bytes() }))
 
   return { read, observe, stats } satisfies SessionCache
 })

@@ -43,6 +43,7 @@ import { Context, Effect, Layer, type Stream } from "effect"
 import { SecureRandom } from "effect/crypto/SecureRandom"
 import { FileSystem } from "effect/FileSystem"
 import { Path } from "effect/Path"
+import { makeBudget } from "../io/HeldFiles.js"
 import type { ReceiptInput } from "../protocol/Receipt.js"
 import { make as makeSessionCache } from "../session/SessionCache.js"
 import { nativeObservation } from "../session/SessionReader.js"
@@ -188,12 +189,14 @@ export const makeContext = Effect.fnUntraced(function*(config: StoreConfig) {
   const lockQueues = makeLockQueues(fs)
   // Polling readers and settlers read the same growing Sessions again and
   // again; the cache parses only what was appended since the last read.
-  const sessions = yield* makeSessionCache().pipe(
+  // One budget for both read caches: a poller of many Sessions reads each Session and its sidecar in turn.
+  const cacheBudget = makeBudget(config.cacheBudget)
+  const sessions = yield* makeSessionCache({ budget: cacheBudget }).pipe(
     Effect.provideService(FileSystem, fs),
     Effect.provideService(Path, path)
   )
   // Pollers re-read the same sidecar: each stays open, and unchanged verified bytes are compared, not re-parsed.
-  const sidecars = yield* makeSidecarCurrentCache(fs)
+  const sidecars = yield* makeSidecarCurrentCache(fs, { budget: cacheBudget })
 
   const ctx: StoreContext = {
     config,

@@ -19,15 +19,22 @@
  *   is opened anew and the old file let go; one swapped in between the
  *   `lstat` and the open is read as the file opened and not kept. Reads in
  *   flight share the held file, which is never closed under them.
- * - Bounded: the least recently read sidecars beyond `capacity` are dropped,
- *   and their files closed. Everything still open is closed when the cache's
- *   scope ends; reads after that are full reads that hold nothing.
+ * - Bounded by a `CacheBudget` (its own, or one shared with other caches):
+ *   each sidecar is charged the bytes its proof keeps (a few KiB: the head
+ *   line, the receipt's bytes and the two records parsed from them), the
+ *   least recently read are dropped beyond the budget's bytes (or beyond
+ *   `capacity`, if given), and at most the budget's `maxOpenFiles` files are
+ *   held, the least recently read let go first (such a sidecar is opened
+ *   again at its next read; its proof stays). Everything still open is
+ *   closed when the cache's scope ends; reads after that are full reads that
+ *   hold nothing.
  *
  * @since 0.1.0
  */
 import { Effect } from "effect"
 import type { File, FileSystem } from "effect/FileSystem"
 import * as HeldFiles from "../io/HeldFiles.js"
+import type { CacheBudget } from "../io/HeldFiles.js"
 import { sameBytes } from "../protocol/internal/Bytes.js"
 import { fileIdentity } from "../protocol/internal/FileInfo.js"
 import { copyJson } from "../protocol/internal/JsonCopy.js"
@@ -72,24 +79,57 @@ export interface SidecarCurrentCache {
   readonly stats: Effect.Effect<SidecarCurrentCacheStats>
 }
 
+/**
+ * Limits of a sidecar current cache.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface SidecarCurrentCacheOptions {
+  /** Sidecars kept at most, the least recently read dropped first; by default only the bytes bound them. */
+  readonly capacity?: number | undefined
+  /** Bytes of proofs kept, without a shared `budget`. Default 8 MiB. */
+  readonly maxBytes?: number | undefined
+  /** Sidecars held open at most, without a shared `budget`. Default 64. */
+  readonly maxOpenFiles?: number | undefined
+  /** A budget shared with other caches (the store shares one with its Session cache); overrides the two above. */
+  readonly budget?: CacheBudget | undefined
+}
+
+/**
+ * Bytes a proof keeps alive: its bytes, and the receipt and head records
+ * parsed from them (objects take about twice their JSON).
+ */
+const proofBytes = (proof: CurrentProof): number =>
+  256 + proof.tail.length + proof.receipt.length + 2 * proof.headRecord.receiptLength + 600
+
 const sameBytesAt = (file: File, position: number, expected: Uint8Array) =>
   Effect.map(readRange(file, position, expected.length), (actual) => sameBytes(actual, expected))
 
 /**
- * A sidecar current cache over `fs`, for the current scope, keeping at most
- * `capacity` sidecars.
+ * A sidecar current cache over `fs`, for the current scope.
  *
  * @category constructors
  * @since 0.1.0
  */
-export const makeSidecarCurrentCache = Effect.fnUntraced(function*(fs: FileSystem, capacity: number = 64) {
+export const makeSidecarCurrentCache = Effect.fnUntraced(function*(
+  fs: FileSystem,
+  options: SidecarCurrentCacheOptions = {}
+) {
   const counters = { full: 0, confirmed: 0, opened: 0 }
   // Each entry's state is what the sidecar's last available answer rests on.
   const sidecars = yield* HeldFiles.make<CurrentProof | undefined>(fs, {
-    capacity,
+    capacity: options.capacity,
+    budget: options.budget ??
+      HeldFiles.makeBudget({ maxBytes: options.maxBytes ?? 8 * 1024 * 1024, maxOpenFiles: options.maxOpenFiles ?? 64 }),
     followSymlinks: false,
     initial: () => undefined
   })
+  /** Keeps `proof` (or nothing) as what the entry's next read may rest on, charged to the budget. */
+  const keep = (entry: HeldFiles.HeldEntry<CurrentProof | undefined>, proof: CurrentProof | undefined) => {
+    entry.state = proof
+    sidecars.setBytes(entry, proof === undefined ? 0 : proofBytes(proof))
+  }
 
   /** The earlier answer, if the bytes it rests on are still there; fresh objects, since callers may change theirs. */
   const confirm = (file: File, path: string, proof: CurrentProof) =>
@@ -128,7 +168,7 @@ export const makeSidecarCurrentCache = Effect.fnUntraced(function*(fs: FileSyste
         }
         counters.full++
         const result = yield* currentOf(file, entry.path, size, identity)
-        entry.state = result.proof
+        keep(entry, result.proof)
         return result.current
       }))
 
@@ -145,7 +185,8 @@ export const makeSidecarCurrentCache = Effect.fnUntraced(function*(fs: FileSyste
       const proof = entry.state
       // Cleared while the read runs: a failed or interrupted read leaves no proof behind.
       entry.state = undefined
-      return yield* readThrough(entry, proof, info)
+      // What this read keeps may push out the least recently read sidecars (or Sessions, sharing the budget).
+      return yield* Effect.tap(readThrough(entry, proof, info), () => sidecars.fit(entry))
     }).pipe(
       // A sidecar that cannot be read is not held, nor its proof kept.
       Effect.catch((error) => Effect.as(sidecars.invalidate(path), sidecarFailure(path, error)))

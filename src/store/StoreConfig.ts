@@ -64,7 +64,47 @@ export interface StoreConfig extends StoreLocation {
    * seen. Turn it off for Sessions other programs rewrite.
    */
   readonly cacheSessions: boolean
+  /**
+   * What the store's read caches may keep, together: the Session cache (the
+   * reduced parse of each Session read, with fingerprints of its bytes) and
+   * the sidecar cache (the bytes and records each current answer rests on).
+   * Past `maxBytes` of estimated state, the least recently read Sessions and
+   * sidecars are dropped (their next read is a full read); at most
+   * `maxOpenFiles` of their files are held open between reads. See
+   * `CacheBudget` and the README's "Memory" section.
+   */
+  readonly cacheBudget: CacheBudgetConfig
 }
+
+/**
+ * Limits of the store's read caches, shared by the Session and sidecar
+ * caches.
+ *
+ * **Details**
+ *
+ * A polled Session costs its reduced parse and projection (about 19 KiB
+ * for a 60 KiB Session with five selected messages; it grows with the
+ * selected messages' text and the number of entries, not with tool
+ * outputs) and its sidecar about 9 KiB: the default 32 MiB keeps about a
+ * thousand such Sessions with their sidecars. Files
+ * held open are a scarcer resource than memory (the soft limit of
+ * descriptors per process is 1024 on most Linux systems, 256 on macOS): 64
+ * by default, whatever the number of Sessions polled. A Session or sidecar
+ * whose file was let go is opened again at its next read (a Session at rest
+ * is answered by a `stat` without opening it).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface CacheBudgetConfig {
+  /** Estimated bytes of cached state, over both caches. Default 32 MiB. */
+  readonly maxBytes: number
+  /** Files held open between reads, over both caches. Default 64. */
+  readonly maxOpenFiles: number
+}
+
+/** The default cache budget: 32 MiB and 64 open files. @category constants @since 0.1.0 */
+export const DEFAULT_CACHE_BUDGET: CacheBudgetConfig = { maxBytes: 32 * 1024 * 1024, maxOpenFiles: 64 }
 
 /** The protocol's defaults. @category constructors @since 0.1.0 */
 export const defaultStoreConfig: StoreConfig = {
@@ -74,7 +114,8 @@ export const defaultStoreConfig: StoreConfig = {
   leaseMs: DEFAULT_LEASE_MS,
   lockRetry: { intervalMs: COMMIT_LOCK_RETRY_MS, attempts: COMMIT_LOCK_ATTEMPTS },
   breakDeadLocks: true,
-  cacheSessions: true
+  cacheSessions: true,
+  cacheBudget: DEFAULT_CACHE_BUDGET
 }
 
 /** Fills the unspecified fields of a partial config with the defaults. @category constructors @since 0.1.0 */

@@ -311,6 +311,41 @@ fileSystemSuite("SessionCache", (it) => {
       assert.isAbove(unopened, 0, "polls answered by a stat alone")
     }))
 
+  it.effect("a Session at rest keeps digests of its fingerprints: less state, and appends and rewrites are still told apart", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      // The store's clock must agree with the file system's: both run on real time here.
+      const now = Date.now()
+      yield* TestClock.setTime(now)
+      const aged = new Date(now - 60_000)
+      const cache = yield* makeSessionCache()
+      const file = `${root}/s.jsonl`
+      // Long enough for full prints: 4 KiB at the head, 8 KiB before the end.
+      yield* append(file, `${turnsText(3)}${toolOutput("t0", "a2", 20_000)}\n${message("a3", "t0", "assistant", "done")}\n`)
+      const active = yield* check(cache, file, root, "just written")
+      yield* fs.utimes(file, aged, aged)
+      const resting = yield* check(cache, file, root, "at rest")
+      assert.strictEqual(resting.full, 2, "a new mtime at the same size is read in full")
+      assert.isAtMost(resting.retainedBytes, active.retainedBytes - 10_000, "12 KiB of prints became two digests")
+      // Appended to: the digests are checked against the bytes read again, and only the append is parsed.
+      yield* append(file, `${message("u4", "a3", "user", "one more")}\n`)
+      yield* fs.utimes(file, aged, aged)
+      assert.strictEqual((yield* check(cache, file, root, "appended")).incremental, 1)
+      assert.strictEqual((yield* check(cache, file, root, "appended, polled")).unopened, resting.unopened + 1)
+      // Its head rewritten in place and grown: the head's digest no longer matches, so it is read afresh.
+      const text = yield* fs.readFileString(file)
+      yield* rewriteInPlace(file, `${text.replace("question 1", "question Q")}${message("a5", "u4", "assistant", "ok")}\n`)
+      yield* fs.utimes(file, aged, aged)
+      const rewritten = yield* check(cache, file, root, "head rewritten")
+      assert.strictEqual(rewritten.full, 3)
+      assert.strictEqual(rewritten.incremental, 1)
+      // The bytes before the old end rewritten and grown: the tail's digest no longer matches either.
+      const again = yield* fs.readFileString(file)
+      const at = again.lastIndexOf("ok")
+      yield* rewriteInPlace(file, `${again.slice(0, at)}OK${again.slice(at + 2)}${message("a6", "a5", "assistant", "ok")}\n`)
+      assert.strictEqual((yield* check(cache, file, root, "tail rewritten")).full, 4)
+    }))
+
   it.effect("within 2 s of its mtime a same-size rewrite that keeps the mtime is still seen", ({ root }) =>
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
@@ -506,6 +541,29 @@ describe("SessionCache holds each Session open between reads", () => {
         assert.deepStrictEqual(open().sort(), ["r /s/b.jsonl", "r /s/c.jsonl"])
       }))
       assert.deepStrictEqual(open(), [])
+    }))
+  })
+
+  it.effect("at most maxOpenFiles Sessions stay open; the others keep their state and are read incrementally", () => {
+    const { memory, open, opens, provide } = world()
+    return provide(Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      yield* fs.makeDirectory("/s", { recursive: true })
+      for (const name of ["a", "b", "c"]) yield* append(`/s/${name}.jsonl`, turnsText(2, `sess-${name}`))
+      const cache = yield* makeSessionCache({ maxOpenFiles: 2 })
+      // `check`'s uncached reads go around the counting wrapper, so only the cache's opens count.
+      const checked = (name: string, label: string) =>
+        check(cache, `/s/${name}.jsonl`, "/s", label).pipe(Effect.provideService(FileSystem.FileSystem, memory))
+      for (const name of ["a", "b", "c"]) yield* checked(name, name)
+      assert.deepStrictEqual(open().sort(), ["r /s/b.jsonl", "r /s/c.jsonl"])
+      assert.strictEqual(opens(), 3)
+      // a's file was let go, its state kept: opened again, only the append parsed, and b's file let go in turn.
+      yield* append("/s/a.jsonl", turnsText(1, "sess-a", 2))
+      const stats = yield* checked("a", "a grown")
+      assert.strictEqual(stats.full, 3)
+      assert.strictEqual(stats.incremental, 1)
+      assert.strictEqual(opens(), 4)
+      assert.deepStrictEqual(open().sort(), ["r /s/a.jsonl", "r /s/c.jsonl"])
     }))
   })
 

@@ -9,6 +9,7 @@ import { sha256Hex } from "../../src/protocol/CanonicalJson.js"
 import * as ArtifactState from "../../src/state/ArtifactState.js"
 import type { CurrentRead } from "../../src/store/RarebitStore.js"
 import { fileSystemSuite, rewriteInPlace } from "../support/FileSystemSuite.js"
+import { openPaths } from "../support/OpenFiles.js"
 import { branchOf, type Json, jobId, nativeOf, referenceProjection, summaryReceipt, titleReceipt } from "../support/Receipts.js"
 import {
   appendRaw,
@@ -441,4 +442,33 @@ fileSystemSuite("RarebitStore.readCurrent", (it) => {
         assertProjection(kit, current, { expectation })
       }
     }))
+
+  it.effect("the Session and sidecar caches share the store's cacheBudget: at most maxOpenFiles stay open over every Session polled", ({ root }) =>
+    Effect.gen(function*() {
+      const kit = yield* setup(root, { config: { cacheBudget: { maxBytes: 32 * 1024 * 1024, maxOpenFiles: 3 } } })
+      yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) }))
+      const text = yield* kit.fs.readFileString(kit.sessionFile)
+      const sidecarBytes = yield* kit.fs.readFile(kit.sidecar)
+      const sessions = [kit.sessionFile]
+      for (const n of [1, 2, 3]) {
+        const sessionFile = kit.path.join(kit.sessionRoot, "project", `copy-${n}.jsonl`)
+        yield* kit.fs.writeFileString(sessionFile, text)
+        const sidecar = kit.path.join(kit.rarebitRoot, "materializations-v4", "project", `copy-${n}.jsonl`)
+        yield* kit.fs.writeFile(sidecar, sidecarBytes, { mode: 0o600 })
+        sessions.push(sessionFile)
+      }
+      const held = () => openPaths(kit.fs).filter((open) => open.startsWith(root)).length
+      let most = 0
+      for (let round = 0; round < 3; round++) {
+        for (const sessionFile of sessions) {
+          const current = yield* kit.store.readCurrent({ sessionFile })
+          assert.strictEqual(current.availability, "available")
+          assert.strictEqual(current.artifactState.nativeRef?.availability, "available")
+          most = Math.max(most, held())
+        }
+      }
+      // Eight files were read (four Sessions, four sidecars), each just written, so each was held while it was read.
+      assert.strictEqual(most, 3)
+    }))
+
 })

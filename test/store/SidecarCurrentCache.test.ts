@@ -7,6 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, FileSystem, Path, Scope } from "effect"
 import fc from "fast-check"
+import * as HeldFiles from "../../src/io/HeldFiles.js"
 import { makeSidecarCurrentCache } from "../../src/store/SidecarCurrentCache.js"
 import { currentOf, openRegularFile, readSidecarCurrent } from "../../src/store/SidecarReader.js"
 import { makeMemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
@@ -212,6 +213,35 @@ fileSystemSuite("sidecar current cache", (it) => {
       assert.strictEqual((yield* cache.stats).confirmed, 2)
     }))
 
+  it.effect("sidecars beyond the budget's bytes are dropped, least recently read first; beyond its files, only let go", ({ root }) =>
+    Effect.gen(function*() {
+      const kit = yield* setup(root)
+      yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) }))
+      const copies = ["a", "b", "c"].map((name) => `${kit.sidecar}.${name}`)
+      const bytes = yield* kit.fs.readFile(kit.sidecar)
+      for (const copy of copies) yield* kit.fs.writeFile(copy, bytes, { mode: 0o600 })
+      // What one sidecar's proof and entry cost.
+      const probe = HeldFiles.makeBudget({ maxBytes: Number.POSITIVE_INFINITY, maxOpenFiles: 8 })
+      yield* (yield* makeSidecarCurrentCache(kit.fs, { budget: probe })).read(copies[0])
+      const one = probe.bytes()
+      assert.isAbove(one, bytes.length, "a proof is charged at least its bytes")
+      const budget = HeldFiles.makeBudget({ maxBytes: Math.floor(one * 2.5), maxOpenFiles: 1 })
+      const cache = yield* makeSidecarCurrentCache(kit.fs, { budget })
+      yield* cache.read(copies[0])
+      yield* cache.read(copies[1])
+      // Both kept, one held: a's file was let go when b's was opened.
+      assert.deepStrictEqual(yield* cache.stats, { full: 2, confirmed: 0, opened: 2, kept: 2, held: 1 })
+      yield* cache.read(copies[0])
+      assert.deepStrictEqual(yield* cache.stats, { full: 2, confirmed: 1, opened: 3, kept: 2, held: 1 })
+      // A third does not fit: b, the least recently read, is dropped.
+      yield* cache.read(copies[2])
+      assert.deepStrictEqual(yield* cache.stats, { full: 3, confirmed: 1, opened: 4, kept: 2, held: 1 })
+      assert.isAtMost(budget.bytes(), Math.floor(one * 2.5))
+      yield* cache.read(copies[0])
+      yield* cache.read(copies[1])
+      assert.deepStrictEqual(yield* cache.stats, { full: 4, confirmed: 2, opened: 6, kept: 2, held: 1 })
+    }))
+
   it.effect("a proof keeps only the bytes it rests on, in buffers of their own", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
@@ -233,7 +263,7 @@ fileSystemSuite("sidecar current cache", (it) => {
   it.effect("keeps at most `capacity` sidecars, dropping the least recently read", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
-      const cache = yield* makeSidecarCurrentCache(kit.fs, 2)
+      const cache = yield* makeSidecarCurrentCache(kit.fs, { capacity: 2 })
       yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) }))
       const copies = ["a", "b", "c"].map((name) => `${kit.sidecar}.${name}`)
       const bytes = yield* kit.fs.readFile(kit.sidecar)
@@ -298,7 +328,7 @@ describe("sidecar current cache holds each sidecar open between reads", () => {
     world((memory, kit) =>
       Effect.gen(function*() {
         const scope = yield* Scope.make()
-        const cache = yield* makeSidecarCurrentCache(kit.fs, 2).pipe(Scope.provide(scope))
+        const cache = yield* makeSidecarCurrentCache(kit.fs, { capacity: 2 }).pipe(Scope.provide(scope))
         yield* Effect.gen(function*() {
           yield* cache.read(kit.sidecar)
           // Replaced by a rename: the new file is read and held, the old one closed.
