@@ -6,7 +6,7 @@
  * grows it. Sessions are the benchmark's synthetic Pi Sessions (tool
  * outputs, thinking, usage records), generated once under `.bench-data/`.
  *
- * Usage (after `tsc -p tsconfig.bench.json`):
+ * Usage (after `npm run build` and `tsc -p tsconfig.bench.json`):
  *   node dist-bench/bench/SessionReadMemory.js [--sizes=100,500] [--runs=3]
  * prints, per size in MiB, the median peak growth of each side and the
  * ratio; `probe <side> <sessionFile> <warmupFile>` is the child. The
@@ -19,7 +19,7 @@ import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import { median, runChild } from "./Harness.js"
-import { projectRoot, type Side } from "./Implementations.js"
+import { loadOurPromiseApi, projectRoot, type Side } from "./Implementations.js"
 import { writeSession } from "./Fixtures.js"
 import { peakRssMiB } from "./PeakMemory.js"
 
@@ -27,7 +27,7 @@ const MiB = 1024 * 1024
 
 const loadReadSession = async (side: Side) => {
   const module = side === "ours"
-    ? await import("../src/promise/index.js")
+    ? await loadOurPromiseApi()
     : await import(
       pathToFileURL(join(projectRoot(), "node_modules/@hypercarrier/rarebit/src/rarebit-session.mjs")).href
     )

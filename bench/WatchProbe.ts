@@ -13,7 +13,9 @@
  */
 import { createInterface } from "node:readline"
 import { setTimeout as sleep } from "node:timers/promises"
-import { readRarebitCurrent, watchRarebitCurrent } from "../src/promise/index.js"
+import { loadOurPromiseApi } from "./Implementations.js"
+
+const { readRarebitCurrent, watchRarebitCurrent } = await loadOurPromiseApi()
 
 const [mode, sessionRoot, rarebitRoot, sessionFile, interval] = process.argv.slice(2)
 const location = { sessionRoot, rarebitRoot, sessionFile }
