@@ -28,7 +28,11 @@
  *   (`maxBytes`, 32 MiB by default) or one shared with other caches (the
  *   store's, with its sidecar cache): each Session is charged the estimated
  *   bytes of its state, and the least recently read are dropped once the
- *   total passes the budget (a count, `capacity`, may bound them too). A
+ *   total passes the budget (a count, `capacity`, may bound them too). Once
+ *   the budget thrashes (Sessions read round-robin, more than it holds), a
+ *   Session read no more often than the least recently read one is not
+ *   kept, so the ones kept are answered from memory on every round (see
+ *   `CacheBudget`). A
  *   state larger than the whole budget is not kept. Reads stream the file
  *   through `SessionStream`, so a read holds a constant amount plus one
  *   line, never the whole file.

@@ -23,7 +23,9 @@
  *   each sidecar is charged the bytes its proof keeps (a few KiB: the head
  *   line, the receipt's bytes and the two records parsed from them), the
  *   least recently read are dropped beyond the budget's bytes (or beyond
- *   `capacity`, if given), and at most the budget's `maxOpenFiles` files are
+ *   `capacity`, if given; once the budget thrashes, a sidecar read no more
+ *   often than the least recently read one is not kept, see `CacheBudget`),
+ *   and at most the budget's `maxOpenFiles` files are
  *   held, the least recently read let go first (such a sidecar is opened
  *   again at its next read; its proof stays). Everything still open is
  *   closed when the cache's scope ends; reads after that are full reads that

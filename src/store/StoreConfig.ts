@@ -69,7 +69,9 @@ export interface StoreConfig extends StoreLocation {
    * reduced parse of each Session read, with fingerprints of its bytes) and
    * the sidecar cache (the bytes and records each current answer rests on).
    * Past `maxBytes` of estimated state, the least recently read Sessions and
-   * sidecars are dropped (their next read is a full read); at most
+   * sidecars are dropped (their next read is a full read), or, once that
+   * thrashes (a round-robin over more than fit), the one just read unless
+   * it is read more often; at most
    * `maxOpenFiles` of their files are held open between reads. See
    * `CacheBudget` and the README's "Memory" section.
    */

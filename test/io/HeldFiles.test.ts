@@ -9,8 +9,8 @@
  * recently got entry is dropped beyond capacity, a dropped entry's file is
  * let go after its cache's `onDrop`, and the set's scope drops them all.
  * Sets sharing a budget: the least recently got entries of any of them are
- * dropped when their bytes pass it, and their held files never outnumber
- * its `maxOpenFiles`.
+ * dropped when their bytes pass it (by frequency once it thrashes), and
+ * their held files never outnumber its `maxOpenFiles`.
  */
 import { assert } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, FileSystem, Option, Scope } from "effect"
@@ -302,6 +302,50 @@ fileSystemSuite("HeldFiles", (it) => {
       // A dropped entry's bytes are no longer counted, even when its cache sets them late.
       first.setBytes(c, 100_000)
       assert.strictEqual(budget.bytes(), overhead + 5000)
+    }))
+
+  it.effect("a budget that thrashes admits by frequency: a round-robin over more paths than fit reuses what it keeps, and a path read more often still gets in", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const paths = Array.from({ length: 10 }, (_, index) => `${root}/p${index}`)
+      const overhead = (yield* Effect.gen(function*() {
+        const probe = yield* HeldFiles.make<number>(fs, { followSymlinks: false, initial: () => 0 })
+        yield* probe.get(paths[0])
+        return probe.bytes()
+      }))
+      // Room for four entries with 1000 bytes of state each, not five.
+      const budget = HeldFiles.makeBudget({ maxBytes: 4 * (overhead + 1000) + 500, maxOpenFiles: 8 })
+      const set = yield* HeldFiles.make<number>(fs, { budget, followSymlinks: false, initial: () => 0 })
+      /** Reads `path` as a cache does: a hit when its state is kept, else it keeps state and fits the budget. */
+      const read = (path: string) =>
+        Effect.gen(function*() {
+          const entry = (yield* set.get(path))!
+          if (entry.state === 1) return true
+          entry.state = 1
+          set.setBytes(entry, 1000)
+          yield* set.fit(entry)
+          return false
+        })
+      const sweep = (over: ReadonlyArray<string>) =>
+        Effect.map(Effect.forEach(over, read), (hits) => hits.filter(Boolean).length)
+      // Least recently used first: each entry is dropped before its turn comes round again.
+      const early: Array<number> = []
+      for (let round = 0; round < 5; round++) early.push(yield* sweep(paths))
+      assert.deepStrictEqual(early, [0, 0, 0, 0, 0])
+      assert.isFalse(budget.admitsByFrequency())
+      // 6 drops a sweep of entries never got again: past 64, the budget thrashes and admits by frequency.
+      for (let round = 0; round < 8; round++) yield* sweep(paths)
+      assert.isTrue(budget.admitsByFrequency())
+      const late: Array<number> = []
+      for (let round = 0; round < 5; round++) late.push(yield* sweep(paths))
+      assert.deepStrictEqual(late, [4, 4, 4, 4, 4], "the four entries kept are reused on every round")
+      assert.isAtMost(budget.bytes(), budget.maxBytes)
+      // A new working set read more often than the old one still gets in once its paths were read more often.
+      const fresh = [`${root}/q0`, `${root}/q1`]
+      let hits = 0
+      for (let round = 0; round < 40; round++) hits = yield* sweep(fresh)
+      assert.strictEqual(hits, 2)
+      assert.isAtMost(budget.bytes(), budget.maxBytes)
     }))
 
   it.effect("files held over the sets sharing a budget stay within maxOpenFiles; the entries whose files are let go stay", ({ root }) =>

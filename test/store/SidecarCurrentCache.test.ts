@@ -242,6 +242,34 @@ fileSystemSuite("sidecar current cache", (it) => {
       assert.deepStrictEqual(yield* cache.stats, { full: 4, confirmed: 2, opened: 6, kept: 2, held: 1 })
     }))
 
+  it.effect("polled round-robin, more sidecars than the budget holds still confirm the ones it keeps", ({ root }) =>
+    Effect.gen(function*() {
+      const kit = yield* setup(root)
+      yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) }))
+      const copies = Array.from({ length: 10 }, (_, index) => `${kit.sidecar}.${index}`)
+      const bytes = yield* kit.fs.readFile(kit.sidecar)
+      for (const copy of copies) yield* kit.fs.writeFile(copy, bytes, { mode: 0o600 })
+      const probe = HeldFiles.makeBudget({ maxBytes: Number.POSITIVE_INFINITY, maxOpenFiles: 8 })
+      yield* (yield* makeSidecarCurrentCache(kit.fs, { budget: probe })).read(copies[0])
+      const one = probe.bytes()
+      const budget = HeldFiles.makeBudget({ maxBytes: Math.floor(one * 2.5), maxOpenFiles: 1 })
+      const cache = yield* makeSidecarCurrentCache(kit.fs, { budget })
+      const expected = yield* readSidecarCurrent(kit.fs, copies[0])
+      /** Sidecars confirmed in one sweep over every copy, each answer checked. */
+      const sweep = Effect.gen(function*() {
+        const before = (yield* cache.stats).confirmed
+        for (const copy of copies) assert.deepStrictEqual(yield* cache.read(copy), { ...expected, path: copy })
+        return (yield* cache.stats).confirmed - before
+      })
+      // Least recently read first, each is dropped before it is read again: 8 drops of never reread proofs a sweep.
+      assert.strictEqual(yield* sweep, 0)
+      for (let round = 0; round < 8; round++) yield* sweep
+      // Past 64 such drops the budget admits by frequency: the two it keeps are confirmed on every sweep.
+      assert.deepStrictEqual([yield* sweep, yield* sweep, yield* sweep], [2, 2, 2])
+      assert.isAtMost(budget.bytes(), Math.floor(one * 2.5))
+      assert.strictEqual((yield* cache.stats).kept, 2)
+    }))
+
   it.effect("a proof keeps only the bytes it rests on, in buffers of their own", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
