@@ -136,11 +136,60 @@ export const replaceClaim = (
   options: { readonly syncDirectory?: boolean } = {}
 ): Effect.Effect<void, PlatformError | NotDirectory, SecureRandom> =>
   Effect.gen(function*() {
-    const tempPath = `${claimPath}.${yield* randomToken(12)}.tmp`
-    yield* writeDurableTemp(fs, tempPath, encodeClaimLine(claim))
-    yield* fs.rename(tempPath, claimPath).pipe(Effect.onError(() => Effect.ignore(fs.remove(tempPath))))
+    const prepared = yield* prepareClaim(fs, claimPath, claim)
+    yield* installClaim(fs, prepared)
     if (options.syncDirectory !== false) yield* syncDirectory(fs, path.dirname(claimPath))
   }).pipe(Effect.uninterruptible)
+
+/**
+ * A claim written whole and fsynced to its private temp file, not yet in
+ * place: nothing reads it until `installClaim` renames it over the claim.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface PreparedClaim {
+  readonly claimPath: string
+  readonly tempPath: string
+}
+
+/**
+ * The first half of `replaceClaim`: writes and fsyncs the claim to a fresh
+ * temp file beside the claim path. The caller must install or discard it.
+ *
+ * @category writers
+ * @since 0.1.0
+ */
+export const prepareClaim = (
+  fs: FileSystem,
+  claimPath: string,
+  claim: JobClaim
+): Effect.Effect<PreparedClaim, PlatformError, SecureRandom> =>
+  Effect.gen(function*() {
+    const tempPath = `${claimPath}.${yield* randomToken(12)}.tmp`
+    yield* writeDurableTemp(fs, tempPath, encodeClaimLine(claim))
+    return { claimPath, tempPath }
+  })
+
+/**
+ * The second half of `replaceClaim`: renames a prepared claim over the
+ * claim path (the temp file is removed if the rename fails). The directory
+ * fsync that makes the rename durable is the caller's.
+ *
+ * @category writers
+ * @since 0.1.0
+ */
+export const installClaim = (fs: FileSystem, prepared: PreparedClaim): Effect.Effect<void, PlatformError> =>
+  fs.rename(prepared.tempPath, prepared.claimPath).pipe(Effect.onError(() => discardClaim(fs, prepared)))
+
+/**
+ * Removes a prepared claim that will not be installed.
+ *
+ * @category writers
+ * @since 0.1.0
+ */
+export const discardClaim = (fs: FileSystem, prepared: PreparedClaim): Effect.Effect<void> =>
+  Effect.ignore(fs.remove(prepared.tempPath))
 
 /**
  * Removes a claim; a claim already gone is not an error.

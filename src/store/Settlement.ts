@@ -7,7 +7,10 @@
  * read again now, the receipt and then a head (`CurrentHead`) are appended
  * and fsynced in one write (`SidecarAppend`), the lease is checked again,
  * and only then is the claim replaced by the settled claim pointing at the
- * receipt by offset, length and hash.
+ * receipt by offset, length and hash. (The settled claim is written to its
+ * private temp file while the append is being fsynced, so the lock waits
+ * for the two fsyncs at once; it becomes the claim only by the rename that
+ * follows the second lease check, and is removed if that check fails.)
  *
  * Guarantees:
  * - When `settle` returns, receipt and head are fsynced in the sidecar, and
@@ -56,7 +59,7 @@ import {
   type StoreIo,
   storeIo
 } from "./Errors.js"
-import { removeClaim, replaceClaim } from "./JobClaims.js"
+import { discardClaim, installClaim, type PreparedClaim, prepareClaim, removeClaim } from "./JobClaims.js"
 import { ensurePrivateDirectories } from "./PrivateDirectory.js"
 import { type Acquired, ownedClaim, owns, rootOf, settledAt } from "./Reservation.js"
 import { completeSettlement, receiptSinceClaim } from "./SettlementRecovery.js"
@@ -127,6 +130,8 @@ export const makeSettle = (ctx: StoreContext) =>
       yield* ensurePrivateDirectories(fs, path, root, [path.dirname(reservation.claimPath)], { create: false })
     }
     const { line, settled } = yield* validateForSettle(reservation, receipt)
+    // Hashed before the lock is taken: the receipt's bytes are fixed by now.
+    const receiptHash = sha256Hex(line)
     // Made only when needed: a hand-made reservation may carry a claim path
     // that is not a string, which the claim read reports first.
     const fenced = () => new LeaseFenced({ jobId: reservation.jobId, claimPath: reservation.claimPath })
@@ -167,7 +172,13 @@ export const makeSettle = (ctx: StoreContext) =>
         const current = yield* ctx.readSidecar(sidecar)
         const becomesCurrent = isSemanticCurrent(native, current, settled)
         appendAttempted = true
-        const receiptOffset = yield* appendToSidecar(fs, sidecar, (offset) => {
+        const claimIo = storeIo("write job claim", reservation.claimPath)
+        // The settled claim is written to its temp file while the append is
+        // fsynced (it needs only the offset), and renamed into place only
+        // after the fsync and the second lease check: one wait for both
+        // fsyncs under the lock instead of one after the other.
+        let prepared: PreparedClaim | undefined
+        yield* appendToSidecar(fs, sidecar, (offset) => {
           const head = headAfter(becomesCurrent, current, settled.sessionId, offset, line)
           const headLine = head === null ? new Uint8Array(0) : encodeJsonLine(head)
           if (headLine.length > MAX_HEAD_BYTES) return Effect.fail(new HeadTooLarge({ bytes: headLine.length }))
@@ -175,16 +186,24 @@ export const makeSettle = (ctx: StoreContext) =>
           bytes.set(line, 0)
           bytes.set(headLine, line.length)
           return Effect.succeed(bytes)
-        })
-        const receiptRef = { receiptOffset, receiptLength: line.length, receiptHash: sha256Hex(line) }
-        if (!(yield* owns(ctx, reservation))) return yield* fenced()
-        yield* replaceClaim(
-          fs,
-          path,
-          reservation.claimPath,
-          makeSettledClaim(reservation.jobId, reservation.leaseToken, receiptRef),
-          { syncDirectory: false }
-        ).pipe(Effect.mapError(storeIo("write job claim", reservation.claimPath)))
+        }, (receiptOffset) => {
+          const receiptRef = { receiptOffset, receiptLength: line.length, receiptHash }
+          return prepareClaim(
+            fs,
+            reservation.claimPath,
+            makeSettledClaim(reservation.jobId, reservation.leaseToken, receiptRef)
+          ).pipe(
+            Effect.tap((claim) => Effect.sync(() => (prepared = claim))),
+            Effect.asVoid,
+            Effect.mapError(claimIo)
+          )
+        }).pipe(Effect.onError(() => Effect.suspend(() => (prepared ? discardClaim(fs, prepared) : Effect.void))))
+        const settledClaim = prepared!
+        if (!(yield* Effect.onError(owns(ctx, reservation), () => discardClaim(fs, settledClaim)))) {
+          yield* discardClaim(fs, settledClaim)
+          return yield* fenced()
+        }
+        yield* installClaim(fs, settledClaim).pipe(Effect.mapError(claimIo))
         return settledAt(settled, sidecar)
       }))
 

@@ -19,6 +19,11 @@
  *   failure is a `StoreIo` carrying `FileNotRegular`.
  * - If `build` fails, nothing is appended (a sidecar that was missing is
  *   left created, and empty).
+ * - `whileSyncing`, when given, runs once the bytes are written and while
+ *   they are being fsynced, with the offset they start at: work that does
+ *   not depend on their durability (settle writes its settled claim's temp
+ *   file there) overlaps the fsync instead of following it. The append
+ *   returns only when both have finished; if either fails, it fails.
  *
  * On a crash, the file ends with the old bytes plus a prefix of the new
  * ones: an unterminated line, which readers ignore.
@@ -41,11 +46,12 @@ const NEWLINE = 10
  * @category writers
  * @since 0.1.0
  */
-export const appendToSidecar = <E>(
+export const appendToSidecar = <E, E2 = never, R = never>(
   fs: FileSystem,
   sidecar: string,
-  build: (offset: number) => Effect.Effect<Uint8Array, E>
-): Effect.Effect<number, E | StoreIo> => {
+  build: (offset: number) => Effect.Effect<Uint8Array, E>,
+  whileSyncing?: (offset: number) => Effect.Effect<void, E2, R>
+): Effect.Effect<number, E | E2 | StoreIo, R> => {
   const io = storeIo("append to sidecar", sidecar)
   return Effect.scoped(Effect.gen(function*() {
     const { file, info } = yield* Effect.mapError(
@@ -63,7 +69,9 @@ export const appendToSidecar = <E>(
       bytes.set(record, 1)
     }
     yield* Effect.mapError(file.writeAll(bytes), io)
-    yield* Effect.mapError(file.sync, io)
+    const sync = Effect.mapError(file.sync, io)
+    if (whileSyncing === undefined) yield* sync
+    else yield* Effect.all([sync, whileSyncing(offset)], { concurrency: 2, discard: true })
     yield* Effect.mapError(setPrivateMode(fs, file, info, sidecar), io)
     return offset
   }))
