@@ -15,8 +15,9 @@
  * Guarantees:
  * - When `settle` returns, receipt and head are fsynced in the sidecar, and
  *   the settled claim has been renamed into place and its directory fsynced
- *   (the fsync after the lock is given back, so the lock is not held across
- *   it).
+ *   (that fsync starts right after the rename and is awaited once the lock
+ *   is given back, so the lock is not held across it and the release runs
+ *   while it is in flight).
  * - Past the hook nothing is interruptible: an interruption between the
  *   append and the settled claim would strand a receipt.
  * - On a failure while still the owner, the claim is deleted so the job can
@@ -34,7 +35,7 @@
  *
  * @since 0.1.0
  */
-import { Effect, Option } from "effect"
+import { Effect, Fiber, Option } from "effect"
 import type { SecureRandom } from "effect/crypto/SecureRandom"
 import type { PlatformError } from "effect/PlatformError"
 import { sha256Hex } from "../protocol/CanonicalJson.js"
@@ -139,6 +140,14 @@ export const makeSettle = (ctx: StoreContext) =>
     // Set just before the append: from then on the receipt may be in the
     // sidecar, and a failure must not give the job back unless it is not.
     let appendAttempted = false
+    // Lazy: a hand-made reservation's claim path may not be a string.
+    const syncClaimsDirectory = Effect.suspend(() =>
+      syncDirectory(fs, path.dirname(reservation.claimPath)).pipe(
+        Effect.mapError(storeIo("sync claims directory", reservation.claimPath))
+      )
+    )
+    // The fsync of the settled claim's rename, once started.
+    let claimsSynced: Fiber.Fiber<void, StoreIo> | undefined
 
     const locked = Effect.gen(function*() {
       const claim = yield* ownedClaim(ctx, reservation)
@@ -204,6 +213,9 @@ export const makeSettle = (ctx: StoreContext) =>
           return yield* fenced()
         }
         yield* installClaim(fs, settledClaim).pipe(Effect.mapError(claimIo))
+        // Started now, awaited after the lock is given back: the release
+        // runs while this fsync is in flight, and the lock is not held for it.
+        claimsSynced = yield* Effect.forkChild(syncClaimsDirectory)
         return settledAt(settled, sidecar)
       }))
 
@@ -235,9 +247,7 @@ export const makeSettle = (ctx: StoreContext) =>
     // `sidecarOffset` settles it on the next attempt or takeover.) Its
     // failure is still reported: the caller learns the settlement may not
     // survive a power cut, and a retry answers `Duplicate` once it is there.
-    yield* syncDirectory(fs, path.dirname(reservation.claimPath)).pipe(
-      Effect.mapError(storeIo("sync claims directory", reservation.claimPath))
-    )
+    yield* (claimsSynced === undefined ? syncClaimsDirectory : Fiber.join(claimsSynced))
     return result
   }, ctx.withTokens)
 
