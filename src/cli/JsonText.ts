@@ -8,12 +8,31 @@
  * plain objects the CLI prints (`undefined` members dropped, `undefined` in
  * arrays written `null`, non-finite numbers written `null`, `toJSON`
  * honoured), at any depth; only containers nested more than 64 levels deep
- * are written compact inside indented output, so its size stays linear.
+ * are written compact inside indented output, so its size stays linear. A
+ * `JsonList` is written as an array whose items are made as they are
+ * written.
  *
  * @since 0.1.0
  */
 
 const INDENT_DEPTH = 64
+
+/**
+ * A list written as a JSON array whose items are made only as they are
+ * written, one at a time: a large report held compactly is printed without
+ * ever being held as objects.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export class JsonList {
+  constructor(readonly length: number, readonly itemAt: (index: number) => unknown) {}
+}
+
+const isList = (container: object): boolean => Array.isArray(container) || container instanceof JsonList
+
+const itemOf = (container: object, index: number): unknown =>
+  container instanceof JsonList ? container.itemAt(index) : (container as Array<unknown>)[index]
 
 type Frame = {
   readonly container: object
@@ -81,7 +100,7 @@ function* containerText(top: object, indent: number, pieceChars: number): Genera
   const enter = (container: object, depth: number) => {
     if (open.has(container)) throw new TypeError("Converting circular structure to JSON")
     open.add(container)
-    const array = Array.isArray(container)
+    const array = isList(container)
     write(array ? "[" : "{")
     stack.push({ container, array, keys: array ? null : Object.keys(container), index: 0, wrote: false, depth })
   }
@@ -94,7 +113,7 @@ function* containerText(top: object, indent: number, pieceChars: number): Genera
       outChars = last.length
     }
     const frame = stack[stack.length - 1]
-    const length = frame.array ? (frame.container as Array<unknown>).length : frame.keys!.length
+    const length = frame.array ? (frame.container as { readonly length: number }).length : frame.keys!.length
     if (frame.index >= length) {
       stack.pop()
       open.delete(frame.container)
@@ -106,7 +125,10 @@ function* containerText(top: object, indent: number, pieceChars: number): Genera
     }
     const index = frame.index++
     const key = frame.array ? String(index) : frame.keys![index]
-    const member = resolved(key, (frame.container as Record<string, unknown>)[key])
+    const member = resolved(
+      key,
+      frame.array ? itemOf(frame.container, index) : (frame.container as Record<string, unknown>)[key]
+    )
     const isContainer = typeof member === "object" && member !== null
     const text = isContainer ? undefined : leafText(member)
     if (!isContainer && text === undefined && !frame.array) continue

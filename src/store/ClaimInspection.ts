@@ -77,6 +77,9 @@ export interface InspectedClaim {
   readonly receiptRef?: unknown
 }
 
+/** No findings: one array shared by the tens of thousands of claims an audit holds that have none. */
+const NO_FINDINGS: ReadonlyArray<AuditFinding> = Object.freeze([])
+
 /** The pointer to report: only a well-formed one, and only its three fields. */
 const reportedReceiptRef = (ref: unknown): ReportedReceiptRef | null => {
   if (!isValidReceiptReference(ref)) return null
@@ -167,7 +170,7 @@ const inspectClaim = (
       }
       return {
         report: { ...emptyClaim(path, jobId), state: "settled", receiptRef: reportedReceiptRef(receiptRef) },
-        findings: [],
+        findings: NO_FINDINGS,
         receiptRef
       }
     }
@@ -266,7 +269,7 @@ export const checkClaimPointer = (
   known: ReadonlyArray<KnownReceipt> = []
 ): Effect.Effect<CheckedClaim> => {
   const { report } = inspected
-  if (report.state !== "settled") return Effect.succeed({ report, findings: [] })
+  if (report.state !== "settled") return Effect.succeed({ report, findings: NO_FINDINGS })
   if (candidates.length === 0) {
     return Effect.succeed({
       report: { ...report, pointer: "orphan" },
@@ -283,7 +286,10 @@ export const checkClaimPointer = (
   const valid = isValidReceiptReference(ref)
   const scanned = (sidecar: string) =>
     valid && known.some((receipt) => receipt.sidecar === sidecar && namesLine(ref, receipt))
-  const verified = (sidecar: string): CheckedClaim => ({ report: { ...report, pointer: "verified", sidecar }, findings: [] })
+  const verified = (sidecar: string): CheckedClaim => ({
+    report: { ...report, pointer: "verified", sidecar },
+    findings: NO_FINDINGS
+  })
   // The common case, answered without a generator: tens of thousands of
   // claims each pointing at a line of the first sidecar of its job.
   if (scanned(candidates[0])) return Effect.succeed(verified(candidates[0]))

@@ -47,14 +47,16 @@ import {
   inspectClaimEntry,
   type KnownReceipt
 } from "./ClaimInspection.js"
+import { ClaimReportList } from "./ClaimReportList.js"
 import { DEFAULT_STALE_AFTER_MS, inspectCommitLock, type LockReport } from "./CommitLockRepair.js"
 import { JOBS_DIR, MATERIALIZATIONS_DIR } from "./MirroredPath.js"
 import { ageText, describeError, modifiedAt } from "./ReportFields.js"
-import { scanSidecar, type SidecarSummary } from "./SidecarScan.js"
+import { scanSidecar, type SidecarScan, type SidecarSummary } from "./SidecarScan.js"
 
 // What an audit reports and takes, from the modules that make each part.
 export { type AuditFinding, type FindingKind, type Severity } from "./AuditFinding.js"
 export { type ClaimReport, type KnownReceipt, type PointerStatus, type ReportedReceiptRef } from "./ClaimInspection.js"
+export { type ClaimReportList } from "./ClaimReportList.js"
 export { DEFAULT_STALE_AFTER_MS, type LockReport, type OwnerLiveness } from "./CommitLockRepair.js"
 export { MAX_DETAIL_CHARS, MAX_FIELD_CHARS } from "./ReportFields.js"
 export { type ScannedReceipt, type SidecarSummary } from "./SidecarScan.js"
@@ -81,6 +83,18 @@ export interface AuditReport {
   readonly locks: ReadonlyArray<LockReport>
   readonly findings: ReadonlyArray<AuditFinding>
   readonly counts: { readonly damage: number; readonly notices: number }
+}
+
+/**
+ * An `AuditReport` whose claims are held compactly (`ClaimReportList`): what
+ * the CLI prints from, so a store of tens of thousands of claims is never
+ * held as that many objects.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface CompactAuditReport extends Omit<AuditReport, "claims"> {
+  readonly claims: ClaimReportList
 }
 
 /** Progress of a store audit, reported once per sidecar before it is read. @category models @since 0.1.0 */
@@ -248,9 +262,47 @@ const walkMaterializations = (fs: FileSystem, path: Path, root: string): Effect.
  */
 const AUDIT_READ_CONCURRENCY = 16
 
+/**
+ * Every claim under `jobsDir`, inspected, and the claims' leftover temp
+ * files. What the listing made is dropped when this returns: only the
+ * inspected claims are kept through the audit.
+ */
+const inspectClaims = (fs: FileSystem, path: Path, jobsDir: string, now: number, findings: Array<AuditFinding>) =>
+  Effect.gen(function*() {
+    const claimEntries = yield* listStoreDirectory(fs, jobsDir)
+    const claimEntriesOfJobs: Array<{ readonly name: string; readonly type: string; readonly jobId: string }> = []
+    const claimLeftovers: Array<string> = []
+    if (claimEntries._tag === "Failure") {
+      findings.push(finding("directory_unreadable", "damage", jobsDir, describeError(claimEntries.failure)))
+    } else if (claimEntries.success._tag === "Unsafe") {
+      findings.push(unsafeDirectoryFinding(jobsDir, claimEntries.success.type))
+    } else {
+      const entries = [...claimEntries.success.entries].sort((a, b) => (a.name < b.name ? -1 : 1))
+      for (const entry of entries) {
+        const match = CLAIM_FILE.exec(entry.name)
+        if (match !== null) claimEntriesOfJobs.push({ name: entry.name, type: entry.type, jobId: match[1] })
+        else if (CLAIM_TEMP.test(entry.name)) claimLeftovers.push(path.join(jobsDir, entry.name))
+      }
+    }
+    const inspectedClaims: Array<InspectedClaim> = []
+    for (
+      const inspected of yield* forEachBounded(
+        claimEntriesOfJobs,
+        AUDIT_READ_CONCURRENCY,
+        // The path is made here, so the only copy is the one its report keeps.
+        (claim) => inspectClaimEntry(fs, path.join(jobsDir, claim.name), claim.jobId, claim.type, now)
+      )
+    ) {
+      if (inspected !== undefined) inspectedClaims.push(inspected)
+    }
+    return { claimLeftovers, inspectedClaims }
+  })
+
 /** The sidecars that hold receipts of one claimed job, in walk order, and those receipts. */
 interface JobReceipts {
   readonly sidecars: Array<string>
+  /** Each sidecar's place in the walk. */
+  readonly order: Array<number>
   readonly known: Array<KnownReceipt>
 }
 
@@ -265,6 +317,28 @@ const byPathAndOffset = (a: AuditFinding, b: AuditFinding) =>
  * @since 0.1.0
  */
 export const auditStore = Effect.fn("SidecarAudit.auditStore")(function*(options: AuditOptions) {
+  const { claims, ...report } = yield* auditStoreCompactly(options)
+  return {
+    ok: report.ok,
+    scope: report.scope,
+    rarebitRoot: report.rarebitRoot,
+    sidecars: report.sidecars,
+    claims: claims.toArray(),
+    unattributedClaims: report.unattributedClaims,
+    locks: report.locks,
+    findings: report.findings,
+    counts: report.counts
+  } satisfies AuditReport
+})
+
+/**
+ * `auditStore`, its claims held compactly: the same report, but for the
+ * form of `claims`.
+ *
+ * @category audit
+ * @since 0.1.0
+ */
+export const auditStoreCompactly = Effect.fn("SidecarAudit.auditStoreCompactly")(function*(options: AuditOptions) {
   const fs = yield* FileSystem
   const path = yield* Path
   const now = yield* Clock.currentTimeMillis
@@ -274,32 +348,7 @@ export const auditStore = Effect.fn("SidecarAudit.auditStore")(function*(options
 
   // Claims first, so the sidecar scan can note which of their jobs it meets.
   const jobsDir = path.join(rarebitRoot, JOBS_DIR)
-  const claimEntries = yield* listStoreDirectory(fs, jobsDir)
-  const claimFiles: Array<{ readonly path: string; readonly jobId: string; readonly type: string }> = []
-  const claimLeftovers: Array<string> = []
-  if (claimEntries._tag === "Failure") {
-    findings.push(finding("directory_unreadable", "damage", jobsDir, describeError(claimEntries.failure)))
-  } else if (claimEntries.success._tag === "Unsafe") {
-    findings.push(unsafeDirectoryFinding(jobsDir, claimEntries.success.type))
-  } else {
-    const entries = [...claimEntries.success.entries].sort((a, b) => (a.name < b.name ? -1 : 1))
-    for (const entry of entries) {
-      const child = path.join(jobsDir, entry.name)
-      const match = CLAIM_FILE.exec(entry.name)
-      if (match !== null) claimFiles.push({ path: child, jobId: match[1], type: entry.type })
-      else if (CLAIM_TEMP.test(entry.name)) claimLeftovers.push(child)
-    }
-  }
-  const inspectedClaims: Array<InspectedClaim> = []
-  for (
-    const inspected of yield* forEachBounded(
-      claimFiles,
-      AUDIT_READ_CONCURRENCY,
-      (claim) => inspectClaimEntry(fs, claim.path, claim.jobId, claim.type, now)
-    )
-  ) {
-    if (inspected !== undefined) inspectedClaims.push(inspected)
-  }
+  const { claimLeftovers, inspectedClaims } = yield* inspectClaims(fs, path, jobsDir, now, findings)
   const wanted = new Set(inspectedClaims.map((inspected) => inspected.report.jobId))
 
   // Sidecars, locks and leftovers.
@@ -322,31 +371,26 @@ export const auditStore = Effect.fn("SidecarAudit.auditStore")(function*(options
   }
 
   const sidecarFiles = files.filter((file) => file._tag === "Sidecar")
-  let scanned = 0
-  const onProgress = options.onProgress
-  const scans = yield* forEachBounded(sidecarFiles, AUDIT_READ_CONCURRENCY, (file) => {
-    const scan = Effect.map(scanSidecar(fs, file.path, wanted), (scan) => {
-      scanned++
-      return scan
-    })
-    return onProgress === undefined
-      ? scan
-      : Effect.andThen(onProgress({ done: scanned, total: sidecarFiles.length, path: file.path }), scan)
-  })
-  if (options.onProgress && sidecarFiles.length > 0) {
-    yield* options.onProgress({ done: sidecarFiles.length, total: sidecarFiles.length, path: "" })
-  }
-  // Kept of each scan: its summary, its findings, and where the receipts of claimed jobs lie.
-  const sidecars: Array<SidecarSummary> = []
+  // Each scan is folded in as it ends, so what it made that the report
+  // does not keep dies young instead of being promoted to the old
+  // generation with ten thousand others.
+  const sidecars = new Array<SidecarSummary>(sidecarFiles.length)
   const receiptsByJob = new Map<string, JobReceipts>()
-  for (const scan of scans) {
+  const fold = (index: number, scan: SidecarScan) => {
     const sidecar = scan.summary.path
-    sidecars.push(scan.summary)
-    findings.push(...scan.findings)
+    sidecars[index] = scan.summary
+    // Findings are sorted by path and offset at the end; a sidecar's own keep their order.
+    for (const found of scan.findings) findings.push(found)
     for (const jobId of scan.jobIds) {
       const held = receiptsByJob.get(jobId)
-      if (held === undefined) receiptsByJob.set(jobId, { sidecars: [sidecar], known: [] })
-      else held.sidecars.push(sidecar)
+      if (held === undefined) receiptsByJob.set(jobId, { sidecars: [sidecar], order: [index], known: [] })
+      else {
+        // Scans end in about walk order; the sidecars of a job are kept in walk order exactly.
+        let at = held.order.length
+        while (at > 0 && held.order[at - 1] > index) at--
+        held.order.splice(at, 0, index)
+        held.sidecars.splice(at, 0, sidecar)
+      }
     }
     for (const receipt of scan.receipts) {
       receiptsByJob.get(receipt.jobId)!.known.push({
@@ -357,7 +401,22 @@ export const auditStore = Effect.fn("SidecarAudit.auditStore")(function*(options
       })
     }
   }
-  scans.length = 0
+  let scanned = 0
+  const onProgress = options.onProgress
+  const indices = Array.from({ length: sidecarFiles.length }, (_, index) => index)
+  yield* forEachBounded(indices, AUDIT_READ_CONCURRENCY, (index) => {
+    const file = sidecarFiles[index]
+    const scan = Effect.map(scanSidecar(fs, file.path, wanted), (scan) => {
+      scanned++
+      fold(index, scan)
+    })
+    return onProgress === undefined
+      ? scan
+      : Effect.andThen(onProgress({ done: scanned, total: sidecarFiles.length, path: file.path }), scan)
+  })
+  if (options.onProgress && sidecarFiles.length > 0) {
+    yield* options.onProgress({ done: sidecarFiles.length, total: sidecarFiles.length, path: "" })
+  }
 
   const locks: Array<LockReport> = []
   for (const file of files) {
@@ -393,7 +452,7 @@ export const auditStore = Effect.fn("SidecarAudit.auditStore")(function*(options
     const held = receiptsByJob.get(inspected.report.jobId)
     return checkClaimPointer(fs, inspected, held?.sidecars ?? [], held?.known)
   })
-  const claims: Array<ClaimReport> = []
+  const claims = new ClaimReportList(jobsDir)
   for (let index = 0; index < attributed.length; index++) {
     findings.push(...attributed[index].findings)
     claims.push(checkedClaims[index].report)
@@ -414,5 +473,5 @@ export const auditStore = Effect.fn("SidecarAudit.auditStore")(function*(options
     locks,
     findings: judged,
     counts: { damage, notices: judged.length - damage }
-  } satisfies AuditReport
+  } satisfies CompactAuditReport
 })

@@ -18,7 +18,7 @@ import { encodeClaimLine, makeSettledClaim } from "../../src/protocol/JobClaim.j
 import { MAX_HISTORY_BYTES } from "../../src/protocol/Limits.js"
 import { LockOwner, makeLockOwnerProbe } from "../../src/store/LockOwner.js"
 import { inspectCommitLock, removeCommitLock } from "../../src/store/CommitLockRepair.js"
-import { type AuditFinding, auditStore } from "../../src/store/SidecarAudit.js"
+import { type AuditFinding, auditStore, auditStoreCompactly } from "../../src/store/SidecarAudit.js"
 import { readSidecarCurrent } from "../../src/store/SidecarReader.js"
 import { MemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { makeCountingFileSystem } from "../support/CountingFileSystem.js"
@@ -194,6 +194,66 @@ fileSystemSuite("SidecarAudit", (it) => {
         ["claim_orphan", "claim_pointer_invalid", "invalid_record", "torn_tail", "uncommitted_tail"]
       )
       assert.strictEqual(sequential.sidecars.length, 40)
+    }))
+
+  it.effect("a job with receipts in many sidecars: its candidates are in walk order, however the reads end", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const path = yield* Path.Path
+      // Job 7 has a receipt in every sidecar; its claim's pointer names bytes none of them holds.
+      for (let index = 0; index < 24; index++) {
+        const builder = sidecarBuilder()
+        for (let commit = 0; commit <= index % 3; commit++) builder.commit(100 * index + commit)
+        builder.commit(7)
+        const sidecar = path.join(root, "materializations-v4", `project-${index % 3}`, `session-${index}.jsonl`)
+        yield* fs.makeDirectory(path.dirname(sidecar), { recursive: true })
+        yield* fs.writeFile(sidecar, builder.bytes())
+      }
+      yield* fs.makeDirectory(path.join(root, "jobs-v4"), { recursive: true })
+      yield* fs.writeFileString(
+        path.join(root, "jobs-v4", `${hex(7)}.json`),
+        encodeClaimLine(makeSettledClaim(hex(7), "0".repeat(32), makeHead(session.id, 1, encoder.encode("x\n"))))
+      )
+      const oneAtATime = makeCountingFileSystem(fs, { oneAtATime: true })
+      const sequential = yield* auditStore({ rarebitRoot: root }).pipe(
+        Effect.provideService(FileSystem.FileSystem, oneAtATime.fs)
+      )
+      const walkOrder = sequential.sidecars.map((item) => item.path)
+      assert.strictEqual(walkOrder.length, 24)
+      assert.deepStrictEqual(kindsAndOffsets(sequential.findings), ["claim_pointer_invalid@null"])
+      assert.strictEqual(sequential.findings[0].detail, `receiptRef does not verify against ${walkOrder.join(", ")}`.slice(0, 299) + "…")
+      assert.strictEqual(sequential.claims[0].sidecar, walkOrder[0])
+      for (let round = 0; round < 3; round++) {
+        const shuffled = makeCountingFileSystem(fs, { shuffle: true })
+        const concurrent = yield* auditStore({ rarebitRoot: root }).pipe(
+          Effect.provideService(FileSystem.FileSystem, shuffled.fs)
+        )
+        assert.deepStrictEqual(concurrent, sequential)
+      }
+    }))
+
+  it.effect("the compact report is the report, but for the form of its claims", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const { claims, sidecars } = yield* writeSettledStore(root, 12, 3)
+      // Verified claims are packed; the damaged and the orphan ones are kept as they are.
+      yield* fs.writeFile(sidecars[2].path, encoder.encode("{\"ty"), { flag: "a" })
+      yield* fs.writeFileString(claims[3], encodeClaimLine(makeSettledClaim(hex(4), "0".repeat(32), makeHead(session.id, 1, encoder.encode("x\n")))))
+      yield* fs.writeFileString(
+        `${root}/jobs-v4/${hex(999)}.json`,
+        encodeClaimLine(makeSettledClaim(hex(999), "0".repeat(32), makeHead(session.id, 0, encoder.encode("x\n"))))
+      )
+      const full = yield* auditStore({ rarebitRoot: root })
+      const compact = yield* auditStoreCompactly({ rarebitRoot: root })
+      assert.strictEqual(full.claims.length, 37)
+      assert.deepStrictEqual(
+        [...new Set(full.claims.map((claim) => claim.pointer))].sort(),
+        ["invalid", "orphan", "verified"]
+      )
+      const { claims: compactClaims, ...rest } = compact
+      assert.deepStrictEqual({ ...rest, claims: compactClaims.toArray() }, full)
+      // The same text too: the CLI prints from the compact form.
+      assert.strictEqual(JSON.stringify(compactClaims.toArray()), JSON.stringify(full.claims))
     }))
 
   it.effect("lines that straddle the 1 MiB read chunks are scanned like any other", ({ root }) =>

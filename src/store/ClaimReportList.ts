@@ -1,0 +1,155 @@
+/**
+ * The claim reports of an audit, held compactly while the audit runs.
+ *
+ * A store audit keeps one report per claim until it returns: tens of
+ * thousands at once, nearly all of them settled claims whose pointer
+ * verified in a sidecar of the store. As objects, each is about half a
+ * kilobyte (its path, job id and hash as strings, its pointer as an object).
+ * Here such a report is 84 bytes in a few typed arrays (job id and hash as
+ * 32 bytes each, offset, length, and its sidecar path shared with the
+ * sidecar's summary); every other report is kept as it is. `at` gives back
+ * a report equal to the one added, fields in the same order, so a report
+ * printed from this list is the same text as one printed from the objects.
+ *
+ * @since 0.1.0
+ */
+import type { ClaimReport } from "./ClaimInspection.js"
+
+const HEX64 = /^[0-9a-f]{64}$/
+const HEX_DIGITS = "0123456789abcdef"
+const INITIAL_CAPACITY = 64
+
+const hexValue = (code: number): number => (code <= 57 ? code - 48 : code - 87)
+
+const packHex = (target: Uint8Array, at: number, hex: string) => {
+  for (let index = 0; index < 32; index++) {
+    target[at + index] = (hexValue(hex.charCodeAt(2 * index)) << 4) | hexValue(hex.charCodeAt(2 * index + 1))
+  }
+}
+
+const unpackHex = (source: Uint8Array, at: number): string => {
+  let text = ""
+  for (let index = 0; index < 32; index++) {
+    const byte = source[at + index]
+    text += HEX_DIGITS[byte >> 4] + HEX_DIGITS[byte & 15]
+  }
+  return text
+}
+
+/**
+ * Claim reports in order, the common verified ones packed.
+ *
+ * **Details**
+ *
+ * A report is packed when it is settled, its pointer `verified` in a
+ * sidecar, its path is `<jobsDirectory>/<jobId>.json`, its job id and hash
+ * are 64 lowercase hex digits, and every other field is `null`; any other is
+ * kept as given. Either way `at(index)` equals, field for field and in the
+ * same key order, the report added at that index.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export class ClaimReportList {
+  private size = 0
+  private ids = new Uint8Array(INITIAL_CAPACITY * 64)
+  private ranges = new Float64Array(INITIAL_CAPACITY * 2)
+  private sidecars: Array<string | undefined> = []
+  private readonly others = new Map<number, ClaimReport>()
+
+  constructor(private readonly jobsDirectory: string) {}
+
+  /** How many reports the list holds. */
+  get length(): number {
+    return this.size
+  }
+
+  /** Adds `report` after the others. */
+  push(report: ClaimReport): void {
+    const index = this.size++
+    if (!this.packs(report)) {
+      this.others.set(index, report)
+      this.sidecars.push(undefined)
+      return
+    }
+    if (index * 2 >= this.ranges.length) this.grow()
+    const ref = report.receiptRef!
+    packHex(this.ids, index * 64, report.jobId)
+    packHex(this.ids, index * 64 + 32, ref.receiptHash)
+    this.ranges[index * 2] = ref.receiptOffset
+    this.ranges[index * 2 + 1] = ref.receiptLength
+    this.sidecars.push(report.sidecar!)
+  }
+
+  /** The report at `index` (from 0), a new object equal to the one added. */
+  at(index: number): ClaimReport | undefined {
+    if (!Number.isInteger(index) || index < 0 || index >= this.size) return undefined
+    const sidecar = this.sidecars[index]
+    if (sidecar === undefined) return this.others.get(index)
+    const jobId = unpackHex(this.ids, index * 64)
+    return {
+      path: `${this.jobsDirectory}/${jobId}.json`,
+      jobId,
+      state: "settled",
+      claimedAt: null,
+      leaseMs: null,
+      expiresAt: null,
+      expired: null,
+      receiptRef: {
+        receiptOffset: this.ranges[index * 2],
+        receiptLength: this.ranges[index * 2 + 1],
+        receiptHash: unpackHex(this.ids, index * 64 + 32)
+      },
+      pointer: "verified",
+      sidecar,
+      detail: null
+    }
+  }
+
+  /** Every report, as objects. */
+  toArray(): Array<ClaimReport> {
+    return Array.from({ length: this.size }, (_, index) => this.at(index)!)
+  }
+
+  private packs(report: ClaimReport): boolean {
+    const ref = report.receiptRef
+    return report.state === "settled" && report.pointer === "verified" && report.sidecar !== null &&
+      ref !== null && HEX64.test(report.jobId) && HEX64.test(ref.receiptHash) &&
+      report.path === `${this.jobsDirectory}/${report.jobId}.json` &&
+      report.claimedAt === null && report.leaseMs === null && report.expiresAt === null &&
+      report.expired === null && report.detail === null &&
+      // Exactly the keys `at` writes, in its order: nothing added is lost.
+      sameKeys(report, CLAIM_KEYS) && sameKeys(ref, REF_KEYS)
+  }
+
+  private grow() {
+    // Twice as many reports as now fit.
+    const capacity = this.ranges.length
+    const ids = new Uint8Array(capacity * 64)
+    ids.set(this.ids)
+    this.ids = ids
+    const ranges = new Float64Array(capacity * 2)
+    ranges.set(this.ranges)
+    this.ranges = ranges
+  }
+}
+
+const CLAIM_KEYS = [
+  "path",
+  "jobId",
+  "state",
+  "claimedAt",
+  "leaseMs",
+  "expiresAt",
+  "expired",
+  "receiptRef",
+  "pointer",
+  "sidecar",
+  "detail"
+] as const
+const REF_KEYS = ["receiptOffset", "receiptLength", "receiptHash"] as const
+
+const sameKeys = (value: object, keys: ReadonlyArray<string>): boolean => {
+  const own = Object.keys(value)
+  return own.length === keys.length && own.every((key, index) => key === keys[index])
+}
