@@ -27,13 +27,18 @@ const packHex = (target: Uint8Array, at: number, hex: string) => {
   }
 }
 
+const HEX_CODES = Uint16Array.from(HEX_DIGITS, (digit) => digit.charCodeAt(0))
+const digitCodes = new Uint16Array(64)
+
+// Made in one piece: a string grown by `+=` is a chain of pieces V8 keeps
+// until something flattens it, many times the size of its 64 characters.
 const unpackHex = (source: Uint8Array, at: number): string => {
-  let text = ""
   for (let index = 0; index < 32; index++) {
     const byte = source[at + index]
-    text += HEX_DIGITS[byte >> 4] + HEX_DIGITS[byte & 15]
+    digitCodes[2 * index] = HEX_CODES[byte >> 4]
+    digitCodes[2 * index + 1] = HEX_CODES[byte & 15]
   }
-  return text
+  return String.fromCharCode.apply(null, digitCodes as unknown as Array<number>)
 }
 
 /**
