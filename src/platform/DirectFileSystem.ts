@@ -441,10 +441,12 @@ const make = (pool: FileSystem.FileSystem): FileSystem.FileSystem =>
     },
     open: (path, options) => {
       const flag = options?.flag ?? "r"
+      const noFollow = options?.noFollow === true
       return Effect.flatMap(
         Effect.acquireRelease(
-          direct("open", path, () => openWithoutBlocking(path, openFlags(flag, options?.noFollow === true), options?.mode)),
-          (opened) => opened === undefined ? Effect.void : Effect.orDie(direct("open", path, () => NFS.closeSync(opened.fd)))
+          direct("open", path, () => openWithoutBlocking(path, openFlags(flag, noFollow), options?.mode)),
+          (opened) =>
+            opened === undefined ? Effect.void : Effect.orDie(direct("open", path, () => NFS.closeSync(opened.fd)))
         ),
         (opened): Effect.Effect<FileSystem.File, PlatformError.PlatformError, Scope.Scope> =>
           opened === undefined ? pool.open(path, options) : Effect.succeed(new DirectFile(opened.fd, flag.startsWith("a")))
