@@ -28,8 +28,10 @@ export interface BackgroundLoad {
 }
 
 export const startLoad = (processes: number): BackgroundLoad => {
-  const children: Array<ChildProcess> = Array.from({ length: processes }, () =>
-    spawn(process.execPath, ["-e", SPIN], { stdio: "ignore" }))
+  const children: Array<ChildProcess> = Array.from(
+    { length: processes },
+    () => spawn(process.execPath, ["-e", SPIN], { stdio: "ignore" })
+  )
   const killAll = () => {
     for (const child of children) if (child.exitCode === null && child.pid !== undefined) process.kill(child.pid)
   }

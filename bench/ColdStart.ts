@@ -87,7 +87,9 @@ const childrenCpuMs = (): number | undefined => {
 }
 
 /** Runs one process to its exit; its wall time in ms and what it printed. */
-const runOnce = (launch: Launch): { readonly ms: number; readonly cpuMs: number | undefined; readonly stdout: string } => {
+const runOnce = (
+  launch: Launch
+): { readonly ms: number; readonly cpuMs: number | undefined; readonly stdout: string } => {
   const [command, ...args] = launch.argv
   const cpuBefore = childrenCpuMs()
   const started = performance.now()
@@ -101,7 +103,11 @@ const runOnce = (launch: Launch): { readonly ms: number; readonly cpuMs: number 
   if (ran.status !== 0) {
     throw new Error(`${launch.argv.join(" ")} exited ${ran.status ?? ran.signal}\n${ran.stderr}`)
   }
-  return { ms, cpuMs: cpuBefore === undefined || cpuAfter === undefined ? undefined : cpuAfter - cpuBefore, stdout: ran.stdout }
+  return {
+    ms,
+    cpuMs: cpuBefore === undefined || cpuAfter === undefined ? undefined : cpuAfter - cpuBefore,
+    stdout: ran.stdout
+  }
 }
 
 /** What a current read printed, checked: available, and the same on both sides. */
@@ -114,14 +120,19 @@ const answerOf = (stdout: string): string => {
 /** One round: `ours` and `theirs` once each, in the order given; both must print the same available read. */
 const roundOf = (ours: Launch, theirs: Launch, oursFirst: boolean) => {
   const order = oursFirst ? (["ours", "theirs"] as const) : (["theirs", "ours"] as const)
-  const runs = { ours: undefined, theirs: undefined } as Record<"ours" | "theirs", ReturnType<typeof runOnce> | undefined>
+  const runs = { ours: undefined, theirs: undefined } as Record<
+    "ours" | "theirs",
+    ReturnType<typeof runOnce> | undefined
+  >
   const answers: Array<string> = []
   for (const side of order) {
     const run = runOnce(side === "ours" ? ours : theirs)
     answers.push(answerOf(run.stdout))
     runs[side] = run
   }
-  if (answers[0] !== answers[1]) throw new Error(`ours and the reference printed different reads:\n${answers.join("\n")}`)
+  if (answers[0] !== answers[1]) {
+    throw new Error(`ours and the reference printed different reads:\n${answers.join("\n")}`)
+  }
   return { ours: runs.ours!, theirs: runs.theirs! }
 }
 
@@ -236,7 +247,9 @@ export const coldStart = async (options: ColdStartOptions): Promise<Array<Measur
       versus,
       target: ratioAtMost === undefined ? undefined : { ratioAtMost },
       // Not machineNote: its sampler of runnable tasks cannot run while spawnSync blocks this process.
-      note: [about, cpuNote, `load ${rounds.machine.loadAverage.toFixed(1)}`].filter((part) => part !== undefined).join("; ")
+      note: [about, cpuNote, `load ${rounds.machine.loadAverage.toFixed(1)}`].filter((part) => part !== undefined).join(
+        "; "
+      )
     })
   }
   const cliVersus = "a script importing the reference store, printing readRarebitCurrent"
@@ -302,7 +315,9 @@ export const coldStartGroup = (packageRoot?: string): BenchGroup => ({
       sessionFile,
       sessionRoot,
       // A fixed number of rounds: the rows' medians and spreads are over as many processes on every run.
-      plan: context.quick ? { minRounds: 10, maxRounds: 10, tolerance: 0.05 } : { minRounds: 60, maxRounds: 60, tolerance: 0.05 },
+      plan: context.quick
+        ? { minRounds: 10, maxRounds: 10, tolerance: 0.05 }
+        : { minRounds: 60, maxRounds: 60, tolerance: 0.05 },
       warmup: context.quick ? 2 : 3,
       log: context.log
     })

@@ -48,7 +48,24 @@ const prng = (seed: number) => {
   }
 }
 
-const SYLLABLES = ["ka", "lo", "mi", "ren", "tu", "vas", "po", "sel", "dri", "an", "qui", "zo", "fen", "ul", "bra", "té"]
+const SYLLABLES = [
+  "ka",
+  "lo",
+  "mi",
+  "ren",
+  "tu",
+  "vas",
+  "po",
+  "sel",
+  "dri",
+  "an",
+  "qui",
+  "zo",
+  "fen",
+  "ul",
+  "bra",
+  "té"
+]
 
 /** A pool of pseudo-text that long outputs are sliced from (a little non-ASCII, like real output). */
 const makePool = (seed: number, bytes: number): string => {
@@ -150,7 +167,12 @@ export const sessionWriter = (
         { type: "thinking", thinking: slice(random, random.int(100, 1500)), thinkingSignature: slice(random, 40) }
       ]
       if (random.next() < 0.6) content.push({ type: "text", text: slice(random, random.int(30, 400)) })
-      content.push({ type: "toolCall", id: callId, name: random.pick(["bash", "read", "edit"]), arguments: { command: slice(random, random.int(10, 200)) } })
+      content.push({
+        type: "toolCall",
+        id: callId,
+        name: random.pick(["bash", "read", "edit"]),
+        arguments: { command: slice(random, random.int(10, 200)) }
+      })
       lines.push(entry(assistant(content, "toolUse")))
       const long = random.next() < 0.15 ? random.int(20_000, 60_000) : random.int(300, 12_000)
       lines.push(entry({

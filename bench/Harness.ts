@@ -154,13 +154,31 @@ const targetText = (row: Row, separator: string): string =>
     .join(separator)
 
 const formatTime = (ms: number): string =>
-  !Number.isFinite(ms) ? "-" : ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms >= 1 ? ms.toFixed(2) : ms.toFixed(3)
+  !Number.isFinite(ms)
+    ? "-"
+    : ms >= 100
+    ? ms.toFixed(0)
+    : ms >= 10
+    ? ms.toFixed(1)
+    : ms >= 1
+    ? ms.toFixed(2)
+    : ms.toFixed(3)
 
 const formatMiB = (value: number | undefined): string => (value === undefined ? "" : value.toFixed(1))
 
 /** The table as GitHub Markdown. */
 export const markdownTable = (rows: ReadonlyArray<Row>): string => {
-  const header = ["benchmark", "ours (ms)", "reference (ms)", "ratio", "target", "ok", "peak MiB ours", "peak MiB ref", "note"]
+  const header = [
+    "benchmark",
+    "ours (ms)",
+    "reference (ms)",
+    "ratio",
+    "target",
+    "ok",
+    "peak MiB ours",
+    "peak MiB ref",
+    "note"
+  ]
   const lines = [`| ${header.join(" | ")} |`, `| ${header.map(() => "---").join(" | ")} |`]
   for (const row of rows) {
     const ratio = ratioOf(row)
@@ -202,7 +220,10 @@ export const textTable = (rows: ReadonlyArray<Row>): string => {
   const header = ["benchmark", "ours ms", "ref ms", "ratio", "target", "peak MiB o/r", "versus"]
   const widths = header.map((title, column) => Math.max(title.length, ...cells.map((row) => row[column].length)))
   const render = (row: ReadonlyArray<string>) =>
-    row.map((cell, column) => (column === 0 || column === 6 ? cell.padEnd(widths[column]) : cell.padStart(widths[column])))
+    row.map((
+      cell,
+      column
+    ) => (column === 0 || column === 6 ? cell.padEnd(widths[column]) : cell.padStart(widths[column])))
       .join("  ")
   return [render(header), render(widths.map((width) => "-".repeat(width))), ...cells.map(render)].join("\n")
 }

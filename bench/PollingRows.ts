@@ -91,7 +91,9 @@ export const writeManySessions = async (fixtures: string, count: number): Promis
       offset += receiptLine.byteLength + headLine.byteLength
     }
     const sidecar = join(building, "rarebit", "materializations-v4", relative)
-    if (index < 100) mkdirSync(join(building, "rarebit", "materializations-v4", `--project-${index % 100}--`), { recursive: true })
+    if (index < 100) {
+      mkdirSync(join(building, "rarebit", "materializations-v4", `--project-${index % 100}--`), { recursive: true })
+    }
     writeFileSync(sidecar, Buffer.concat(parts))
     utimesSync(sessionFile, WRITTEN_AT, WRITTEN_AT)
     utimesSync(sidecar, WRITTEN_AT, WRITTEN_AT)
@@ -166,9 +168,10 @@ const pollingRows = async (context: BenchContext): Promise<ReadonlyArray<Measure
       ratio: rounds.ratio,
       samples: rounds.samples,
       target: large ? undefined : { ratioAtMost: 0.3 },
-      note: `mean of a sweep over every Session, ${sweeps.timed} timed after ${sweeps.warm} untimed, fresh process per side and round; ${
-        machineNote(rounds)
-      }`
+      note:
+        `mean of a sweep over every Session, ${sweeps.timed} timed after ${sweeps.warm} untimed, fresh process per side and round; ${
+          machineNote(rounds)
+        }`
     })
     rows.push({
       group: "polling",

@@ -5,10 +5,10 @@
  * @since 0.1.0
  */
 import { type ChildProcessByStdio, execFileSync, spawn } from "node:child_process"
-import type { Readable, Writable } from "node:stream"
 import { accessSync, closeSync, constants, openSync, readFileSync, realpathSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { delimiter, join } from "node:path"
+import type { Readable, Writable } from "node:stream"
 import { pathToFileURL } from "node:url"
 import { siblingScript } from "./Harness.js"
 
@@ -144,8 +144,9 @@ export class LineChild {
 export const commitOf = (root: string): string => {
   try {
     const hash = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root, encoding: "utf8" }).trim()
-    const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], { cwd: root, encoding: "utf8" })
-      .trim() !== ""
+    const dirty =
+      execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], { cwd: root, encoding: "utf8" })
+        .trim() !== ""
     return dirty ? `${hash}+changes` : hash
   } catch {
     return "unknown"
@@ -157,7 +158,10 @@ export const commitOf = (root: string): string => {
  * (npm puts the devDependency's Node first while a script runs), with its
  * resolved path, so a caller can tell whether it is the one running.
  */
-export const systemNode = (): { readonly path: string; readonly realPath: string; readonly version: string } | undefined => {
+export const systemNode = ():
+  | { readonly path: string; readonly realPath: string; readonly version: string }
+  | undefined =>
+{
   for (const directory of (process.env.PATH ?? "").split(delimiter)) {
     if (directory === "" || directory.split(/[\\/]/).includes("node_modules")) continue
     const candidate = join(directory, "node")

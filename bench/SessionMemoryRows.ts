@@ -10,7 +10,7 @@ import type { BenchContext, BenchGroup } from "./Groups.js"
 import type { Side } from "./Implementations.js"
 import type { MeasuredRow } from "./MeasuredTable.js"
 import { formatValue } from "./MeasuredTable.js"
-import { probeSessionRead, type SessionReadCost, sessionMemoryFixtures } from "./SessionReadMemory.js"
+import { probeSessionRead, sessionMemoryFixtures, type SessionReadCost } from "./SessionReadMemory.js"
 import { machineNote, quantile, type RoundPlan, runRounds } from "./Stats.js"
 
 const sessionMemoryRows = async (context: BenchContext): Promise<ReadonlyArray<MeasuredRow>> => {

@@ -18,9 +18,9 @@
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
+import { writeSession } from "./Fixtures.js"
 import { median, runChild } from "./Harness.js"
 import { loadOurPromiseApi, projectRoot, type Side } from "./Implementations.js"
-import { writeSession } from "./Fixtures.js"
 import { peakRssMiB } from "./PeakMemory.js"
 
 const MiB = 1024 * 1024

@@ -154,7 +154,9 @@ export const runRounds = async <Extra = undefined>(
       stoppedBy = "converged"
       break
     }
-    if (plan.budgetMs !== undefined && performance.now() - started >= plan.budgetMs && done >= Math.min(2, plan.minRounds)) {
+    if (
+      plan.budgetMs !== undefined && performance.now() - started >= plan.budgetMs && done >= Math.min(2, plan.minRounds)
+    ) {
       stoppedBy = "budget"
       break
     }

@@ -24,7 +24,10 @@ const writeSync = fs.writeSync as (...args: Array<unknown>) => number
 ;(fs as { writeSync: unknown }).writeSync = (...args: Array<unknown>) => {
   const written = writeSync(...args)
   const buffer = args[1]
-  if (buffer instanceof Uint8Array && Buffer.from(buffer.buffer, buffer.byteOffset, buffer.byteLength).includes("\"rarebit_head\"")) {
+  if (
+    buffer instanceof Uint8Array &&
+    Buffer.from(buffer.buffer, buffer.byteOffset, buffer.byteLength).includes("\"rarebit_head\"")
+  ) {
     headWrittenAt = process.hrtime.bigint()
   }
   return written

@@ -23,8 +23,8 @@
  */
 import { copyFileSync, mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { SESSION_ID, summaryReceipt, writeSession } from "./Fixtures.js"
 import { type BackgroundLoad, startLoad } from "./BackgroundLoad.js"
+import { SESSION_ID, summaryReceipt, writeSession } from "./Fixtures.js"
 import type { BenchContext, BenchGroup } from "./Groups.js"
 import type { Side } from "./Implementations.js"
 import type { MeasuredRow } from "./MeasuredTable.js"
@@ -105,9 +105,11 @@ const batch = async (
   count: number,
   lockOf: (sessionFile: string) => string
 ): Promise<Batch> => {
-  const replies = await Promise.all(workers.map((worker, index) =>
-    worker.request<WriterReply>({ sessionFile: sessionOf(index), series: `s${series++}`, count })
-  ))
+  const replies = await Promise.all(
+    workers.map((worker, index) =>
+      worker.request<WriterReply>({ sessionFile: sessionOf(index), series: `s${series++}`, count })
+    )
+  )
   const started = Math.min(...replies.map((reply) => reply.startedAt))
   const ended = Math.max(...replies.map((reply) => reply.endedAt))
   const cycles = replies.flatMap((reply) => reply.cycles)
@@ -207,7 +209,9 @@ export const LOAD_PROCESSES = 4
 const writersRows = async (context: BenchContext): Promise<ReadonlyArray<MeasuredRow>> => {
   const counts = [1, 4, 8]
   const perWorker = context.quick ? 3 : 4
-  context.log(`writers: ${counts.join("/")} processes × ${perWorker} cycles, shared sidecar and one each, idle and loaded`)
+  context.log(
+    `writers: ${counts.join("/")} processes × ${perWorker} cycles, shared sidecar and one each, idle and loaded`
+  )
   const setup = await prepare(context, "writers", Math.max(...counts))
   const rows: Array<MeasuredRow> = []
   let load: BackgroundLoad | undefined
@@ -282,6 +286,7 @@ export const settleGroup: BenchGroup = {
 
 export const writersGroup: BenchGroup = {
   name: "writers",
-  summary: `1/4/8 writer processes, shared sidecar and one Session each, with no added load and with ${LOAD_PROCESSES} busy loops`,
+  summary:
+    `1/4/8 writer processes, shared sidecar and one Session each, with no added load and with ${LOAD_PROCESSES} busy loops`,
   run: writersRows
 }

@@ -20,14 +20,15 @@
  *
  * @since 0.1.0
  */
+import { Effect, ManagedRuntime, Stream } from "effect"
 import { spawn } from "node:child_process"
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs"
 import { appendFile } from "node:fs/promises"
 import { arch, cpus, loadavg, release as osRelease, totalmem, type as osType, version as osVersion } from "node:os"
 import { join } from "node:path"
-import { Effect, ManagedRuntime, Stream } from "effect"
 import * as NodeStore from "../src/platform/NodeStore.js"
 import { RarebitStore } from "../src/store/RarebitStore.js"
+import { coldStartGroup } from "./ColdStart.js"
 import {
   jobIdOf,
   lastEntryId,
@@ -37,7 +38,7 @@ import {
   writeSession,
   writeSidecar
 } from "./Fixtures.js"
-import { coldStartGroup } from "./ColdStart.js"
+import type { BenchGroup } from "./Groups.js"
 import {
   alternate,
   interleave,
@@ -50,13 +51,12 @@ import {
   textTable
 } from "./Harness.js"
 import { loadOurPromiseModules, loadStore, projectRoot, type Side, type StoreApi } from "./Implementations.js"
-import { type NativeSummary, nativeOf as nativeSummaryOf } from "./SessionFixtures.js"
-import type { BenchGroup } from "./Groups.js"
-import { measuredMarkdown, measuredText, meetsTarget, type MeasuredRow } from "./MeasuredTable.js"
-import { quantile } from "./Stats.js"
-import { commitOf, LineChild, systemNode } from "./Processes.js"
+import { measuredMarkdown, type MeasuredRow, measuredText, meetsTarget } from "./MeasuredTable.js"
 import { pollingGroup } from "./PollingRows.js"
+import { commitOf, LineChild, systemNode } from "./Processes.js"
+import { nativeOf as nativeSummaryOf, type NativeSummary } from "./SessionFixtures.js"
 import { sessionMemoryGroup } from "./SessionMemoryRows.js"
+import { quantile } from "./Stats.js"
 import { verifyGroup } from "./VerifyRows.js"
 import { settleGroup, writersGroup } from "./WriterRows.js"
 
@@ -111,7 +111,9 @@ if (argv.includes("--help") || argv.includes("-h")) {
   )
   process.exit(0)
 }
-const unknown = only?.filter((name) => ![...BUILT_IN_GROUPS.map(([group]) => group), ...groups.map((group) => group.name)].includes(name))
+const unknown = only?.filter((name) =>
+  ![...BUILT_IN_GROUPS.map(([group]) => group), ...groups.map((group) => group.name)].includes(name)
+)
 if (unknown !== undefined && unknown.length > 0) {
   process.stderr.write(`unknown group(s): ${unknown.join(", ")} (see --help)\n`)
   process.exit(2)
@@ -312,8 +314,7 @@ const pollGrowing = async (base: string, summary: NativeSummary, bytes: number, 
       writeSidecar(sidecar, { receipts: 3 }, summary)
       try {
         const options = { sessionFile, ...location }
-        await stores[side].readRarebitCurrent(options)
-        // One collection per block, so neither side pays for the other's garbage.
+        await stores[side].readRarebitCurrent(options) // One collection per block, so neither side pays for the other's garbage.
         ;(globalThis as { gc?: () => void }).gc?.()
         for (let op = 0; op < ops; op++) {
           await appendFile(sessionFile, `${entries[op]}\n`)
@@ -321,7 +322,9 @@ const pollGrowing = async (base: string, summary: NativeSummary, bytes: number, 
           const current = await stores[side].readRarebitCurrent(options)
           const elapsed = performance.now() - start
           if (round >= 0) samples[side].push(elapsed)
-          if (current.artifactState?.nativeRef?.availability !== "available") throw new Error("growing Session unreadable")
+          if (current.artifactState?.nativeRef?.availability !== "available") {
+            throw new Error("growing Session unreadable")
+          }
         }
         // Both implementations must see the grown Session alike.
         const mine = await ours.readRarebitCurrent(options)
@@ -407,7 +410,11 @@ const settleSetup = (name: string, sessionBytes: number) => {
   })
   const receiptFile = join(work, name, "receipt.json")
   writeFileSync(receiptFile, JSON.stringify(receipt))
-  const location = (side: Side) => ({ sessionFile, sessionRoot: sessions, rarebitRoot: join(work, name, `rarebit-${side}`) })
+  const location = (side: Side) => ({
+    sessionFile,
+    sessionRoot: sessions,
+    rarebitRoot: join(work, name, `rarebit-${side}`)
+  })
   return { sessionFile, sessions, receipt, receiptFile, location }
 }
 
@@ -454,10 +461,13 @@ const contention = async () => {
         const prefix = nextSeries(`fibers-${side}`)
         reservations = []
         for (let index = 0; index < fibers; index++) {
-          reservations.push(await stores[side].reserveRarebitJob({ ...setup.location(side), jobId: jobIdOf(prefix, index) }))
+          reservations.push(
+            await stores[side].reserveRarebitJob({ ...setup.location(side), jobId: jobIdOf(prefix, index) })
+          )
         }
       },
-      run: () => Promise.all(reservations.map((reservation) => stores[side].settleRarebitJob(reservation, setup.receipt)))
+      run: () =>
+        Promise.all(reservations.map((reservation) => stores[side].settleRarebitJob(reservation, setup.receipt)))
     }
   }
   const inProcess = await interleave({ ours: batch("ours"), theirs: batch("reference") }, {
@@ -620,7 +630,9 @@ const effectVersusPlain = async () => {
   const pairs = quick ? 60 : 400
   const warmupMs = quick ? 300 : 2000
   const result = await alternate({
-    ours: { run: () => effectRuntime().runPromise(effectBlock(reads, (store) => store.readCurrent({ ...options, native }))) },
+    ours: {
+      run: () => effectRuntime().runPromise(effectBlock(reads, (store) => store.readCurrent({ ...options, native })))
+    },
     theirs: { run: () => plainBlock(reads, () => plain.readRarebitCurrent({ ...options, native })) }
   }, { pairs, warmupMs })
   rows.push({
@@ -628,11 +640,15 @@ const effectVersusPlain = async () => {
     ours: perCall(result.ours.times, reads),
     theirs: perCall(result.theirs.times, reads),
     target: 1,
-    versus: `ours = RarebitStore.readCurrent, ${reads} calls in one Effect program; ref = ${reads} plain readRarebitCurrent calls`
+    versus:
+      `ours = RarebitStore.readCurrent, ${reads} calls in one Effect program; ref = ${reads} plain readRarebitCurrent calls`
   })
   const location = { sessionRoot, rarebitRoot }
   const pathResult = await alternate({
-    ours: { run: async () => effectRuntime().runSync(effectBlock(paths, (store) => store.materializationPath(sessionFile, location))) },
+    ours: {
+      run: async () =>
+        effectRuntime().runSync(effectBlock(paths, (store) => store.materializationPath(sessionFile, location)))
+    },
     theirs: {
       run: async () => {
         for (const _ of block(paths)) plain.rarebitMaterializationPath(sessionFile, location)
@@ -644,7 +660,8 @@ const effectVersusPlain = async () => {
     ours: perCall(pathResult.ours.times, paths),
     theirs: perCall(pathResult.theirs.times, paths),
     target: 1,
-    versus: `ours = RarebitStore.materializationPath, ${paths} calls in one Effect program; ref = ${paths} plain rarebitMaterializationPath calls`
+    versus:
+      `ours = RarebitStore.materializationPath, ${paths} calls in one Effect program; ref = ${paths} plain rarebitMaterializationPath calls`
   })
   const sessionOptions = { sessionFile: smallSession, sessionRoot, rarebitRoot }
   writeSidecar(sidecarOf(smallSession), { receipts: 3 }, small)
@@ -657,7 +674,8 @@ const effectVersusPlain = async () => {
     ours: perCall(sessionResult.ours.times, reads),
     theirs: perCall(sessionResult.theirs.times, reads),
     target: 1,
-    versus: `ours = RarebitStore.readCurrent, ${reads} calls in one Effect program; ref = ${reads} plain readRarebitCurrent calls`
+    versus:
+      `ours = RarebitStore.readCurrent, ${reads} calls in one Effect program; ref = ${reads} plain readRarebitCurrent calls`
   })
 }
 
@@ -704,7 +722,11 @@ const watchVersusPolling = async () => {
     return (idleCpuUs / 1000) * (hourMs / windowMs)
   }
   const start = async (mode: "watch" | "poll", intervalMs?: number) => {
-    const probe = new LineChild("WatchProbe.js", [mode, ...args, ...(intervalMs === undefined ? [] : [String(intervalMs)])])
+    const probe = new LineChild("WatchProbe.js", [
+      mode,
+      ...args,
+      ...(intervalMs === undefined ? [] : [String(intervalMs)])
+    ])
     await probe.next()
     return probe
   }
@@ -740,9 +762,14 @@ const watchVersusPolling = async () => {
   settler.send("quit")
   await settler.done
 
-  const every = (ms: number) => (Number.isFinite(ms) ? (ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${ms.toFixed(0)} ms`) : "never")
-  const sameCpuNote = `ref = a readRarebitCurrent loop using the watch's idle CPU: one read every ${every(sameCpuMs)} ` +
-    `(${cpuPerRead.toFixed(3)} ms CPU per read); its latency is uniform over that interval, as measured for a ${baselineMs} ms loop: ` +
+  const every = (
+    ms: number
+  ) => (Number.isFinite(ms) ? (ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${ms.toFixed(0)} ms`) : "never")
+  const sameCpuNote =
+    `ref = a readRarebitCurrent loop using the watch's idle CPU: one read every ${every(sameCpuMs)} ` +
+    `(${
+      cpuPerRead.toFixed(3)
+    } ms CPU per read); its latency is uniform over that interval, as measured for a ${baselineMs} ms loop: ` +
     `median ${median(polled).toFixed(1)} ms, p99 ${quantile(polled, 0.99).toFixed(1)} ms`
   rows.push({
     benchmark: "watch. settle in another process → state emitted, median (ms)",
@@ -822,7 +849,9 @@ if (measured.length > 0) {
   log(`samples in ${results}`)
 }
 const tables = [rows.length > 0 ? textTable(rows) : "", measured.length > 0 ? measuredText(measured) : ""]
-process.stdout.write(`\n${tables.filter((table) => table).join("\n\n")}\n\n${machine}\n${command} (${elapsed.toFixed(0)} s)\n`)
+process.stdout.write(
+  `\n${tables.filter((table) => table).join("\n\n")}\n\n${machine}\n${command} (${elapsed.toFixed(0)} s)\n`
+)
 const misses = [
   ...rows.filter((row) => meetsTargets(row) === false),
   ...measured.filter((row) => meetsTarget(row) === false)
@@ -832,13 +861,19 @@ if (misses.length > 0) process.stdout.write(`target misses: ${misses.map((row) =
 if (!quick && only === undefined && coldPackage === undefined) {
   const path = join(root, "BENCHMARKS.md")
   const previous = existsSync(path) ? readFileSync(path, "utf8") : ""
-  const notes = previous.includes("<!-- notes -->") ? previous.slice(previous.indexOf("<!-- notes -->")) : "<!-- notes -->\n"
+  const notes = previous.includes("<!-- notes -->")
+    ? previous.slice(previous.indexOf("<!-- notes -->"))
+    : "<!-- notes -->\n"
   writeFileSync(
     path,
-    `# Benchmarks\n\nOur plain API against the reference store (\`@hypercarrier/rarebit\` 0.1.0-alpha.4) on the same files, interleaved rounds, median milliseconds per operation; ratio = ours / reference (lower is better). Peak MiB is how much the peak resident set of a fresh process (implementation loaded, nothing read yet) grows over the measured reads: 20 current reads for the sidecar rows, 3 cold reads (2 for 100 MiB) for the Session rows.\n\n- Machine: ${machine}\n- Command: \`${command}\` (${elapsed.toFixed(0)} s, ${new Date().toISOString().slice(0, 10)})\n\n${
-      markdownTable(rows)
-    }\n\n${
-      measured.length === 0 ? "" : `## Rows measured in rounds with spread (issue 15)\n\nEach side in its own processes, ours and the other side alternating round by round (which goes first alternates too); a row stops once the 95 % interval of its median per-round ratio is within its tolerance, or at its round or time limit (see the notes). Medians with p10–p90; ratio = median of the per-round ratios, ours / other side.\n\n${measuredMarkdown(measured)}\n\n`
+    `# Benchmarks\n\nOur plain API against the reference store (\`@hypercarrier/rarebit\` 0.1.0-alpha.4) on the same files, interleaved rounds, median milliseconds per operation; ratio = ours / reference (lower is better). Peak MiB is how much the peak resident set of a fresh process (implementation loaded, nothing read yet) grows over the measured reads: 20 current reads for the sidecar rows, 3 cold reads (2 for 100 MiB) for the Session rows.\n\n- Machine: ${machine}\n- Command: \`${command}\` (${
+      elapsed.toFixed(0)
+    } s, ${new Date().toISOString().slice(0, 10)})\n\n${markdownTable(rows)}\n\n${
+      measured.length === 0
+        ? ""
+        : `## Rows measured in rounds with spread (issue 15)\n\nEach side in its own processes, ours and the other side alternating round by round (which goes first alternates too); a row stops once the 95 % interval of its median per-round ratio is within its tolerance, or at its round or time limit (see the notes). Medians with p10–p90; ratio = median of the per-round ratios, ours / other side.\n\n${
+          measuredMarkdown(measured)
+        }\n\n`
     }${notes}`
   )
   log(`wrote ${path}`)

@@ -11,7 +11,8 @@ import { Console, Effect } from "effect"
 import { DEFAULT_RAREBIT_ROOT, DEFAULT_RAREBIT_SESSION_ROOT, NodeStore } from "rarebit-store"
 import { showCurrent, summarizeSession } from "./SummaryWorker.js"
 
-const [sessionFile, sessionRoot = DEFAULT_RAREBIT_SESSION_ROOT, rarebitRoot = DEFAULT_RAREBIT_ROOT] = process.argv.slice(2)
+const [sessionFile, sessionRoot = DEFAULT_RAREBIT_SESSION_ROOT, rarebitRoot = DEFAULT_RAREBIT_ROOT] = process.argv
+  .slice(2)
 
 const main = Effect.gen(function*() {
   if (sessionFile === undefined) {

@@ -15,10 +15,14 @@ if (sessionFile === undefined) throw new Error("usage: node watch.js <Pi Session
 
 try {
   // The signal ends the wait: a pending step then throws an AbortError, as fs.promises.watch does.
-  for await (const current of watchRarebitCurrent({ sessionFile, sessionRoot, rarebitRoot }, {
-    signal: AbortSignal.timeout(60_000)
-  })) {
-    const summary = current.availability === "available" && current.receipt.status === "ok" ? current.receipt.summary : null
+  for await (
+    const current of watchRarebitCurrent({ sessionFile, sessionRoot, rarebitRoot }, {
+      signal: AbortSignal.timeout(60_000)
+    })
+  ) {
+    const summary = current.availability === "available" && current.receipt.status === "ok"
+      ? current.receipt.summary
+      : null
     // The reason tells apart states that read alike: no sidecar yet, or one just created and not yet written.
     const reason = current.diagnostics.reason === undefined ? "" : ` (${current.diagnostics.reason})`
     console.log(`current: ${current.availability}${reason}, ${current.artifactState.syncState}: ${summary}`)

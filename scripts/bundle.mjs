@@ -203,7 +203,11 @@ const launcherCode = async (text, banner) => {
   const build = await rolldown({
     ...sourceOptions,
     input: id,
-    plugins: [{ name: "rarebit-store:launcher", resolveId: (name) => (name === id ? id : null), load: (name) => (name === id ? text : null) }]
+    plugins: [{
+      name: "rarebit-store:launcher",
+      resolveId: (name) => (name === id ? id : null),
+      load: (name) => (name === id ? text : null)
+    }]
   })
   const { output } = await build.generate({ format: "esm", banner })
   await build.close()

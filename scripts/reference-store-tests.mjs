@@ -23,8 +23,8 @@
  * 1 when it does, 2 when the suite could not be run at all.
  */
 import { spawn } from "node:child_process"
-import { cp, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises"
 import { existsSync } from "node:fs"
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { dirname, isAbsolute, join, relative, resolve } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
@@ -160,7 +160,13 @@ const runSuite = (dir) =>
       const child = spawn(
         process.execPath,
         // Several files at once: each test process spends most of its time loading modules.
-        ["--test", "--test-concurrency=4", "--test-reporter=./json-lines-reporter.mjs", "--test-reporter-destination=stdout", ...files],
+        [
+          "--test",
+          "--test-concurrency=4",
+          "--test-reporter=./json-lines-reporter.mjs",
+          "--test-reporter-destination=stdout",
+          ...files
+        ],
         { cwd: dir, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NODE_OPTIONS: "" } }
       )
       let stdout = ""
@@ -269,8 +275,12 @@ const main = async () => {
       if (after === undefined) regressions.push({ key, error: "did not run with the replaced store" })
       else if (after.status !== "pass") regressions.push({ key, error: after.error })
     }
-    const failingBoth = [...baseline].filter(([key, event]) => event.status !== "pass" && replaced.get(key)?.status !== "pass")
-    const fixed = [...baseline].filter(([key, event]) => event.status !== "pass" && replaced.get(key)?.status === "pass")
+    const failingBoth = [...baseline].filter(([key, event]) =>
+      event.status !== "pass" && replaced.get(key)?.status !== "pass"
+    )
+    const fixed = [...baseline].filter(([key, event]) =>
+      event.status !== "pass" && replaced.get(key)?.status === "pass"
+    )
     if (failingBoth.length > 0 || verbose) {
       for (const [key, event] of failingBoth) console.log(`  fails in both runs: ${key}: ${event.error ?? ""}`)
     }
@@ -289,6 +299,8 @@ const main = async () => {
 }
 
 main().catch((/** @type {unknown} */ error) => {
-  const stack = error === null || error === undefined ? undefined : /** @type {{ readonly stack?: unknown }} */ (error).stack
+  const stack = error === null || error === undefined
+    ? undefined
+    : /** @type {{ readonly stack?: unknown }} */ (error).stack
   fail(String(stack ?? error))
 })

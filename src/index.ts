@@ -8,15 +8,17 @@
  *
  * @since 0.1.0
  */
-export * from "./store/Errors.js"
 export * as CommitLock from "./store/CommitLock.js"
+export type {
+  WatchedCurrent,
+  WatchMode,
+  WatchOptions,
+  WatchSessionsOptions,
+  WatchTuning
+} from "./store/CurrentWatch.js"
+export * from "./store/Errors.js"
 export { LockOwner, type LockOwnerProbe, type OwnerEvidence } from "./store/LockOwner.js"
-export {
-  commitLockPath,
-  JOBS_DIR,
-  MATERIALIZATIONS_DIR,
-  materializationPath
-} from "./store/MirroredPath.js"
+export { commitLockPath, JOBS_DIR, materializationPath, MATERIALIZATIONS_DIR } from "./store/MirroredPath.js"
 export {
   type CurrentRead,
   type JobOutcome,
@@ -28,19 +30,12 @@ export {
   type ReleaseError,
   type ReserveError,
   type ReserveOptions,
-  type SettleError,
   type Settled,
+  type SettleError,
   type SettleHooks,
   type SettleOptions,
   type StoreError
 } from "./store/RarebitStore.js"
-export type {
-  WatchedCurrent,
-  WatchMode,
-  WatchOptions,
-  WatchSessionsOptions,
-  WatchTuning
-} from "./store/CurrentWatch.js"
 export type {
   Acquired,
   Duplicate,
@@ -71,8 +66,11 @@ export {
   type StoreConfig
 } from "./store/StoreConfig.js"
 // The models of the protocol's records, by name; their Schemas are under `Protocol`.
+export * as DirectFileSystem from "./platform/DirectFileSystem.js"
+export * as NodeStore from "./platform/NodeStore.js"
 export type { CommitLockFile } from "./protocol/CommitLockFile.js"
 export type { Head, ReceiptReference } from "./protocol/Head.js"
+export * as Protocol from "./protocol/index.js"
 export type { ActiveClaim, JobClaim, SettledClaim } from "./protocol/JobClaim.js"
 export type { Receipt, ReceiptInput } from "./protocol/Receipt.js"
 export type {
@@ -90,12 +88,9 @@ export type {
   TitledTitleReceipt,
   TitleReceipt
 } from "./protocol/TitleReceipt.js"
+export * as Session from "./session/index.js"
 export type { SessionObservation } from "./session/SessionReader.js"
 export type { ArtifactExpectation, NativeObservation } from "./state/ArtifactState.js"
-export * as SidecarAudit from "./store/SidecarAudit.js"
-export * as CommitLockRepair from "./store/CommitLockRepair.js"
-export * as NodeStore from "./platform/NodeStore.js"
-export * as DirectFileSystem from "./platform/DirectFileSystem.js"
-export * as Protocol from "./protocol/index.js"
-export * as Session from "./session/index.js"
 export * as ArtifactState from "./state/index.js"
+export * as CommitLockRepair from "./store/CommitLockRepair.js"
+export * as SidecarAudit from "./store/SidecarAudit.js"

@@ -141,7 +141,9 @@ export const checkRun = async ({ rarebitRoot, sessionRoot, sessions, runDir }) =
   const leases = new Map()
   /** @type {Map<string, string>} */
   const jobSidecar = new Map()
-  const sidecarOf = new Map(sessions.map((session) => [session.name, Ref.rarebitMaterializationPath(session.file, location)]))
+  const sidecarOf = new Map(
+    sessions.map((session) => [session.name, Ref.rarebitMaterializationPath(session.file, location)])
+  )
   for (const event of events) {
     if (event.e === "acquired") leases.set(event.token, { impl: event.impl, worker: event.worker, job: event.job })
     const sidecar = event.session === undefined ? undefined : sidecarOf.get(event.session)
@@ -168,7 +170,9 @@ export const checkRun = async ({ rarebitRoot, sessionRoot, sessions, runDir }) =
         // if it could still settle, which it cannot: the line is written first.
         violations.push(`${path}@${line.offset}: receipt of job ${line.record.jobId} names no acquired lease`)
       } else if (acquired.job !== line.record.jobId) {
-        violations.push(`${path}@${line.offset}: receipt of job ${line.record.jobId} written under a lease of job ${acquired.job}`)
+        violations.push(
+          `${path}@${line.offset}: receipt of job ${line.record.jobId} written under a lease of job ${acquired.job}`
+        )
       }
       const list = writers.get(line.record.jobId) ?? []
       list.push(lease?.impl ?? "unknown")
@@ -200,7 +204,10 @@ export const checkRun = async ({ rarebitRoot, sessionRoot, sessions, runDir }) =
     const tornClaim = violation.includes("claim is not a JSON object")
     const referenceLock = violation.endsWith(": lock left behind") &&
       evidenceless.has(violation.slice(0, -": lock left behind".length))
-    if ((job !== undefined && rerunBy.get(job) === "reference") || (tornClaim && hasReference) || (referenceLock && hasReference)) {
+    if (
+      (job !== undefined && rerunBy.get(job) === "reference") || (tornClaim && hasReference) ||
+      (referenceLock && hasReference)
+    ) {
       referenceIssues.push(violation)
     } else {
       violations.push(violation)
@@ -231,7 +238,11 @@ export const checkRun = async ({ rarebitRoot, sessionRoot, sessions, runDir }) =
     violations,
     referenceIssues,
     pending: checked.pending,
-    stats: { ...checked.stats, duplicateJobsRerunByOurs: duplicates.ours, duplicateJobsRerunByReference: duplicates.reference },
+    stats: {
+      ...checked.stats,
+      duplicateJobsRerunByOurs: duplicates.ours,
+      duplicateJobsRerunByReference: duplicates.reference
+    },
     readers
   }
 }

@@ -212,7 +212,13 @@ export const parseSidecar = (bytes) => {
     const lineBytes = bytes.subarray(cursor, newline + 1)
     const text = utf8.decode(lineBytes.subarray(0, -1))
     const parsed = text.length > 0 ? parse(text) : /** @type {const} */ ({ ok: false })
-    lines.push({ offset: cursor, length: lineBytes.length, hash: sha256(lineBytes), ...classify(parsed, text), empty: text === "" })
+    lines.push({
+      offset: cursor,
+      length: lineBytes.length,
+      hash: sha256(lineBytes),
+      ...classify(parsed, text),
+      empty: text === ""
+    })
     cursor = newline + 1
   }
   return { size: bytes.length, lines, tornTail: cursor < bytes.length, tornBytes: bytes.length - cursor }
@@ -330,8 +336,9 @@ export const checkStore = (input) => {
     } else if (claim.state === "active") {
       stats.activeClaims++
       if (receipts.length > 1) violations.push(`${jobId}: active claim and ${receipts.length} receipts`)
-      else if (receipts.length === 1) pending.push(`${jobId}: receipt written, claim still active (recovered on takeover)`)
-      else pending.push(`${jobId}: claim active`)
+      else if (receipts.length === 1) {
+        pending.push(`${jobId}: receipt written, claim still active (recovered on takeover)`)
+      } else pending.push(`${jobId}: claim active`)
     } else {
       violations.push(`${path}: claim state ${JSON.stringify(claim.state)}`)
     }

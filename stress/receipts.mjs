@@ -22,7 +22,8 @@ const { selectRarebits, sha256 } =
    *   readonly selectRarebits: (branch: ReadonlyArray<unknown>) => ReturnType<typeof CoreModule.selectRarebits>
    *   readonly sha256: (value: unknown) => string
    * }}
-   */ (/** @type {unknown} */ (CoreModule))
+   */
+  (/** @type {unknown} */ (CoreModule))
 const { readRarebitSession } =
   /**
    * @type {{
@@ -31,7 +32,8 @@ const { readRarebitSession } =
    *     options: { readonly sessionRoot: string }
    *   ) => Promise<{ readonly branch: ReadonlyArray<Entry>; readonly session: { readonly id: string } }>
    * }}
-   */ (/** @type {unknown} */ (SessionModule))
+   */
+  (/** @type {unknown} */ (SessionModule))
 
 /** A Session entry on the active branch, as the reference parses it. @typedef {Readonly<Record<string, unknown>>} Entry */
 
@@ -142,7 +144,9 @@ export const titleReceipt = (branch, sessionId, { model, source, text }) => {
  * @returns {Lease | undefined}
  */
 export const leaseOf = (record) => {
-  const fields = typeof record === "object" && record !== null ? /** @type {Readonly<Record<string, unknown>>} */ (record) : {}
+  const fields = typeof record === "object" && record !== null
+    ? /** @type {Readonly<Record<string, unknown>>} */ (record)
+    : {}
   const text = fields.type === "rarebit_title" ? fields.title : fields.summary
   const match = typeof text === "string" ? /^(ours|reference):(\d+):([a-f0-9]+)$/.exec(text) : null
   if (match === null) return undefined

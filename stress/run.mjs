@@ -17,8 +17,8 @@
  * violation.
  */
 import { spawn } from "node:child_process"
-import { mkdir, mkdtemp, rm, writeFile, appendFile } from "node:fs/promises"
 import { createWriteStream } from "node:fs"
+import { appendFile, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises"
 import { cpus, loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -157,7 +157,13 @@ const jitter = (mean) => Math.max(1, Math.round(mean * (0.5 + Math.random())))
 
 /** @param {string} id @param {"user" | "assistant"} role @param {string} text */
 const entryLine = (id, role, text) =>
-  `${JSON.stringify({ type: "message", id, message: { role, content: text, ...(role === "assistant" ? { stopReason: "stop" } : {}) } })}\n`
+  `${
+    JSON.stringify({
+      type: "message",
+      id,
+      message: { role, content: text, ...(role === "assistant" ? { stopReason: "stop" } : {}) }
+    })
+  }\n`
 
 /**
  * Runs one configuration end to end and returns its figures.
@@ -186,7 +192,13 @@ const runConfiguration = async (name, options) => {
 
   /** @param {number} slot @returns {Impl} */
   const implOf = (slot) =>
-    name === "ours" ? "ours" : name === "reference" ? "reference" : slot >= options.workers - options.referenceWorkers ? "reference" : "ours"
+    name === "ours"
+      ? "ours"
+      : name === "reference"
+      ? "reference"
+      : slot >= options.workers - options.referenceWorkers
+      ? "reference"
+      : "ours"
   /** @type {Omit<WorkerConfig, "impl">} */
   const baseConfig = {
     runDir,
@@ -231,7 +243,10 @@ const runConfiguration = async (name, options) => {
   /** @param {Impl} impl */
   const spawnSpare = (impl) => {
     const child = spawn(process.execPath, [join(here, "worker.mjs")], {
-      env: { ...process.env, STRESS_CONFIG: JSON.stringify(/** @satisfies {WorkerConfig} */ ({ ...baseConfig, impl })) },
+      env: {
+        ...process.env,
+        STRESS_CONFIG: JSON.stringify(/** @satisfies {WorkerConfig} */ ({ ...baseConfig, impl }))
+      },
       stdio: ["ignore", "ignore", "pipe", "ipc"]
     })
     processes.add(child)
@@ -358,21 +373,25 @@ const runConfiguration = async (name, options) => {
       env: {
         ...process.env,
         // A lock nobody can break will not be broken by waiting longer: one second per sidecar is enough.
-        STRESS_CONFIG: JSON.stringify(/** @satisfies {WorkerConfig} */ ({
-          ...baseConfig,
-          ...timing,
-          impl: drainImpl,
-          worker: 9999,
-          selfKill: { K1: 0, K2a: 0, K2b: 0 },
-          lockRetry: { intervalMs: 5, attempts: 200 }
-        }))
+        STRESS_CONFIG: JSON.stringify(
+          /** @satisfies {WorkerConfig} */ ({
+            ...baseConfig,
+            ...timing,
+            impl: drainImpl,
+            worker: 9999,
+            selfKill: { K1: 0, K2a: 0, K2b: 0 },
+            lockRetry: { intervalMs: 5, attempts: 200 }
+          })
+        )
       },
       stdio: ["ignore", "ignore", "pipe"]
     })
     child.stderr?.pipe(createWriteStream(join(runDir, "stderr-drain.log")))
     child.on("exit", (code, signal) => resolve({ code, signal }))
   })
-  if (drained.code !== 0) figures.unexpectedExits.push({ slot: "drain", impl: drainImpl, code: drained.code, signal: drained.signal })
+  if (drained.code !== 0) {
+    figures.unexpectedExits.push({ slot: "drain", impl: drainImpl, code: drained.code, signal: drained.signal })
+  }
 
   const checked = await checkRun({ rarebitRoot, sessionRoot, sessions, runDir })
   const events = await readJournals(runDir)
@@ -432,7 +451,9 @@ const runConfiguration = async (name, options) => {
     pending: checked.pending.length,
     currentReads: checked.readers,
     otherErrors: otherErrors.length,
-    otherErrorSamples: [...new Set(otherErrors.map((event) => `${event.impl} ${event.op}: ${event.error} ${event.message ?? ""}`))].slice(0, 5),
+    otherErrorSamples: [
+      ...new Set(otherErrors.map((event) => `${event.impl} ${event.op}: ${event.error} ${event.message ?? ""}`))
+    ].slice(0, 5),
     unexpectedExits: figures.unexpectedExits,
     hungWorkers: figures.hung,
     graceS: (options.quick ? 12_000 : 20_000) / 1000,
@@ -453,12 +474,23 @@ const print = (result) => {
   const line = (label, value) => console.log(`  ${label.padEnd(28)} ${value}`)
   console.log(
     `\n== ${result.configuration}: ${result.workers} workers (${result.referenceWorkers} reference), ${result.durationS} s, ` +
-      `lease ${result.leaseMs} ms, ${result.sessions} Sessions (${result.cpus} CPUs, load average ${result.loadAverage.join(" ")})`
+      `lease ${result.leaseMs} ms, ${result.sessions} Sessions (${result.cpus} CPUs, load average ${
+        result.loadAverage.join(" ")
+      })`
   )
   line("jobs settled", `${result.jobs} (of ${result.jobsTouched} touched)`)
-  line("settles/s", `${result.settlesPerSecond} (ours ${result.settlesByImpl.ours}, reference ${result.settlesByImpl.reference})`)
-  line("reservations", `${result.reservations.acquired} acquired, ${result.reservations.duplicate} duplicate, ${result.reservations.inFlight} in flight`)
-  line("kills", `${result.kills} (${result.killsBySignal} by signal; in locks K1 ${result.killsInside.K1}, K2a ${result.killsInside.K2a}, K2b ${result.killsInside.K2b})`)
+  line(
+    "settles/s",
+    `${result.settlesPerSecond} (ours ${result.settlesByImpl.ours}, reference ${result.settlesByImpl.reference})`
+  )
+  line(
+    "reservations",
+    `${result.reservations.acquired} acquired, ${result.reservations.duplicate} duplicate, ${result.reservations.inFlight} in flight`
+  )
+  line(
+    "kills",
+    `${result.kills} (${result.killsBySignal} by signal; in locks K1 ${result.killsInside.K1}, K2a ${result.killsInside.K2a}, K2b ${result.killsInside.K2b})`
+  )
   line("stalls past the lease", result.stalls)
   line("Session appends", result.sessionAppends)
   line("takeovers", result.takeovers)
@@ -466,15 +498,25 @@ const print = (result) => {
   line("locks broken", result.locksBroken)
   line("settlements recovered", result.settlementsRecovered)
   line("torn claims", `${result.tornClaims} on disk, ${result.tornClaimErrors} reserve errors`)
-  line("lock timeouts", `ours ${result.lockTimeouts.ours}, reference ${result.lockTimeouts.reference}; drain ${result.drainLockTimeouts}${result.drainBlockedSessions.length ? ` (blocked: ${result.drainBlockedSessions.join(", ")})` : ""}`)
+  line(
+    "lock timeouts",
+    `ours ${result.lockTimeouts.ours}, reference ${result.lockTimeouts.reference}; drain ${result.drainLockTimeouts}${
+      result.drainBlockedSessions.length ? ` (blocked: ${result.drainBlockedSessions.join(", ")})` : ""
+    }`
+  )
   line("leftover locks", result.leftoverLocks)
-  line("duplicate jobs", `re-run by ours ${result.duplicateJobs.rerunByOurs}, by the reference ${result.duplicateJobs.rerunByReference}`)
+  line(
+    "duplicate jobs",
+    `re-run by ours ${result.duplicateJobs.rerunByOurs}, by the reference ${result.duplicateJobs.rerunByReference}`
+  )
   line("jobs left pending", result.pending)
   line("current reads", JSON.stringify(result.currentReads))
   line("other errors", result.otherErrors)
   for (const sample of result.otherErrorSamples) line("", sample)
   if (result.unexpectedExits.length) line("unexpected worker exits", JSON.stringify(result.unexpectedExits))
-  if (result.hungWorkers) line("workers still blocked", `${result.hungWorkers} (${result.graceS} s after the deadline; killed)`)
+  if (result.hungWorkers) {
+    line("workers still blocked", `${result.hungWorkers} (${result.graceS} s after the deadline; killed)`)
+  }
   line("violations", result.violations)
   for (const sample of result.violationSamples) line("", sample)
   if (result.referenceIssues) {
@@ -494,10 +536,13 @@ for (const name of options.configs) {
   print(result)
   results.push(result)
 }
-if (options.json) await writeFile(options.json, `${JSON.stringify({ command, node: process.version, results }, null, 2)}\n`)
+if (options.json) {
+  await writeFile(options.json, `${JSON.stringify({ command, node: process.version, results }, null, 2)}\n`)
+}
 const failed = results.filter((result) =>
   result.configuration !== "reference" &&
-  (result.violations > 0 || result.unexpectedExits.length > 0 || result.tornClaims > 0 && result.configuration === "ours")
+  (result.violations > 0 || result.unexpectedExits.length > 0 ||
+    result.tornClaims > 0 && result.configuration === "ours")
 )
 if (failed.length > 0) {
   console.log(`\nFAILED: ${failed.map((result) => result.configuration).join(", ")}`)

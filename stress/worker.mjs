@@ -97,7 +97,8 @@ let worker = config.worker
 let journalPath = join(config.runDir, `journal-${impl}-${worker ?? "spare"}-${process.pid}.jsonl`)
 
 /** @param {WorkerEvent} event */
-const log = (event) => appendFileSync(journalPath, `${JSON.stringify({ t: Date.now(), impl, worker, pid: process.pid, ...event })}\n`)
+const log = (event) =>
+  appendFileSync(journalPath, `${JSON.stringify({ t: Date.now(), impl, worker, pid: process.pid, ...event })}\n`)
 
 /** @param {number} p */
 const chance = (p) => p > 0 && Math.random() < p
@@ -374,7 +375,15 @@ const work = async (session, k, { mayStall, signatureWorker }) => {
   try {
     reserved = await store.reserve(jobId, session.file)
   } catch (error) {
-    log({ e: classify(error), op: "reserve", job: jobId, session: session.name, k, error: store.errorName(error), message: messageOf(error).slice(0, 200) })
+    log({
+      e: classify(error),
+      op: "reserve",
+      job: jobId,
+      session: session.name,
+      k,
+      error: store.errorName(error),
+      message: messageOf(error).slice(0, 200)
+    })
     return "failed"
   }
   if (reserved.tag !== "acquired") {
@@ -387,7 +396,12 @@ const work = async (session, k, { mayStall, signatureWorker }) => {
     await sleep(Math.round(config.leaseMs * 1.6))
   }
   const kind = chance(config.titleP) ? "title" : "summary"
-  const receipt = await receiptFor(session.file, config.sessionRoot, kind, `${impl}:${signatureWorker}:${reserved.token}`)
+  const receipt = await receiptFor(
+    session.file,
+    config.sessionRoot,
+    kind,
+    `${impl}:${signatureWorker}:${reserved.token}`
+  )
   if (receipt === undefined) {
     await reserved.release().catch(() => undefined)
     log({ e: "released", job: jobId, reason: "session unreadable" })
@@ -405,7 +419,14 @@ const work = async (session, k, { mayStall, signatureWorker }) => {
     log({ e: "settled", job: jobId, session: session.name, token: reserved.token, kind })
     return "settled"
   } catch (error) {
-    log({ e: classify(error), op: "settle", job: jobId, session: session.name, error: store.errorName(error), message: messageOf(error).slice(0, 200) })
+    log({
+      e: classify(error),
+      op: "settle",
+      job: jobId,
+      session: session.name,
+      error: store.errorName(error),
+      message: messageOf(error).slice(0, 200)
+    })
     await reserved.release().catch(() => undefined)
     return "failed"
   }
@@ -454,7 +475,10 @@ for (const name of readdirSync(config.runDir)) {
     } catch {
       continue
     }
-    if (typeof event.job === "string" && typeof event.session === "string" && typeof event.k === "number" && Number.isInteger(event.k)) {
+    if (
+      typeof event.job === "string" && typeof event.session === "string" && typeof event.k === "number" &&
+      Number.isInteger(event.k)
+    ) {
       jobs.set(event.job, { name: event.session, k: event.k })
     }
   }

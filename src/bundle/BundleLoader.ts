@@ -63,7 +63,8 @@ const cacheDirectory = (): string | undefined => {
   const nodeDisabled = process.env.NODE_DISABLE_COMPILE_CACHE
   if (disabled(configured) || (nodeDisabled !== undefined && nodeDisabled !== "")) return undefined
   const uid = process.getuid?.()
-  const directory = configured ?? path.join(os.tmpdir(), `rarebit-store-code-cache${uid === undefined ? "" : `-${uid}`}`)
+  const directory = configured ??
+    path.join(os.tmpdir(), `rarebit-store-code-cache${uid === undefined ? "" : `-${uid}`}`)
   try {
     fs.mkdirSync(directory, { recursive: true, mode: 0o700 })
     const info = fs.lstatSync(directory)
@@ -133,7 +134,9 @@ const readBundle = (filename: string) => {
  */
 const requireBuiltin = (id: string): unknown => {
   const builtin = process.getBuiltinModule(id)
-  if (builtin === undefined) throw new Error(`a bundle of rarebit-store asked for ${id}, which is not a built-in module`)
+  if (builtin === undefined) {
+    throw new Error(`a bundle of rarebit-store asked for ${id}, which is not a built-in module`)
+  }
   return builtin
 }
 

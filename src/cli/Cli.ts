@@ -10,17 +10,17 @@
  *
  * @since 0.1.0
  */
-import { readFileSync } from "node:fs"
 import { Cause, Console, Effect } from "effect"
 import { CliError, CliOutput, Command } from "effect/cli"
+import { readFileSync } from "node:fs"
 import { clipText } from "../protocol/internal/Text.js"
 import { type CliFailure, ExitCode, toCliFailure } from "./CliFailure.js"
-import { jsonText } from "./JsonText.js"
 import { currentCommand } from "./Current.js"
 import { demoCommand } from "./Demo.js"
 import { rootCommand } from "./GlobalOptions.js"
 import { historyCommand } from "./History.js"
 import { jobsCommand } from "./Jobs.js"
+import { jsonText } from "./JsonText.js"
 import { unlockCommand } from "./Unlock.js"
 import { verifyCommand } from "./Verify.js"
 

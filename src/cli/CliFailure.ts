@@ -126,6 +126,9 @@ export const toCliFailure = (error: unknown): CliFailure => {
         "if no writer is running, inspect it with 'rarebit-store unlock --session <path|id>'"
       )
     default:
-      return fail(ExitCode.StoreProblem, "this looks like a bug or an I/O failure; set RAREBIT_STORE_DEBUG=1 for details")
+      return fail(
+        ExitCode.StoreProblem,
+        "this looks like a bug or an I/O failure; set RAREBIT_STORE_DEBUG=1 for details"
+      )
   }
 }

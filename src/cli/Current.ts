@@ -70,7 +70,9 @@ export const formatCurrent = (s: Style, sessionFile: string, current: CurrentRea
       lines.push(field(s, "Summary", `"${snippet(receipt.summary, 100)}"`))
       // An array status (a quirk the validator accepts) is not shown.
       if (typeof receipt.sessionStatus === "string") {
-        lines.push(field(s, "Assessment", `${displayText(receipt.sessionStatus)} (${displayText(receipt.statusReason)})`))
+        lines.push(
+          field(s, "Assessment", `${displayText(receipt.sessionStatus)} (${displayText(receipt.statusReason)})`)
+        )
       }
     }
   }
@@ -86,7 +88,9 @@ export const formatCurrent = (s: Style, sessionFile: string, current: CurrentRea
     ].join(" · ")
   ))
   if (state.retry !== null) {
-    lines.push(field(s, "Retry", `${state.retry.recommended ? "recommended" : "not recommended"} (${state.retry.reason})`))
+    lines.push(
+      field(s, "Retry", `${state.retry.recommended ? "recommended" : "not recommended"} (${state.retry.reason})`)
+    )
   }
   const diagnostics = current.diagnostics
   const notes = [

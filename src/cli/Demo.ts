@@ -78,7 +78,11 @@ const rawLine = (line: string, max: number) =>
  * @category formatting
  * @since 0.1.0
  */
-export const exploreCommands = (rarebitRoot: string, sessionRoot: string, sessionFile: string): ReadonlyArray<string> => {
+export const exploreCommands = (
+  rarebitRoot: string,
+  sessionRoot: string,
+  sessionFile: string
+): ReadonlyArray<string> => {
   const quote = (text: string) => (/^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, "'\\''")}'`)
   const roots = `--root ${quote(rarebitRoot)} --session-root ${quote(sessionRoot)}`
   return [
@@ -126,9 +130,15 @@ export const demoCommand = Command.make(
       const jobs = sampleJobIds(session)
 
       yield* say(s.bold("rarebit-store demo: two workers, one job, one fenced settle"))
-      yield* say(`  ${s.dim("temp dir")}     ${directory}${keep ? "" : s.dim(" (removed at the end; --keep keeps it)")}`)
-      yield* say(`  ${s.dim("session")}      ${path.relative(directory, sessionFile)} (${session.entries.length} entries)`)
-      yield* say(`  ${s.dim("summary job")}  ${short(jobs.summary, 16)}   ${s.dim("title job")} ${short(jobs.title, 16)}`)
+      yield* say(
+        `  ${s.dim("temp dir")}     ${directory}${keep ? "" : s.dim(" (removed at the end; --keep keeps it)")}`
+      )
+      yield* say(
+        `  ${s.dim("session")}      ${path.relative(directory, sessionFile)} (${session.entries.length} entries)`
+      )
+      yield* say(
+        `  ${s.dim("summary job")}  ${short(jobs.summary, 16)}   ${s.dim("title job")} ${short(jobs.title, 16)}`
+      )
       yield* say("")
 
       const steps: Array<DemoStep> = []
@@ -168,7 +178,10 @@ export const demoCommand = Command.make(
           const late = summaryReceipt(session, { summary: "A stale summary from worker A.", observedAt })
           const outcome = yield* Effect.result(store.settle(reservation, late))
           if (outcome._tag === "Failure" && outcome.failure._tag === "LeaseFenced") {
-            yield* step("A", `woke up and tried to settle: ${s.red("FENCED")} (LeaseFenced: ${outcome.failure.message})`)
+            yield* step(
+              "A",
+              `woke up and tried to settle: ${s.red("FENCED")} (LeaseFenced: ${outcome.failure.message})`
+            )
           } else {
             yield* step("A", `settle was not fenced (${outcome._tag}); this should not happen`)
           }
@@ -210,8 +223,11 @@ export const demoCommand = Command.make(
         const titleOutcome = yield* store.withJob(
           { jobId: jobs.title, sessionFile },
           () =>
-            Effect.map(Clock.currentTimeMillis, (now) =>
-              titleReceipt(session, { title: "Herb repotting checklist", observedAt: new Date(now).toISOString() }))
+            Effect.map(
+              Clock.currentTimeMillis,
+              (now) =>
+                titleReceipt(session, { title: "Herb repotting checklist", observedAt: new Date(now).toISOString() })
+            )
         )
         yield* step(
           "-",

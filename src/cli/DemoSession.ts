@@ -8,10 +8,10 @@
  *
  * @since 0.1.0
  */
-import { rarebitJobIdentity } from "../session/JobIdentity.js"
-import { selectRarebits } from "../session/Selector.js"
 import type { OkSummaryReceipt } from "../protocol/SummaryReceipt.js"
 import type { TitledTitleReceipt } from "../protocol/TitleReceipt.js"
+import { rarebitJobIdentity } from "../session/JobIdentity.js"
+import { selectRarebits } from "../session/Selector.js"
 import * as Receipts from "../testing/Receipts.js"
 
 /**

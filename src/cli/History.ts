@@ -97,7 +97,9 @@ export const historyCommand = Command.make(
     const run = <A, E>(effect: Effect.Effect<A, E, RarebitStore>) =>
       effect.pipe(Effect.provide(storeLayer(options)), Effect.mapError(toCliFailure))
 
-    const first = yield* run(RarebitStore.use((store) => store.readHistory(all ? { ...request, limit: request.limit ?? 1000 } : request)))
+    const first = yield* run(
+      RarebitStore.use((store) => store.readHistory(all ? { ...request, limit: request.limit ?? 1000 } : request))
+    )
     if (!all) {
       if (options.json) {
         const document = makeHistoryDocument(first.availability, first.path)

@@ -117,12 +117,14 @@ export const jobsCommand = Command.make(
     const options = yield* globals
     const { report, resolved } = yield* runAudit(options, session)
     if (options.json) {
-      return yield* printJson({
-        rarebitRoot: report.rarebitRoot,
-        sessionFile: resolved?.sessionFile ?? null,
-        claims: report.claims,
-        unattributedClaims: report.unattributedClaims
-      } satisfies JobsReport)
+      return yield* printJson(
+        {
+          rarebitRoot: report.rarebitRoot,
+          sessionFile: resolved?.sessionFile ?? null,
+          claims: report.claims,
+          unattributedClaims: report.unattributedClaims
+        } satisfies JobsReport
+      )
     }
     yield* printLines(formatJobs(yield* style, report, yield* Clock.currentTimeMillis))
   })
@@ -134,6 +136,9 @@ export const jobsCommand = Command.make(
   ),
   Command.withExamples([
     { command: "rarebit-store jobs", description: "every claim under the default root" },
-    { command: "rarebit-store jobs --root /tmp/rarebit --session ./proj/session.jsonl --json", description: "one Session" }
+    {
+      command: "rarebit-store jobs --root /tmp/rarebit --session ./proj/session.jsonl --json",
+      description: "one Session"
+    }
   ])
 )

@@ -6,9 +6,9 @@
  */
 import { Effect, Option } from "effect"
 import * as ProcessOwner from "../platform/ProcessOwner.js"
-import { auditStore, auditStoreCompactly, type AuditOptions } from "../store/SidecarAudit.js"
+import { type AuditOptions, auditStore, auditStoreCompactly } from "../store/SidecarAudit.js"
 import { toCliFailure } from "./CliFailure.js"
-import { type Globals, requireStore, resolveSession, type ResolvedSession } from "./GlobalOptions.js"
+import { type Globals, requireStore, type ResolvedSession, resolveSession } from "./GlobalOptions.js"
 import { makeProgress } from "./Output.js"
 
 /**

@@ -20,14 +20,14 @@
 import { Effect, Option } from "effect"
 import { Command, Flag } from "effect/cli"
 import { makeProcessOwnerProbe } from "../platform/ProcessOwner.js"
-import { LockOwner, ownerContextMismatch, type OwnerEvidence } from "../store/LockOwner.js"
 import {
   inspectCommitLock,
   keyMatches,
-  type LockReport,
   type LockRemoval,
+  type LockReport,
   removeCommitLock
 } from "../store/CommitLockRepair.js"
+import { LockOwner, ownerContextMismatch, type OwnerEvidence } from "../store/LockOwner.js"
 import { cliFailure, ExitCode, toCliFailure } from "./CliFailure.js"
 import { globals, requireStore, resolveSession, sessionFlag } from "./GlobalOptions.js"
 import { displayText, formatDuration, printJson, printLines, type Style, style } from "./Output.js"
@@ -136,7 +136,10 @@ const outcomeOf = (removal: LockRemoval): { action: UnlockAction; detail: string
     case "Removed":
       return { action: "removed", detail: "lock removed" }
     case "Absent":
-      return { action: "already_gone", detail: "the lock disappeared meanwhile (its owner released it); nothing removed" }
+      return {
+        action: "already_gone",
+        detail: "the lock disappeared meanwhile (its owner released it); nothing removed"
+      }
     case "Changed":
       return {
         action: "changed",
@@ -189,7 +192,12 @@ export const unlockCommand = Command.make(
       Effect.mapError(toCliFailure)
     )
     if (inspected === undefined) {
-      return yield* emit({ lockPath, lock: null, action: "none", detail: `No commit lock at ${lockPath}; nothing to do` })
+      return yield* emit({
+        lockPath,
+        lock: null,
+        action: "none",
+        detail: `No commit lock at ${lockPath}; nothing to do`
+      })
     }
     const { key, lock } = inspected
     if (!options.json) yield* printLines(evidenceLines(s, lock, probe.current))
@@ -244,7 +252,10 @@ export const unlockCommand = Command.make(
       "are one JSON line on stderr"
   ),
   Command.withExamples([
-    { command: "rarebit-store unlock --session ./proj/session.jsonl", description: "inspect; remove if the owner is gone" },
+    {
+      command: "rarebit-store unlock --session ./proj/session.jsonl",
+      description: "inspect; remove if the owner is gone"
+    },
     {
       command: "rarebit-store unlock --session ./proj/session.jsonl --force --token 3f2a9c01d4e5",
       description: "remove exactly the lock inspected before, whatever its owner"

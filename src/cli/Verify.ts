@@ -99,8 +99,7 @@ export const verifyCommand = Command.make(
       // The claims are made one at a time as they are written, never all held as objects.
       const claims = report.claims
       yield* printJson({ ...report, claims: new JsonList(claims.length, (index) => claims.at(index)) })
-    }
-    else yield* printLines(formatAudit(yield* style, report))
+    } else yield* printLines(formatAudit(yield* style, report))
     if (!report.ok) {
       return yield* new CliFailure({
         tag: "Damage",

@@ -135,8 +135,11 @@ const checkRegular = (
   path: string,
   file: FileSystem.File
 ): Effect.Effect<OpenedRegular, PlatformError.PlatformError | FileNotRegular> =>
-  Effect.flatMap(file.stat, (info) =>
-    info.type === "File" ? Effect.succeed({ file, info }) : Effect.fail(new FileNotRegular({ path, type: info.type })))
+  Effect.flatMap(
+    file.stat,
+    (info) =>
+      info.type === "File" ? Effect.succeed({ file, info }) : Effect.fail(new FileNotRegular({ path, type: info.type }))
+  )
 
 /**
  * Opens through `open` in a child of the caller's scope, checks the handle,
@@ -147,7 +150,9 @@ const checkRegular = (
 const openChecked = (
   path: string,
   open: Effect.Effect<FileSystem.File, PlatformError.PlatformError, Scope.Scope>,
-  onOpenFailure: (error: PlatformError.PlatformError) => Effect.Effect<never, PlatformError.PlatformError | FileNotRegular>
+  onOpenFailure: (
+    error: PlatformError.PlatformError
+  ) => Effect.Effect<never, PlatformError.PlatformError | FileNotRegular>
 ): Effect.Effect<OpenedRegular, PlatformError.PlatformError | FileNotRegular, Scope.Scope> =>
   Effect.flatMap(Effect.scope, (parent) => {
     const child = Scope.forkUnsafe(parent)
@@ -202,7 +207,9 @@ const openPortably = (
 ): Effect.Effect<OpenedRegular, PlatformError.PlatformError | FileNotRegular, Scope.Scope> => {
   const noFollow = !options.followSymlinks
   const creates = options.flag === "a+"
-  const attempt = (retries: number): Effect.Effect<OpenedRegular, PlatformError.PlatformError | FileNotRegular, Scope.Scope> =>
+  const attempt = (
+    retries: number
+  ): Effect.Effect<OpenedRegular, PlatformError.PlatformError | FileNotRegular, Scope.Scope> =>
     (options.followSymlinks ? fs.stat(path) : fs.lstat(path)).pipe(
       Effect.map(Option.some),
       Effect.catchIf(
@@ -220,7 +227,8 @@ const openPortably = (
           (error) => refusalOf(fs, path, options.followSymlinks, error)
         ).pipe(
           Effect.catchIf(
-            (error) => flag === "ax+" && retries > 0 && error._tag === "PlatformError" && error.reason._tag === "AlreadyExists",
+            (error) =>
+              flag === "ax+" && retries > 0 && error._tag === "PlatformError" && error.reason._tag === "AlreadyExists",
             () => attempt(retries - 1)
           )
         )
@@ -265,9 +273,15 @@ export const readBounded = (
     )
     : openPortably(fs, path, { flag: "r", followSymlinks: options.followSymlinks })
   return Effect.scoped(
-    Effect.flatMap(opened, ({ file, info }) =>
-      Effect.map(readUpTo(file, options.maxBytes + 1), (bytes): BoundedRead =>
-        bytes.length > options.maxBytes ? { _tag: "TooLarge", info } : { _tag: "Read", bytes, info }))
+    Effect.flatMap(
+      opened,
+      ({ file, info }) =>
+        Effect.map(
+          readUpTo(file, options.maxBytes + 1),
+          (bytes): BoundedRead =>
+            bytes.length > options.maxBytes ? { _tag: "TooLarge", info } : { _tag: "Read", bytes, info }
+        )
+    )
   )
 }
 
@@ -284,15 +298,17 @@ export const readBounded = (
  * @category readers
  * @since 0.1.0
  */
-export const readUpTo = (file: FileSystem.File, limit: number): Effect.Effect<Uint8Array, PlatformError.PlatformError> => {
+export const readUpTo = (
+  file: FileSystem.File,
+  limit: number
+): Effect.Effect<Uint8Array, PlatformError.PlatformError> => {
   const buffer = new Uint8Array(limit)
   const loop = (filled: number): Effect.Effect<Uint8Array, PlatformError.PlatformError> =>
     filled >= limit
       ? Effect.succeed(buffer)
       : Effect.flatMap(
         file.read(buffer.subarray(filled), { position: BigInt(filled) }),
-        (count) =>
-          count < limit - filled ? Effect.succeed(buffer.subarray(0, filled + count)) : loop(filled + count)
+        (count) => count < limit - filled ? Effect.succeed(buffer.subarray(0, filled + count)) : loop(filled + count)
       )
   return loop(0)
 }
@@ -360,31 +376,43 @@ export const openDirectory = (
   path: string
 ): Effect.Effect<OpenedRegular, PlatformError.PlatformError | NotDirectory, Scope.Scope> => {
   const open = nonBlockingOpenOf(fs)
-  const opened: Effect.Effect<FileSystem.File, PlatformError.PlatformError | NotDirectory, Scope.Scope> = open !== undefined
-    ? open(path, { flag: "r", noFollow: true, directory: true })
-    // Without it, an `lstat` first: only a directory is ever opened, unless one is swapped in between.
-    : Effect.flatMap(fs.lstat(path), (info): Effect.Effect<FileSystem.File, PlatformError.PlatformError | NotDirectory, Scope.Scope> =>
-      info.type === "Directory"
-        ? fs.open(path, { flag: "r", noFollow: true })
-        : Effect.fail(new NotDirectory({ path, type: info.type })))
-  return Effect.flatMap(Effect.scope, (parent) =>
-    Effect.flatMap(Scope.fork(parent), (child) =>
-      Scope.provide(opened, child).pipe(
-        Effect.catchTag("PlatformError", (error): Effect.Effect<never, PlatformError.PlatformError | NotDirectory> => {
-          const code = errnoOf(error)
-          if (code !== "ENOTDIR" && code !== "ELOOP") return Effect.fail(error)
-          return Effect.flatMap(
-            Effect.orElseSucceed(fs.lstat(path), () => undefined),
-            (info): Effect.Effect<never, PlatformError.PlatformError | NotDirectory> =>
-              info === undefined || info.type === "Directory"
-                ? Effect.fail(error)
-                : Effect.fail(new NotDirectory({ path, type: info.type }))
-          )
-        }),
-        Effect.flatMap((file) =>
-          Effect.flatMap(file.stat, (info): Effect.Effect<OpenedRegular, NotDirectory> =>
-            info.type === "Directory" ? Effect.succeed({ file, info }) : Effect.fail(new NotDirectory({ path, type: info.type })))
-        ),
-        Effect.onError(() => Scope.close(child, Exit.void))
-      )))
+  const opened: Effect.Effect<FileSystem.File, PlatformError.PlatformError | NotDirectory, Scope.Scope> =
+    open !== undefined
+      ? open(path, { flag: "r", noFollow: true, directory: true })
+      // Without it, an `lstat` first: only a directory is ever opened, unless one is swapped in between.
+      : Effect.flatMap(
+        fs.lstat(path),
+        (info): Effect.Effect<FileSystem.File, PlatformError.PlatformError | NotDirectory, Scope.Scope> =>
+          info.type === "Directory"
+            ? fs.open(path, { flag: "r", noFollow: true })
+            : Effect.fail(new NotDirectory({ path, type: info.type }))
+      )
+  return Effect.flatMap(
+    Effect.scope,
+    (parent) =>
+      Effect.flatMap(Scope.fork(parent), (child) =>
+        Scope.provide(opened, child).pipe(
+          Effect.catchTag(
+            "PlatformError",
+            (error): Effect.Effect<never, PlatformError.PlatformError | NotDirectory> => {
+              const code = errnoOf(error)
+              if (code !== "ENOTDIR" && code !== "ELOOP") return Effect.fail(error)
+              return Effect.flatMap(
+                Effect.orElseSucceed(fs.lstat(path), () => undefined),
+                (info): Effect.Effect<never, PlatformError.PlatformError | NotDirectory> =>
+                  info === undefined || info.type === "Directory"
+                    ? Effect.fail(error)
+                    : Effect.fail(new NotDirectory({ path, type: info.type }))
+              )
+            }
+          ),
+          Effect.flatMap((file) =>
+            Effect.flatMap(file.stat, (info): Effect.Effect<OpenedRegular, NotDirectory> =>
+              info.type === "Directory"
+                ? Effect.succeed({ file, info })
+                : Effect.fail(new NotDirectory({ path, type: info.type })))
+          ),
+          Effect.onError(() => Scope.close(child, Exit.void))
+        ))
+  )
 }

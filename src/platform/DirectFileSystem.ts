@@ -184,10 +184,16 @@ const openWithoutBlocking = (
 const negativePosition = (method: string) =>
   PlatformError.badArgument({ module: "FileSystem", method, description: "Cannot read before the start of the file" })
 
-const viaPool = <A>(method: string, pathOrDescriptor: string | number, start: (done: (error: unknown, value?: A) => void) => void) =>
+const viaPool = <A>(
+  method: string,
+  pathOrDescriptor: string | number,
+  start: (done: (error: unknown, value?: A) => void) => void
+) =>
   Effect.callback<A, PlatformError.PlatformError>((resume) => {
     try {
-      start((error, value) => resume(error ? Effect.fail(failure(method, pathOrDescriptor, error)) : Effect.succeed(value as A)))
+      start((error, value) =>
+        resume(error ? Effect.fail(failure(method, pathOrDescriptor, error)) : Effect.succeed(value as A))
+      )
     } catch (error) {
       resume(Effect.fail(failure(method, pathOrDescriptor, error)))
     }
@@ -196,12 +202,20 @@ const viaPool = <A>(method: string, pathOrDescriptor: string | number, start: (d
 const readAt = (method: string, fd: number, buffer: Uint8Array, position: bigint, pooled: boolean) =>
   buffer.length <= DIRECT_IO_LIMIT && !pooled
     ? direct(method, fd, () => NFS.readSync(fd, buffer, 0, buffer.length, position))
-    : viaPool<number>(method, fd, (done) => NFS.read(fd, buffer, 0, buffer.length, position, (error, bytes) => done(error, bytes)))
+    : viaPool<number>(
+      method,
+      fd,
+      (done) => NFS.read(fd, buffer, 0, buffer.length, position, (error, bytes) => done(error, bytes))
+    )
 
 const writeAt = (method: string, fd: number, buffer: Uint8Array, position: number | null, pooled: boolean) =>
   buffer.length <= DIRECT_IO_LIMIT && !pooled
     ? direct(method, fd, () => NFS.writeSync(fd, buffer, 0, buffer.length, position))
-    : viaPool<number>(method, fd, (done) => NFS.write(fd, buffer, 0, buffer.length, position, (error, bytes) => done(error, bytes)))
+    : viaPool<number>(
+      method,
+      fd,
+      (done) => NFS.write(fd, buffer, 0, buffer.length, position, (error, bytes) => done(error, bytes))
+    )
 
 /**
  * An open file; keeps the same position rules as platform-node's. A
@@ -218,8 +232,12 @@ class DirectFile implements FileSystem.File {
 
   get stat() {
     return this.pooled
-      ? viaPool<FileSystem.File.Info>("stat", this.fd, (done) =>
-        NFS.fstat(this.fd, { bigint: true }, (error, stats) => done(error, error ? undefined : fileInfo(stats))))
+      ? viaPool<FileSystem.File.Info>(
+        "stat",
+        this.fd,
+        (done) =>
+          NFS.fstat(this.fd, { bigint: true }, (error, stats) => done(error, error ? undefined : fileInfo(stats)))
+      )
       : direct("stat", this.fd, () => fileInfo(NFS.fstatSync(this.fd, { bigint: true })))
   }
 
@@ -239,7 +257,11 @@ class DirectFile implements FileSystem.File {
       const position = from === "start" ? offset : this.position + offset
       if (position < 0n) {
         return Effect.fail(
-          PlatformError.badArgument({ module: "FileSystem", method: "seek", description: "Cannot seek before the start of the file" })
+          PlatformError.badArgument({
+            module: "FileSystem",
+            method: "seek",
+            description: "Cannot seek before the start of the file"
+          })
         )
       }
       this.position = position
@@ -267,7 +289,11 @@ class DirectFile implements FileSystem.File {
     return Effect.suspend(() => {
       if (!Number.isInteger(size) || size < 0) {
         return Effect.fail(
-          PlatformError.badArgument({ module: "FileSystem", method: "readAlloc", description: "size must be a non-negative integer" })
+          PlatformError.badArgument({
+            module: "FileSystem",
+            method: "readAlloc",
+            description: "size must be a non-negative integer"
+          })
         )
       }
       const explicit = options?.position
@@ -297,10 +323,13 @@ class DirectFile implements FileSystem.File {
   write(buffer: Uint8Array) {
     return Effect.suspend(() => {
       const position = this.position
-      return Effect.map(writeAt("write", this.fd, buffer, this.append ? null : Number(position), this.pooled), (bytesWritten) => {
-        if (!this.append) this.position = position + BigInt(bytesWritten)
-        return bytesWritten
-      })
+      return Effect.map(
+        writeAt("write", this.fd, buffer, this.append ? null : Number(position), this.pooled),
+        (bytesWritten) => {
+          if (!this.append) this.position = position + BigInt(bytesWritten)
+          return bytesWritten
+        }
+      )
     })
   }
 
@@ -384,7 +413,9 @@ const readSmallRegular: SmallRegularRead = (path, limit, noFollow) => {
   }
 }
 
-const capabilities = (pooled: boolean): NonBlockingOpenCapable & ProcessUidCapable & Partial<SmallRegularReadCapable> => ({
+const capabilities = (
+  pooled: boolean
+): NonBlockingOpenCapable & ProcessUidCapable & Partial<SmallRegularReadCapable> => ({
   [NonBlockingOpenTypeId]: nonBlockingOpen(pooled),
   [ProcessUidTypeId]: () => processUid,
   // The thread-pool layer promises never to make the event loop wait on a read.
@@ -399,7 +430,8 @@ const make = (pool: FileSystem.FileSystem): FileSystem.FileSystem =>
       direct("access", path, () =>
         NFS.accessSync(
           path,
-          NFS.constants.F_OK | (options?.readable ? NFS.constants.R_OK : 0) | (options?.writable ? NFS.constants.W_OK : 0)
+          NFS.constants.F_OK | (options?.readable ? NFS.constants.R_OK : 0) |
+            (options?.writable ? NFS.constants.W_OK : 0)
         )),
     chmod: (path, mode) => direct("chmod", path, () => NFS.chmodSync(path, mode)),
     link: (fromPath, toPath) => direct("link", fromPath, () => NFS.linkSync(fromPath, toPath)),
@@ -408,7 +440,10 @@ const make = (pool: FileSystem.FileSystem): FileSystem.FileSystem =>
     makeDirectory: (path, options) =>
       Effect.suspend(() => {
         try {
-          NFS.mkdirSync(path, { recursive: options?.recursive ?? false, ...(options?.mode === undefined ? {} : { mode: options.mode }) })
+          NFS.mkdirSync(path, {
+            recursive: options?.recursive ?? false,
+            ...(options?.mode === undefined ? {} : { mode: options.mode })
+          })
           return Effect.void
         } catch (error) {
           // Node's synchronous and asynchronous recursive mkdir report some
@@ -449,7 +484,9 @@ const make = (pool: FileSystem.FileSystem): FileSystem.FileSystem =>
             opened === undefined ? Effect.void : Effect.orDie(direct("open", path, () => NFS.closeSync(opened.fd)))
         ),
         (opened): Effect.Effect<FileSystem.File, PlatformError.PlatformError, Scope.Scope> =>
-          opened === undefined ? pool.open(path, options) : Effect.succeed(new DirectFile(opened.fd, flag.startsWith("a")))
+          opened === undefined
+            ? pool.open(path, options)
+            : Effect.succeed(new DirectFile(opened.fd, flag.startsWith("a")))
       )
     },
     readFile: (path) =>
@@ -507,6 +544,5 @@ export const layer: Layer.Layer<FileSystem.FileSystem> = Layer.effect(FileSystem
  * @since 0.1.0
  */
 export const threadpoolLayer: Layer.Layer<FileSystem.FileSystem> = Layer.effect(FileSystem.FileSystem)(
-  Effect.map(Effect.service(FileSystem.FileSystem), (pool) =>
-    FileSystem.make({ ...pool, ...capabilities(true) }))
+  Effect.map(Effect.service(FileSystem.FileSystem), (pool) => FileSystem.make({ ...pool, ...capabilities(true) }))
 ).pipe(Layer.provide(NodeFileSystem.layer))

@@ -38,9 +38,9 @@
  *
  * @since 0.1.0
  */
+import { Layer } from "effect"
 import { readFileSync, readlinkSync } from "node:fs"
 import { hostname } from "node:os"
-import { Layer } from "effect"
 import { encodeLockLine, MAX_LOCK_LINE_BYTES } from "../protocol/CommitLockFile.js"
 import { LockOwner, type LockOwnerProbe, makeLockOwnerProbe, type OwnerEvidence } from "../store/LockOwner.js"
 

@@ -14,12 +14,7 @@
  * @since 0.1.0
  */
 import { isPlatformError, type PlatformError } from "effect/PlatformError"
-import {
-  type SessionError,
-  type SessionIo,
-  type SessionTooLarge,
-  toQueryError
-} from "../session/SessionErrors.js"
+import { type SessionError, type SessionIo, type SessionTooLarge, toQueryError } from "../session/SessionErrors.js"
 import type { ProjectionInputInvalid } from "../state/ArtifactState.js"
 import type { ReceiptInvalid, SettleHookFailed, StoreIo } from "../store/Errors.js"
 import { CREATE_PRIVATE_DIRECTORY } from "../store/PrivateDirectory.js"

@@ -16,8 +16,7 @@ type Services = RarebitStore | FileSystem | Path
 
 let runtime: ManagedRuntime.ManagedRuntime<Services, never> | undefined
 
-const services = () =>
-  (runtime ??= ManagedRuntime.make(NodeStore.layer()))
+const services = () => (runtime ??= ManagedRuntime.make(NodeStore.layer()))
 
 const failureOf = (cause: Cause.Cause<unknown>): unknown => {
   const failure = cause.reasons.find(Cause.isFailReason)

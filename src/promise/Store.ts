@@ -19,7 +19,12 @@ import { DEFAULT_LEASE_MS, SIDECAR_PROTOCOL_VERSION } from "../protocol/Limits.j
 import type { ReceiptInput } from "../protocol/Receipt.js"
 import type { ArtifactExpectation, NativeObservation } from "../state/ArtifactState.js"
 import type { WatchOptions } from "../store/CurrentWatch.js"
-import { type CurrentRead, RarebitStore, type ReadCurrentOptions, type ReadHistoryOptions } from "../store/RarebitStore.js"
+import {
+  type CurrentRead,
+  RarebitStore,
+  type ReadCurrentOptions,
+  type ReadHistoryOptions
+} from "../store/RarebitStore.js"
 import {
   type Acquired,
   jobIdValid,
@@ -29,7 +34,7 @@ import {
   type ReserveOptions,
   type SettledReceipt
 } from "../store/Reservation.js"
-import { type HistoryPage, historyBoundsValid } from "../store/SidecarReader.js"
+import { historyBoundsValid, type HistoryPage } from "../store/SidecarReader.js"
 import { DEFAULT_RAREBIT_ROOT, DEFAULT_RAREBIT_SESSION_ROOT, type LocationOverrides } from "../store/StoreConfig.js"
 import { iterate, runStore as run, runStoreSync as runSync } from "./Runtime.js"
 

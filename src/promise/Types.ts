@@ -15,17 +15,7 @@
  */
 import type { ArtifactProjection } from "../state/ArtifactState.js"
 
-export type {
-  ArtifactApplicability as RarebitArtifactApplicability,
-  ArtifactAvailability as RarebitArtifactAvailability,
-  ArtifactState as RarebitArtifactState,
-  ArtifactSyncState as RarebitArtifactSyncState,
-  AssessmentRef as RarebitSessionAssessmentRef,
-  NativeObservation as RarebitNativeObservation
-} from "../state/ArtifactState.js"
-export type {
-  Head as RarebitHeadV1
-} from "../protocol/Head.js"
+export type { Head as RarebitHeadV1 } from "../protocol/Head.js"
 export type {
   BranchRef as RarebitBranchRef,
   ModelProvenance as RarebitModelProvenance,
@@ -38,18 +28,18 @@ export type {
   InputCoveragePolicy as RarebitInputCoveragePolicy,
   SummaryReceipt as RarebitSummaryReceiptV4
 } from "../protocol/SummaryReceipt.js"
+export type { TitleReceipt as RarebitTitleReceiptV4 } from "../protocol/TitleReceipt.js"
+export type { RarebitMeasurement } from "../session/Measurement.js"
+export type { RarebitOccurrence } from "../session/Selector.js"
 export type {
-  TitleReceipt as RarebitTitleReceiptV4
-} from "../protocol/TitleReceipt.js"
-export type {
-  RarebitMeasurement
-} from "../session/Measurement.js"
-export type {
-  RarebitOccurrence
-} from "../session/Selector.js"
-export type {
-  SidecarDiagnostics as RarebitSidecarDiagnostics
-} from "../store/SidecarReader.js"
+  ArtifactApplicability as RarebitArtifactApplicability,
+  ArtifactAvailability as RarebitArtifactAvailability,
+  ArtifactState as RarebitArtifactState,
+  ArtifactSyncState as RarebitArtifactSyncState,
+  AssessmentRef as RarebitSessionAssessmentRef,
+  NativeObservation as RarebitNativeObservation
+} from "../state/ArtifactState.js"
+export type { SidecarDiagnostics as RarebitSidecarDiagnostics } from "../store/SidecarReader.js"
 
 /**
  * The Session status a projection shows, without its assessment reference.

@@ -163,5 +163,4 @@ export const parseLockFile = (text: string): LockFileParse => {
  * @category predicates
  * @since 0.1.0
  */
-export const lockHeldBy = (lock: LockFileView, token: string): boolean =>
-  lock.token === token
+export const lockHeldBy = (lock: LockFileView, token: string): boolean => lock.token === token

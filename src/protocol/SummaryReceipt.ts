@@ -28,6 +28,19 @@
 import { Schema } from "effect"
 import type { Simplify } from "effect/Types"
 import {
+  hasKeyShape,
+  isNonEmptyString,
+  isNonNegativeInteger,
+  isNullableNonEmptyString,
+  isObjectRecord,
+  isParsableTimestamp,
+  isPositiveInteger,
+  isSha256Hex,
+  type KeyShape,
+  keyShapeOf,
+  propertyKeyOf
+} from "./internal/JsonShape.js"
+import {
   BranchRef,
   isBranchRef,
   isModelProvenance,
@@ -44,19 +57,6 @@ import {
   SynthesisReceipt,
   Timestamp
 } from "./ReceiptParts.js"
-import {
-  hasKeyShape,
-  isNonEmptyString,
-  isNonNegativeInteger,
-  isNullableNonEmptyString,
-  isObjectRecord,
-  isParsableTimestamp,
-  isPositiveInteger,
-  isSha256Hex,
-  type KeyShape,
-  keyShapeOf,
-  propertyKeyOf
-} from "./internal/JsonShape.js"
 import { makeExplainer, makeValidator, type ReceiptValidation } from "./ReceiptValidation.js"
 
 // ---------------------------------------------------------------------------
@@ -321,7 +321,10 @@ export const InputCoverage = Schema.Struct({
   Schema.makeFilter((c) =>
     coverageAddsUp(c)
       ? undefined
-      : { path: ["totalMessageCount"], issue: "includedMessageCount + omittedMessageCount must equal totalMessageCount" }
+      : {
+        path: ["totalMessageCount"],
+        issue: "includedMessageCount + omittedMessageCount must equal totalMessageCount"
+      }
   ),
   Schema.makeFilter((c) =>
     c.complete === coverageCompleteness(c)

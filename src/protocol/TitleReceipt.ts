@@ -20,6 +20,15 @@
  */
 import { Schema } from "effect"
 import {
+  hasKeyShape,
+  isNonEmptyString,
+  isNullableNonEmptyString,
+  isObjectRecord,
+  isParsableTimestamp,
+  isSha256Hex,
+  keyShapeOf
+} from "./internal/JsonShape.js"
+import {
   BranchRef,
   isBranchRef,
   isModelProvenance,
@@ -34,15 +43,6 @@ import {
   SynthesisReceipt,
   Timestamp
 } from "./ReceiptParts.js"
-import {
-  hasKeyShape,
-  isNonEmptyString,
-  isNullableNonEmptyString,
-  isObjectRecord,
-  isParsableTimestamp,
-  isSha256Hex,
-  keyShapeOf
-} from "./internal/JsonShape.js"
 import { makeExplainer, makeValidator, type ReceiptValidation } from "./ReceiptValidation.js"
 
 /**

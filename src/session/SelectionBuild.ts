@@ -21,13 +21,13 @@
 import { sha256Hex, stableJson } from "../protocol/CanonicalJson.js"
 import { registerOwnEvidence } from "../protocol/internal/OwnEvidence.js"
 import {
+  RAREBIT_SELECTOR_VERSION,
   type RarebitManifest,
   type RarebitManifestOccurrence,
   type RarebitMetadata,
   type RarebitOccurrence,
   type RarebitPayload,
-  type RarebitSelection,
-  RAREBIT_SELECTOR_VERSION
+  type RarebitSelection
 } from "./Selector.js"
 
 /**
@@ -152,7 +152,11 @@ const finishSelection = (
       // remembers its verdict on it.
       occurrences: registerOwnEvidence(occurrences),
       payloads,
-      manifest: { selectorVersion: RAREBIT_SELECTOR_VERSION, occurrences: manifestOccurrences, payloads: manifestPayloads },
+      manifest: {
+        selectorVersion: RAREBIT_SELECTOR_VERSION,
+        occurrences: manifestOccurrences,
+        payloads: manifestPayloads
+      },
       manifestHash: sha256Hex(manifestJson)
     }
   }

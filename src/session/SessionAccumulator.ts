@@ -18,8 +18,15 @@
 import { Result } from "effect"
 import { memberOf } from "../protocol/internal/JsonShape.js"
 import { measurementOf } from "./Measurement.js"
+import {
+  makePick,
+  type OrderedPicks,
+  type Pick,
+  pickRetainedBytes,
+  SelectionBuilder,
+  selectionOfPicks
+} from "./SelectionBuild.js"
 import { messageOf, messageTextBlocks, rarebitMetadata } from "./Selector.js"
-import { makePick, type OrderedPicks, type Pick, pickRetainedBytes, SelectionBuilder, selectionOfPicks } from "./SelectionBuild.js"
 import { SessionInvalid, type SessionTooLarge } from "./SessionErrors.js"
 import { isLinearSession, isSessionHeader, parseLine, type SessionHeader, SessionLineParser } from "./SessionParse.js"
 import { projectionOf, type SessionProjection } from "./SessionProjection.js"
@@ -118,7 +125,8 @@ export class SessionAccumulator extends SessionLineParser {
         }
         this.byId.set(node.id, node)
         this.leaf = node
-        this.retainedBytes += ENTRY_OVERHEAD_BYTES + 2 * node.id.length + (node.pick === null ? 0 : pickRetainedBytes(node.pick))
+        this.retainedBytes += ENTRY_OVERHEAD_BYTES + 2 * node.id.length +
+          (node.pick === null ? 0 : pickRetainedBytes(node.pick))
         return
       }
     }
@@ -137,7 +145,9 @@ export class SessionAccumulator extends SessionLineParser {
    * unterminated last line (empty when the text ends with a newline).
    */
   finish(trailing: string): Result.Result<SessionProjection, SessionInvalid> {
-    if (this.malformedLine !== undefined) return Result.fail(SessionInvalid.malformedJson(this.source, this.malformedLine))
+    if (this.malformedLine !== undefined) {
+      return Result.fail(SessionInvalid.malformedJson(this.source, this.malformedLine))
+    }
     let extra: { readonly value: unknown } | undefined
     if (trailing.trim()) {
       const parsed = parseLine(trailing)
@@ -241,4 +251,3 @@ export const accumulateText = (text: string, source?: string): Result.Result<Ses
   for (const line of lines) accumulator.addLine(line)
   return accumulator.finish(trailing)
 }
-

@@ -93,13 +93,12 @@ import {
   DEFAULT_SESSION_LIMITS,
   fileTooLarge,
   READ_CHUNK_BYTES,
-  type ScanEnd,
   scanBytes,
+  type ScanEnd,
   scanFile,
-  SessionLineScanner,
-  type SessionLimits
+  type SessionLimits,
+  SessionLineScanner
 } from "./SessionStream.js"
-
 
 // The scan reports at least a run's first 64 KiB and last 8 KiB (see
 // `CommitListener`), which covers both prints exactly.
@@ -446,7 +445,8 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
     const digest = atRest(mtimeMs, readAt)
     const keptPrints: KeptPrints = { head: printOf(prints.head, digest), tail: printOf(prints.tail, digest) }
     const trailing = end.trailingBytes === undefined ? undefined : printOf(end.trailingBytes, digest)
-    const bytes = STATE_OVERHEAD_BYTES + kept.retainedBytes + printBytes(keptPrints.head) + printBytes(keptPrints.tail) +
+    const bytes = STATE_OVERHEAD_BYTES + kept.retainedBytes + printBytes(keptPrints.head) +
+      printBytes(keptPrints.tail) +
       printBytes(trailing)
     if (identity !== undefined && bytes <= budget.maxBytes) {
       setState(entry, {

@@ -186,7 +186,9 @@ export class SessionRecords extends SessionLineParser {
 
   finish(trailing: string): Result.Result<ParsedSession, SessionInvalid> {
     this.addLine(trailing)
-    if (this.malformedLine !== undefined) return Result.fail(SessionInvalid.malformedJson(this.source, this.malformedLine))
+    if (this.malformedLine !== undefined) {
+      return Result.fail(SessionInvalid.malformedJson(this.source, this.malformedLine))
+    }
     return fromRecords(this.records, this.source)
   }
 }

@@ -38,17 +38,23 @@ import {
   SessionIo,
   SessionNotFound
 } from "./SessionErrors.js"
-import { isSessionHeader, type ParsedSession, parseLine, resolveActiveBranchResult, SessionRecords } from "./SessionParse.js"
+import { openSessionFile } from "./SessionFile.js"
+import {
+  isSessionHeader,
+  type ParsedSession,
+  parseLine,
+  resolveActiveBranchResult,
+  SessionRecords
+} from "./SessionParse.js"
 import { projectSession, type SessionProjection } from "./SessionProjection.js"
 import {
   DEFAULT_SESSION_LIMITS,
   fileTooLarge,
   READ_CHUNK_BYTES,
   scanFile,
-  SessionLineScanner,
-  type SessionLimits
+  type SessionLimits,
+  SessionLineScanner
 } from "./SessionStream.js"
-import { openSessionFile } from "./SessionFile.js"
 
 /**
  * Where id lookups search.
@@ -111,7 +117,10 @@ const isRegularFile = Effect.fnUntraced(function*(fs: FileSystem.FileSystem, pat
 // Whether a candidate file's first line is the header of the Session `id`.
 const hasHeaderId = Effect.fnUntraced(function*(fs: FileSystem.FileSystem, file: string, id: string) {
   const bytes = yield* Effect.scoped(
-    Effect.flatMap(openSessionFile(fs, file), ({ file: handle }) => handle.readAlloc(HEADER_PROBE_BYTES, { position: 0n }))
+    Effect.flatMap(
+      openSessionFile(fs, file),
+      ({ file: handle }) => handle.readAlloc(HEADER_PROBE_BYTES, { position: 0n })
+    )
   ).pipe(Effect.mapError(ioAt(file)))
   const firstLine = Option.match(bytes, { onNone: () => "", onSome: (chunk) => decodeUtf8(chunk) })
     .split("\n", 1)[0]

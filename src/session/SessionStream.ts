@@ -44,8 +44,8 @@
  *
  * @since 0.1.0
  */
-import { Buffer, constants as bufferConstants } from "node:buffer"
 import { Effect, type FileSystem } from "effect"
+import { Buffer, constants as bufferConstants } from "node:buffer"
 import { concatBytes } from "../protocol/internal/Bytes.js"
 import { decodeUtf8, Utf8Pieces } from "../protocol/internal/Utf8.js"
 import { SessionTooLarge } from "./SessionErrors.js"

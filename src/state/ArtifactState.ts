@@ -17,7 +17,7 @@
  * @since 0.1.0
  */
 import { Result, Schema } from "effect"
-import { SHA256_HEX_PATTERN, sha256 } from "../protocol/CanonicalJson.js"
+import { sha256, SHA256_HEX_PATTERN } from "../protocol/CanonicalJson.js"
 import { memberOf } from "../protocol/internal/JsonShape.js"
 import { isOwnEvidence } from "../protocol/internal/OwnEvidence.js"
 import { isVerifiedSummary } from "../protocol/internal/VerifiedReceipts.js"
@@ -368,7 +368,9 @@ const isNativeOccurrence = (value: unknown): boolean => {
  * are taken on trust, as the reference does.
  */
 const isValidNativeSelection = (selection: unknown): boolean => {
-  if (!selection || !isSha256Hex(memberOf(selection, "manifestHash")) || !isNonEmptyString(selectorVersionOf(selection))) {
+  if (
+    !selection || !isSha256Hex(memberOf(selection, "manifestHash")) || !isNonEmptyString(selectorVersionOf(selection))
+  ) {
     return false
   }
   const occurrences = memberOf(selection, "occurrences")
@@ -466,8 +468,8 @@ export const requestPrefixApplies = (
   return (count as number) <= selection!.occurrences.length &&
     prefixManifestHash(selection!, count as number) === receiptSelection!.manifestHash &&
     selection!.occurrences
-      .filter((occurrence) => occurrence.role === "user" && occurrence.outcome === "user")
-      .at(-1)?.sourceEntryId === receiptSelection!.latestUserSourceEntryId
+        .filter((occurrence) => occurrence.role === "user" && occurrence.outcome === "user")
+        .at(-1)?.sourceEntryId === receiptSelection!.latestUserSourceEntryId
 }
 
 // ---------------------------------------------------------------------------
@@ -499,7 +501,10 @@ const isNewer = (candidate: Candidate, than: Candidate | null): boolean => {
   return candidateTime > thanTime || (candidateTime === thanTime && candidate.index > than.index)
 }
 
-const newestOf = (candidates: ReadonlyArray<Candidate>, keep: (record: SummaryReceipt) => boolean): Candidate | null => {
+const newestOf = (
+  candidates: ReadonlyArray<Candidate>,
+  keep: (record: SummaryReceipt) => boolean
+): Candidate | null => {
   let best: Candidate | null = null
   for (const candidate of candidates) {
     if (keep(candidate.record) && isNewer(candidate, best)) best = candidate

@@ -58,8 +58,8 @@ import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { MAX_LOCK_FILE_BYTES } from "../protocol/Limits.js"
 import { removeIfPresent, writeDurableTemp } from "./DurableFile.js"
 import { LockHeld, StoreIo, storeIo } from "./Errors.js"
-import * as LockQueues from "./LockQueues.js"
 import { isOwnEvidence, LockOwner, type OwnerEvidence, ownerEvidenceOf } from "./LockOwner.js"
+import * as LockQueues from "./LockQueues.js"
 import { randomToken } from "./RandomToken.js"
 import type { LockRetry } from "./StoreConfig.js"
 
@@ -147,8 +147,10 @@ export const readLockFile = (fs: FileSystem, path: string): Effect.Effect<LockFi
 
 /** A lock's parsed content; `undefined` when absent, `null` when it cannot be read as a lock (torn, or not one). */
 const readJsonFile = (fs: FileSystem, path: string): Effect.Effect<unknown, PlatformError> =>
-  Effect.map(readLockFile(fs, path), (read) =>
-    read._tag === "Absent" ? undefined : read._tag === "Read" ? read.content : null)
+  Effect.map(
+    readLockFile(fs, path),
+    (read) => read._tag === "Absent" ? undefined : read._tag === "Read" ? read.content : null
+  )
 
 /**
  * Removes `lockPath` only if it still holds `token`.
@@ -197,7 +199,11 @@ export const breakFilePath = (lockPath: string, deadToken: string): string => `$
  *
  * @internal
  */
-export const createBreakFile = (fs: FileSystem, lockPath: string, deadToken: string): Effect.Effect<boolean, PlatformError> =>
+export const createBreakFile = (
+  fs: FileSystem,
+  lockPath: string,
+  deadToken: string
+): Effect.Effect<boolean, PlatformError> =>
   fs.writeFile(breakFilePath(lockPath, deadToken), encoder.encode(`${JSON.stringify({ deadToken })}\n`), {
     flag: "wx",
     mode: 0o600
@@ -416,7 +422,10 @@ export const acquireCommitLock = (
     const entry = yield* queues.hold(lockPath)
     const release = (lock: HeldLock) => queues.handOffOrRelease(entry, lock)
     const handedOver = yield* Effect.uninterruptible(
-      Effect.tap(queues.takeHandedOver(entry), (lock) => (lock ? Effect.addFinalizer(() => release(lock)) : Effect.void))
+      Effect.tap(
+        queues.takeHandedOver(entry),
+        (lock) => (lock ? Effect.addFinalizer(() => release(lock)) : Effect.void)
+      )
     )
     if (handedOver !== undefined) return handedOver
     return yield* acquireFileLock(fs, lockPath, retry, breakDeadLocks, release)

@@ -222,7 +222,10 @@ const changed = (read: PresentLock): LockRemoval => ({
   tokenPrefix: stringMember(contentOf(read), "token")?.slice(0, 12) ?? null
 })
 const breakInProgress = (breakPath: string): LockRemoval => ({ _tag: "BreakInProgress", breakPath })
-const ownerMayBeAlive = (liveness: Exclude<OwnerLiveness, "dead">): LockRemoval => ({ _tag: "OwnerMayBeAlive", liveness })
+const ownerMayBeAlive = (liveness: Exclude<OwnerLiveness, "dead">): LockRemoval => ({
+  _tag: "OwnerMayBeAlive",
+  liveness
+})
 
 /**
  * Options of `removeCommitLock`.

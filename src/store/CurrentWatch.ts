@@ -58,7 +58,15 @@ import type { Path } from "effect/Path"
 import { sha256Hex } from "../protocol/CanonicalJson.js"
 import { fileIdentity, modifiedMs } from "../protocol/internal/FileInfo.js"
 import type { ProjectionInput, ProjectionInputInvalid } from "../state/ArtifactState.js"
-import { type DirectoryWatchers, makeDirectoryWatchers, planWatch, samePlan, type Subscription, type WatchPlan, type WatchSignal } from "./DirectoryWatchers.js"
+import {
+  type DirectoryWatchers,
+  makeDirectoryWatchers,
+  planWatch,
+  samePlan,
+  type Subscription,
+  type WatchPlan,
+  type WatchSignal
+} from "./DirectoryWatchers.js"
 import type { CurrentRead, PathError, ReadCurrentOptions } from "./RarebitStore.js"
 import type { LocationOverrides } from "./StoreConfig.js"
 
@@ -179,7 +187,9 @@ interface Emitted {
  * @internal
  */
 export const stateKey = (current: CurrentRead): string =>
-  sha256Hex(JSON.stringify([current.availability, current.diagnostics.reason ?? null, current.head, current.artifactState]))
+  sha256Hex(
+    JSON.stringify([current.availability, current.diagnostics.reason ?? null, current.head, current.artifactState])
+  )
 
 /**
  * Whether to emit `current`, read from the sidecar file `identity` (`null`:
@@ -490,8 +500,10 @@ export const observe = (
 
 /** The emitted states among `observations`. @internal */
 export const emitted = (observations: Stream.Stream<WatchObservation, PathError | ProjectionInputInvalid>) =>
-  Stream.filterMap(observations, (observation) =>
-    observation.emitted === undefined ? Result.failVoid : Result.succeed(observation.emitted))
+  Stream.filterMap(
+    observations,
+    (observation) => observation.emitted === undefined ? Result.failVoid : Result.succeed(observation.emitted)
+  )
 
 /** The spec of `watch`'s one Session. @internal */
 export const watchSpec = (options: WatchOptions): Spec => {

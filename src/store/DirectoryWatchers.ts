@@ -171,7 +171,9 @@ export const makeDirectoryWatchers = Effect.fnUntraced(function*(
       const gone = failure !== undefined && isGone(failure)
       if (!gone && !unavailable) {
         unavailable = true
-        onUnavailable(Exit.isFailure(exit) ? exit.cause : Cause.die(new Error(`the watch of ${watched.directory} ended`)))
+        onUnavailable(
+          Exit.isFailure(exit) ? exit.cause : Cause.die(new Error(`the watch of ${watched.directory} ended`))
+        )
       }
       // Forgotten, so a new plan for this directory opens a new watch.
       if (directories.get(watched.directory) === watched) directories.delete(watched.directory)
@@ -206,7 +208,9 @@ export const makeDirectoryWatchers = Effect.fnUntraced(function*(
       const known = directories.get(plan.directory)
       // A directory replaced at its path is another inode: the watch of the old one, still held by other
       // listeners, reports nothing of the new one, so it gets its own watch (and the map, the newest).
-      const watched = known !== undefined && known.identity === plan.identity ? known : yield* open(plan.directory, plan.identity)
+      const watched = known !== undefined && known.identity === plan.identity
+        ? known
+        : yield* open(plan.directory, plan.identity)
       const listener: Listener = { plan, signal }
       const named = watched.byName.get(plan.name) ?? new Set()
       watched.byName.set(plan.name, named)

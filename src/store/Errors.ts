@@ -11,9 +11,9 @@
  */
 import { Schema } from "effect"
 import type { PlatformError } from "effect/PlatformError"
+import type { FileNotRegular, NotDirectory } from "../io/RegularFile.js"
 import { memberOf } from "../protocol/internal/JsonShape.js"
 import { clipText } from "../protocol/internal/Text.js"
-import type { FileNotRegular, NotDirectory } from "../io/RegularFile.js"
 
 /** The Session file argument is missing or blank. @category errors @since 0.1.0 */
 export class SessionFileRequired extends Schema.TaggedError<SessionFileRequired>()("SessionFileRequired", {}) {
@@ -211,7 +211,9 @@ export class StoreIo extends Schema.TaggedError<StoreIo>()("StoreIo", {
   cause: Schema.Defect()
 }) {
   override get message() {
-    return `Rarebit store ${this.operation} failed for ${this.path}: ${String(memberOf(this.cause, "message") ?? this.cause)}`
+    return `Rarebit store ${this.operation} failed for ${this.path}: ${
+      String(memberOf(this.cause, "message") ?? this.cause)
+    }`
   }
 }
 
@@ -228,8 +230,9 @@ export class StoreIo extends Schema.TaggedError<StoreIo>()("StoreIo", {
  * @category constructors
  * @since 0.1.0
  */
-export const storeIo = (operation: string, path: string) => (cause: PlatformError | FileNotRegular | NotDirectory): StoreIo =>
-  new StoreIo({ operation, path: typeof path === "string" ? path : describeNonString(path), cause })
+export const storeIo =
+  (operation: string, path: string) => (cause: PlatformError | FileNotRegular | NotDirectory): StoreIo =>
+    new StoreIo({ operation, path: typeof path === "string" ? path : describeNonString(path), cause })
 
 // The string form of any value, cut short, even where `String` throws (a
 // value nested too deep, a throwing `toString`).

@@ -54,8 +54,15 @@ export type ClaimRead =
   | { readonly _tag: "Torn"; readonly modifiedAtMs: number; readonly unreadable?: string }
 
 /** A claim that is there but cannot be read, dated by the path itself (`lstat`, never through a link). */
-const unreadableClaim = (fs: FileSystem, claimPath: string, unreadable: string): Effect.Effect<ClaimRead, PlatformError> =>
-  Effect.map(fs.lstat(claimPath), (info): ClaimRead => ({ _tag: "Torn", modifiedAtMs: modifiedMs(info) ?? 0, unreadable }))
+const unreadableClaim = (
+  fs: FileSystem,
+  claimPath: string,
+  unreadable: string
+): Effect.Effect<ClaimRead, PlatformError> =>
+  Effect.map(
+    fs.lstat(claimPath),
+    (info): ClaimRead => ({ _tag: "Torn", modifiedAtMs: modifiedMs(info) ?? 0, unreadable })
+  )
 
 /**
  * A directory at the claim path: the read the reference makes fails with
@@ -69,7 +76,11 @@ const directoryClaim = (fs: FileSystem, claimPath: string): Effect.Effect<ClaimR
   ).pipe(
     Effect.catchTag("NotDirectory", (error) => Effect.succeed(error.type)),
     Effect.flatMap((found) =>
-      unreadableClaim(fs, claimPath, `${describeType(typeof found === "string" ? found : "Directory")}, not a regular file`)
+      unreadableClaim(
+        fs,
+        claimPath,
+        `${describeType(typeof found === "string" ? found : "Directory")}, not a regular file`
+      )
     )
   )
 
@@ -84,7 +95,9 @@ export const readClaim = (fs: FileSystem, claimPath: string): Effect.Effect<Clai
     Effect.map((read): ClaimRead => {
       // The handle's own `fstat` dates a torn claim: the file that was read.
       const modifiedAtMs = modifiedMs(read.info) ?? 0
-      if (read._tag === "TooLarge") return { _tag: "Torn", modifiedAtMs, unreadable: `larger than ${MAX_CLAIM_BYTES} bytes` }
+      if (read._tag === "TooLarge") {
+        return { _tag: "Torn", modifiedAtMs, unreadable: `larger than ${MAX_CLAIM_BYTES} bytes` }
+      }
       const parsed = parseClaim(decodeUtf8(read.bytes))
       return parsed._tag === "Parsed" ? parsed : { _tag: "Torn", modifiedAtMs }
     }),

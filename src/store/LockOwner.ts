@@ -91,7 +91,9 @@ export const ownerEvidenceOf = (lock: unknown): OwnerEvidence | undefined => {
   const owner = isObjectRecord(lock) ? lock.owner : undefined
   if (!isObjectRecord(owner)) return undefined
   const { hostname, pid } = owner
-  if (typeof pid !== "number" || !Number.isSafeInteger(pid) || pid <= 0 || typeof hostname !== "string" || hostname === "") {
+  if (
+    typeof pid !== "number" || !Number.isSafeInteger(pid) || pid <= 0 || typeof hostname !== "string" || hostname === ""
+  ) {
     return undefined
   }
   const evidence: { -readonly [K in keyof OwnerEvidence]: OwnerEvidence[K] } = { pid, hostname }

@@ -55,7 +55,6 @@ import { describeType, openDirectory } from "../io/RegularFile.js"
 import { fileIdentity } from "../protocol/internal/FileInfo.js"
 import { type StoreIo, storeIo, UnsafeDirectory } from "./Errors.js"
 
-
 // Failures in resolving a path: every later call through the same
 // components fails the same way, so a check can leave them to that call.
 const RESOLUTION_ERRNOS: ReadonlySet<unknown> = new Set(["EACCES", "ENOTDIR", "ENAMETOOLONG", "ELOOP"])
@@ -122,8 +121,11 @@ const computeComponents = (path: Path, root: string, target: string): ReadonlyAr
 const makePrivate = (fs: FileSystem, directory: string, checked: File.Info, uid: number | undefined) =>
   Effect.scoped(Effect.gen(function*() {
     const { file, info } = yield* openDirectory(fs, directory).pipe(
-      Effect.catchTag("NotDirectory", (error) =>
-        Effect.fail(new UnsafeDirectory({ path: directory, reason: `${describeType(error.type)}, not a directory` })))
+      Effect.catchTag(
+        "NotDirectory",
+        (error) =>
+          Effect.fail(new UnsafeDirectory({ path: directory, reason: `${describeType(error.type)}, not a directory` }))
+      )
     )
     const refusal = refusalOf(info, uid) ??
       (fileIdentity(info) !== fileIdentity(checked) ? "replaced while it was being checked" : undefined)
@@ -135,7 +137,13 @@ const makePrivate = (fs: FileSystem, directory: string, checked: File.Info, uid:
 type Walk = Effect.Effect<void, UnsafeDirectory | StoreIo>
 
 /** Accepts `info` (an `lstat` of `directory`) as one of ours, making it 0700 if it is not. */
-const checkFound = (fs: FileSystem, directory: string, info: File.Info, uid: number | undefined, operation: string): Walk => {
+const checkFound = (
+  fs: FileSystem,
+  directory: string,
+  info: File.Info,
+  uid: number | undefined,
+  operation: string
+): Walk => {
   const refusal = refusalOf(info, uid)
   if (refusal !== undefined) return Effect.fail(new UnsafeDirectory({ path: directory, reason: refusal }))
   if ((info.mode & 0o777) === 0o700) return Effect.void
@@ -151,7 +159,12 @@ const checkFound = (fs: FileSystem, directory: string, info: File.Info, uid: num
  * cannot be resolved (nothing can be written below it either, and the
  * operation that tries fails as the reference's does).
  */
-const checkExisting = (fs: FileSystem, components: ReadonlyArray<string>, uid: number | undefined, operation: string): Walk =>
+const checkExisting = (
+  fs: FileSystem,
+  components: ReadonlyArray<string>,
+  uid: number | undefined,
+  operation: string
+): Walk =>
   Effect.suspend(() => {
     const step = (index: number): Walk =>
       index >= components.length
@@ -257,9 +270,11 @@ export const ensurePrivateDirectories = (
     // the usual call, on an existing store, costs one `lstat` per component and nothing more.
     let rootExists = false
     const createRoot = Effect.suspend(() =>
-      rootExists || root === undefined ? Effect.void : Effect.map(fs.makeDirectory(root, { recursive: true, mode: 0o700 }), () => {
-        rootExists = true
-      })
+      rootExists || root === undefined ?
+        Effect.void :
+        Effect.map(fs.makeDirectory(root, { recursive: true, mode: 0o700 }), () => {
+          rootExists = true
+        })
     )
     return Effect.forEach(directories, (directory) => {
       const components = root === undefined ? undefined : componentsOf(path, root, directory)

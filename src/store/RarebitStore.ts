@@ -67,14 +67,14 @@ import {
 import { makeSettle, type SettleError, type SettleOptions } from "./Settlement.js"
 import { makeSidecarCurrentCache } from "./SidecarCurrentCache.js"
 import type { HistoryPage, HistoryRecord } from "./SidecarReader.js"
-import { type CurrentRead, makeReads, type ReadCurrentOptions, type ReadHistoryOptions } from "./StoreReads.js"
 import { type LocationOverrides, makeStoreConfig, type StoreConfig, type StoreLocation } from "./StoreConfig.js"
 import type { StoreContext } from "./StoreContext.js"
+import { type CurrentRead, makeReads, type ReadCurrentOptions, type ReadHistoryOptions } from "./StoreReads.js"
 
 export type { PathError } from "./MirroredPath.js"
 export type { ReleaseError, ReserveError, ReserveOptions } from "./Reservation.js"
-export { RECOVERY_WINDOW_BYTES } from "./SettlementRecovery.js"
 export type { SettleError, SettleHooks, SettleOptions } from "./Settlement.js"
+export { RECOVERY_WINDOW_BYTES } from "./SettlementRecovery.js"
 export type { CurrentRead, ReadCurrentOptions, ReadHistoryOptions } from "./StoreReads.js"
 
 /** `withJob` derived and settled the job's receipt. @category models @since 0.1.0 */

@@ -99,7 +99,8 @@ export interface ReserveOptions extends LocationOverrides {
 }
 
 /** Whether `jobId` is a job id `reserve` accepts: 64 lowercase hex digits. @internal */
-export const jobIdValid = (jobId: unknown): jobId is string => typeof jobId === "string" && SHA256_HEX_PATTERN.test(jobId)
+export const jobIdValid = (jobId: unknown): jobId is string =>
+  typeof jobId === "string" && SHA256_HEX_PATTERN.test(jobId)
 
 /** Whether `leaseMs` is a lease `reserve` accepts: a finite number of at least 1 ms. @internal */
 export const leaseValid = (leaseMs: unknown): leaseMs is number =>
@@ -157,8 +158,10 @@ const settledDuplicate = (ctx: StoreContext, read: ClaimRead, location: Reservat
     // verify; any other I/O failure is just that.
     const record = yield* readReceiptReference(ctx.fs, location.materializationPath, ref, false).pipe(
       Effect.catchReason("PlatformError", "NotFound", () => Effect.succeed(undefined)),
-      Effect.catchTag("PlatformError", (error) =>
-        Effect.fail(storeIo("verify settled receipt pointer", location.materializationPath)(error)))
+      Effect.catchTag(
+        "PlatformError",
+        (error) => Effect.fail(storeIo("verify settled receipt pointer", location.materializationPath)(error))
+      )
     )
     if (record === undefined) {
       return yield* new HeadInvalid({ claimPath, materializationPath: location.materializationPath })

@@ -60,7 +60,7 @@ import {
   type StoreIo,
   storeIo
 } from "./Errors.js"
-import { discardClaim, installClaim, type PreparedClaim, prepareClaim, removeClaim } from "./JobClaims.js"
+import { discardClaim, installClaim, prepareClaim, type PreparedClaim, removeClaim } from "./JobClaims.js"
 import { ensurePrivateDirectories } from "./PrivateDirectory.js"
 import { type Acquired, ownedClaim, owns, rootOf, settledAt } from "./Reservation.js"
 import { completeSettlement, receiptSinceClaim } from "./SettlementRecovery.js"
@@ -166,7 +166,9 @@ export const makeSettle = (ctx: StoreContext) =>
           Effect.catchReason("PlatformError", "NotFound", () => Effect.succeed(Option.none())),
           Effect.mapError(storeIo("stat sidecar", sidecar))
         )
-        if (Option.isSome(existing) && existing.value.type !== "File") return yield* new NotRegularFile({ path: sidecar })
+        if (Option.isSome(existing) && existing.value.type !== "File") {
+          return yield* new NotRegularFile({ path: sidecar })
+        }
         // The reference re-derives the sidecar path from the Session file here,
         // so a reservation whose Session file is not a valid one fails the same way.
         yield* ctx.sidecarPath(reservation.sessionFile, reservation)

@@ -193,9 +193,10 @@ export const completeSettlement = (
 ) =>
   Effect.gen(function*() {
     yield* appendHeadIfCurrent(ctx, location, found)
-    yield* replaceClaim(ctx.fs, ctx.path, claimPath, makeSettledClaim(location.jobId, leaseToken, found.receiptRef)).pipe(
-      Effect.mapError(storeIo("write job claim", claimPath))
-    )
+    yield* replaceClaim(ctx.fs, ctx.path, claimPath, makeSettledClaim(location.jobId, leaseToken, found.receiptRef))
+      .pipe(
+        Effect.mapError(storeIo("write job claim", claimPath))
+      )
   })
 
 /**
@@ -206,7 +207,12 @@ export const completeSettlement = (
  * @category writers
  * @since 0.1.0
  */
-export const recoverSettlement = (ctx: StoreContext, read: ClaimRead, location: ReservationLocation, claimPath: string) =>
+export const recoverSettlement = (
+  ctx: StoreContext,
+  read: ClaimRead,
+  location: ReservationLocation,
+  claimPath: string
+) =>
   Effect.gen(function*() {
     const claim = read._tag === "Parsed" && isObjectRecord(read.claim) ? read.claim : undefined
     if (claim === undefined || typeof claim.leaseToken !== "string") return undefined

@@ -88,6 +88,8 @@ const setPrivateMode = (fs: FileSystem, file: File, info: File.Info, sidecar: st
   const chmod = handleChmodOf(file)
   if (chmod !== undefined) return chmod(0o600)
   if ((info.mode & 0o7777) === 0o600) return Effect.void
-  return Effect.flatMap(fs.lstat(sidecar), (now) =>
-    now.type === "File" && fileIdentity(now) === fileIdentity(info) ? fs.chmod(sidecar, 0o600) : Effect.void)
+  return Effect.flatMap(
+    fs.lstat(sidecar),
+    (now) => now.type === "File" && fileIdentity(now) === fileIdentity(info) ? fs.chmod(sidecar, 0o600) : Effect.void
+  )
 }

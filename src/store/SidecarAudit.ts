@@ -43,8 +43,8 @@ import { forEachBounded } from "./BoundedForEach.js"
 import {
   checkClaimPointer,
   type ClaimReport,
-  type InspectedClaim,
   inspectClaimEntry,
+  type InspectedClaim,
   type KnownReceipt
 } from "./ClaimInspection.js"
 import { ClaimReportList } from "./ClaimReportList.js"
@@ -179,7 +179,12 @@ const leftoverFinding = (
     const what = kind === "temp_file_leftover" ? "private temp file of a lock or claim write" : "lock break file"
     const age = ageText(ageMs)
     return stale
-      ? finding(kind, kind === "temp_file_leftover" ? "crash_trace" : "damage", path, `${what}, ${age}: its writer crashed`)
+      ? finding(
+        kind,
+        kind === "temp_file_leftover" ? "crash_trace" : "damage",
+        path,
+        `${what}, ${age}: its writer crashed`
+      )
       : finding(kind, "notice", path, `${what}, ${age}; a write may be in progress`)
   })
 
@@ -208,7 +213,8 @@ const listStoreDirectory = (fs: FileSystem, directory: string) =>
         : Effect.succeed({ _tag: "Unsafe", type: info.type })
     ),
     // A store without this directory yet has nothing in it.
-    Effect.catchReason("PlatformError", "NotFound", () => Effect.succeed<StoreDirectory>({ _tag: "Listed", entries: [] })),
+    Effect.catchReason("PlatformError", "NotFound", () =>
+      Effect.succeed<StoreDirectory>({ _tag: "Listed", entries: [] })),
     Effect.result
   )
 
@@ -217,7 +223,9 @@ const unsafeDirectoryFinding = (directory: string, type: string) =>
     "directory_unsafe",
     "damage",
     directory,
-    `is ${type === "SymbolicLink" ? "a symlink" : `${describeType(type)}, not a directory`}; the store refuses to use it`
+    `is ${
+      type === "SymbolicLink" ? "a symlink" : `${describeType(type)}, not a directory`
+    }; the store refuses to use it`
   )
 
 const walkMaterializations = (fs: FileSystem, path: Path, root: string): Effect.Effect<Tree> =>

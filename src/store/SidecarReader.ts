@@ -22,18 +22,18 @@
 import { Effect, Option, type Scope } from "effect"
 import type { File, FileSystem } from "effect/FileSystem"
 import type { PlatformError } from "effect/PlatformError"
+import { type FileNotRegular, openRegular } from "../io/RegularFile.js"
 import { sha256Hex } from "../protocol/CanonicalJson.js"
+import { type Head, isValidHead, isValidReceiptReference } from "../protocol/Head.js"
 import { fileIdentity } from "../protocol/internal/FileInfo.js"
 import { copyJson } from "../protocol/internal/JsonCopy.js"
 import { parseJsonOrNull } from "../protocol/internal/JsonParse.js"
 import { isObjectRecord, memberOf } from "../protocol/internal/JsonShape.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
-import { type Head, isValidHead, isValidReceiptReference } from "../protocol/Head.js"
 import { MAX_HISTORY_BYTES, MAX_HISTORY_RECORDS, MAX_TAIL_BYTES } from "../protocol/Limits.js"
 import type { Receipt } from "../protocol/Receipt.js"
 import { isSummaryReceipt, type SummaryReceipt } from "../protocol/SummaryReceipt.js"
 import { isTitleReceipt } from "../protocol/TitleReceipt.js"
-import { type FileNotRegular, openRegular } from "../io/RegularFile.js"
 import { NotRegularFile } from "./Errors.js"
 
 const NEWLINE = 10
@@ -216,7 +216,8 @@ const lastHeadOf = (tail: TailWindow): {
 /** A receipt of either kind that its schema accepts. @category validation @since 0.1.0 */
 export const isValidReceipt = (record: unknown): record is Receipt => {
   const type = memberOf(record, "type")
-  return (type === "rarebit_summary" && isSummaryReceipt(record)) || (type === "rarebit_title" && isTitleReceipt(record))
+  return (type === "rarebit_summary" && isSummaryReceipt(record)) ||
+    (type === "rarebit_title" && isTitleReceipt(record))
 }
 
 /**
@@ -231,7 +232,9 @@ export const isHeadTyped = (record: unknown, line: string): boolean =>
 
 /** The sidecar's tail lines say an invalid head follows the last valid one. */
 const invalidHeadAfter = (lines: ReadonlyArray<TailLine>, lastValidHeadOffset: number): boolean =>
-  lines.some(({ line, offset, record }) => offset > lastValidHeadOffset && isHeadTyped(record, line) && !isValidHead(record))
+  lines.some(({ line, offset, record }) =>
+    offset > lastValidHeadOffset && isHeadTyped(record, line) && !isValidHead(record)
+  )
 
 /**
  * Opens a sidecar for reading, refusing anything but a regular file.
@@ -438,7 +441,6 @@ export const currentOf = (file: OpenFile, path: string, size: number, identity: 
     }
   })
 
-
 /**
  * Reads the current receipt of a sidecar: one tail window plus one verified
  * receipt range.
@@ -486,7 +488,9 @@ export const readSidecarHistoryPage = (
 ): Effect.Effect<HistoryPage> =>
   Effect.scoped(Effect.gen(function*() {
     const { file, size } = yield* openRegularFile(fs, path)
-    if (fromOffset >= size) return { availability: "available", path, records: [], nextOffset: null } satisfies HistoryPage
+    if (fromOffset >= size) {
+      return { availability: "available", path, records: [], nextOffset: null } satisfies HistoryPage
+    }
     const bytes = yield* readRange(file, fromOffset, Math.min(MAX_HISTORY_BYTES, size - fromOffset))
     let cursor = 0
     if (fromOffset > 0) {
@@ -495,7 +499,12 @@ export const readSidecarHistoryPage = (
         const newline = bytes.indexOf(NEWLINE)
         if (newline < 0) {
           const end = fromOffset + bytes.length
-          return { availability: "available", path, records: [], nextOffset: end < size ? end : null } satisfies HistoryPage
+          return {
+            availability: "available",
+            path,
+            records: [],
+            nextOffset: end < size ? end : null
+          } satisfies HistoryPage
         }
         cursor = newline + 1
       }
@@ -503,11 +512,15 @@ export const readSidecarHistoryPage = (
     const records: Array<HistoryRecord> = []
     while (cursor < bytes.length && records.length < limit) {
       const newline = bytes.indexOf(NEWLINE, cursor)
-      if (newline < 0) break
+      if (newline < 0) {
+        break
+      }
       const lineOffset = fromOffset + cursor
       const lineBytes = bytes.subarray(cursor, newline)
       cursor = newline + 1
-      if (lineBytes.length === 0) continue
+      if (lineBytes.length === 0) {
+        continue
+      }
       const record = parseJsonOrNull(decodeUtf8(lineBytes))
       if (isValidReceipt(record)) records.push({ offset: lineOffset, record })
     }

@@ -40,17 +40,17 @@
 import { Effect, Option } from "effect"
 import type { File, FileSystem } from "effect/FileSystem"
 import type { PlatformError } from "effect/PlatformError"
+import { smallRegularReadOf } from "../io/NonBlockingOpen.js"
+import { describeType, type FileNotRegular, openRegular } from "../io/RegularFile.js"
 import { sha256Hex } from "../protocol/CanonicalJson.js"
-import { concatBytes } from "../protocol/internal/Bytes.js"
 import { type Head, isValidHead } from "../protocol/Head.js"
+import { concatBytes } from "../protocol/internal/Bytes.js"
 import { parseJsonOrNull } from "../protocol/internal/JsonParse.js"
 import { isObjectRecord, memberOf } from "../protocol/internal/JsonShape.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { MAX_HISTORY_BYTES, MAX_RECEIPT_BYTES, MAX_TAIL_BYTES } from "../protocol/Limits.js"
 import { explainSummaryReceipt, validateSummaryReceipt } from "../protocol/SummaryReceipt.js"
 import { explainTitleReceipt } from "../protocol/TitleReceipt.js"
-import { smallRegularReadOf } from "../io/NonBlockingOpen.js"
-import { describeType, type FileNotRegular, openRegular } from "../io/RegularFile.js"
 import { type AuditFinding, finding } from "./AuditFinding.js"
 import { describeError, describeJson, plural } from "./ReportFields.js"
 import {
@@ -349,7 +349,12 @@ const readLines = (file: File, size: number, judge: LineJudge["judge"]) => {
 }
 
 const notRegularFinding = (path: string, type: string) =>
-  finding("sidecar_not_regular", "damage", path, `is ${describeType(type)}, not a regular file; the store never reads it`)
+  finding(
+    "sidecar_not_regular",
+    "damage",
+    path,
+    `is ${describeType(type)}, not a regular file; the store never reads it`
+  )
 
 /**
  * What to report for a sidecar that could not be opened: what an `lstat`
@@ -358,9 +363,14 @@ const notRegularFinding = (path: string, type: string) =>
  */
 const unopenable = (fs: FileSystem, path: string, error: PlatformError) =>
   Effect.map(Effect.result(fs.lstat(path)), (info) => {
-    if (info._tag === "Failure") return { bytes: null, found: finding("sidecar_unreadable", "damage", path, describeError(info.failure)) }
+    if (info._tag === "Failure") {
+      return { bytes: null, found: finding("sidecar_unreadable", "damage", path, describeError(info.failure)) }
+    }
     if (info.success.type !== "File") return { bytes: null, found: notRegularFinding(path, info.success.type) }
-    return { bytes: Number(info.success.size), found: finding("sidecar_unreadable", "damage", path, describeError(error)) }
+    return {
+      bytes: Number(info.success.size),
+      found: finding("sidecar_unreadable", "damage", path, describeError(error))
+    }
   })
 
 /**
@@ -449,7 +459,9 @@ const scanThroughEffects = (
           "torn_tail",
           "crash_trace",
           path,
-          `${plural(torn.tornBytes, "byte")} after the last newline (an append that did not finish); readers ignore them`,
+          `${
+            plural(torn.tornBytes, "byte")
+          } after the last newline (an append that did not finish); readers ignore them`,
           { offset: torn.tornAt }
         ))
       }
@@ -459,7 +471,9 @@ const scanThroughEffects = (
           "uncommitted_tail",
           "crash_trace",
           path,
-          `${plural(uncommitted.lines, "complete line")} after the last head (a writer stopped between receipt and head)`,
+          `${
+            plural(uncommitted.lines, "complete line")
+          } after the last head (a writer stopped between receipt and head)`,
           { offset: uncommitted.offset }
         ))
       }
@@ -471,7 +485,6 @@ const scanThroughEffects = (
       return result(size, current, tails)
     })
 
-
   return Effect.scoped(
     // Never blocks, and refuses anything but a regular file.
     Effect.flatMap(openRegular(fs, path, { flag: "r", followSymlinks: false }), ({ file, info }) => {
@@ -481,8 +494,13 @@ const scanThroughEffects = (
         const quick = concludeQuickly(lines, path, size, torn)
         return quick === undefined ? conclude(file, size, torn) : Effect.succeed(quick)
       })
-      return Effect.catch(scanned, (error) =>
-        Effect.succeed(empty(size, viewOf(error), finding("sidecar_unreadable", "damage", path, describeError(error)))))
+      return Effect.catch(
+        scanned,
+        (error) =>
+          Effect.succeed(
+            empty(size, viewOf(error), finding("sidecar_unreadable", "damage", path, describeError(error)))
+          )
+      )
     })
   ).pipe(
     Effect.catch((error) =>

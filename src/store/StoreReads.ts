@@ -13,13 +13,13 @@
  * @since 0.1.0
  */
 import { Effect, Option, Stream } from "effect"
-import { MAX_HISTORY_RECORDS } from "../protocol/Limits.js"
 import { withVerifiedSummaries } from "../protocol/internal/VerifiedReceipts.js"
+import { MAX_HISTORY_RECORDS } from "../protocol/Limits.js"
 import {
   type ArtifactState,
   type NativeObservation,
-  type ProjectionInput,
-  projectArtifactStateResult
+  projectArtifactStateResult,
+  type ProjectionInput
 } from "../state/ArtifactState.js"
 import { HistoryBoundsInvalid, HistoryUnreadable } from "./Errors.js"
 import { historyBoundsValid, readSidecarHistoryPage, type SidecarCurrent } from "./SidecarReader.js"
@@ -88,7 +88,10 @@ const checkHistoryBounds = (fromOffset: number, limit: number) =>
  */
 export const makeReads = (ctx: StoreContext) => {
   const materializationPath = (sessionFile: unknown, overrides: LocationOverrides = {}) =>
-    Effect.useSpan("RarebitStore.materializationPath", () => ctx.sidecarPath(sessionFile, locate(ctx.config, overrides)))
+    Effect.useSpan(
+      "RarebitStore.materializationPath",
+      () => ctx.sidecarPath(sessionFile, locate(ctx.config, overrides))
+    )
 
   const readCurrentUntraced = Effect.fnUntraced(function*(options: ReadCurrentOptions) {
     const location = locate(ctx.config, options)
@@ -96,13 +99,16 @@ export const makeReads = (ctx: StoreContext) => {
     const native = options.native ?? (yield* ctx.observeNative(options.sessionFile, location))
     const current = yield* ctx.readSidecar(sidecar)
     // The sidecar reader's records are Summary receipts it verified for this answer.
-    const artifactState = yield* withVerifiedSummaries(current.records, () =>
-      Effect.fromResult(projectArtifactStateResult({
-        native,
-        materialization: { availability: current.availability, records: current.records },
-        expectation: options.expectation,
-        deadlineExpired: options.deadlineExpired
-      })))
+    const artifactState = yield* withVerifiedSummaries(
+      current.records,
+      () =>
+        Effect.fromResult(projectArtifactStateResult({
+          native,
+          materialization: { availability: current.availability, records: current.records },
+          expectation: options.expectation,
+          deadlineExpired: options.deadlineExpired
+        }))
+    )
     return { ...current, artifactState } satisfies CurrentRead
   })
 

@@ -455,11 +455,13 @@ export const makeFaultFileSystem = (inner: FileSystem.FileSystem, plan: FaultPla
 
   const openInner = nonBlockingOpenOf(inner)
   // The non-blocking open is an open step like `open`, with the same faults.
-  const nonBlockingOpen: NonBlockingOpen | undefined = openInner === undefined ? undefined : (path, options) =>
-    Effect.flatMap(
-      guard(at("open", "open", "open", path, options.flag !== "r"), openInner(path, options)),
-      (file) => Effect.as(Effect.addFinalizer(() => logClose(path)), wrapFile(file, path))
-    )
+  const nonBlockingOpen: NonBlockingOpen | undefined = openInner === undefined ?
+    undefined :
+    (path, options) =>
+      Effect.flatMap(
+        guard(at("open", "open", "open", path, options.flag !== "r"), openInner(path, options)),
+        (file) => Effect.as(Effect.addFinalizer(() => logClose(path)), wrapFile(file, path))
+      )
 
   const base: FileSystem.FileSystem & { readonly [SmallRegularReadTypeId]: undefined } = {
     ...inner,

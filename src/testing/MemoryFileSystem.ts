@@ -446,8 +446,6 @@ const newSpecial = (
 
 const contents = (file: FileNode): Uint8Array => file.bytes.slice(0, file.size)
 
-
-
 // Bytes past `size` are kept zeroed so that growing a file (truncate up, or a
 // write past EOF) exposes a hole of zeros, as on disk.
 const ensureCapacity = (file: FileNode, needed: number): void => {
@@ -854,7 +852,9 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
     const { read, write } = FLAGS[flag]
     if (read && write) return
     if (read) {
-      if (!nonBlocking && peers(node, "write") === 0) wouldBlock(`opening the FIFO ${path} for reading without a writer`)
+      if (!nonBlocking && peers(node, "write") === 0) {
+        wouldBlock(`opening the FIFO ${path} for reading without a writer`)
+      }
       return
     }
     if (peers(node, "read") === 0) {
@@ -916,7 +916,13 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
       const result = resolve(volume, path, false)
       if (result.found) return raise("EEXIST")
       if (result.trailing) return raise("ENOENT")
-      attach(volume, result.parent, result.name, newSpecial(volume, kind, mode & 0o7777 & ~volume.umask, device, now), now)
+      attach(
+        volume,
+        result.parent,
+        result.name,
+        newSpecial(volume, kind, mode & 0o7777 & ~volume.umask, device, now),
+        now
+      )
     })
 
   const removeTree = (method: string, path: string, options?: {
@@ -1373,7 +1379,14 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
           })
           return
         case "SymbolicLink":
-          entries.push({ path, type: "SymbolicLink", mode: node.mode, ino: node.ino, uid: node.uid, target: node.target })
+          entries.push({
+            path,
+            type: "SymbolicLink",
+            mode: node.mode,
+            ino: node.ino,
+            uid: node.uid,
+            target: node.target
+          })
           return
         case "FIFO":
         case "CharacterDevice":

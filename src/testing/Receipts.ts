@@ -10,10 +10,10 @@
  *
  * @since 0.1.0
  */
-import type { BranchRef, SynthesisReceipt, SYNTHESIS_USAGE_KEYS } from "../protocol/ReceiptParts.js"
+import { sha256 } from "../protocol/CanonicalJson.js"
+import type { BranchRef, SYNTHESIS_USAGE_KEYS, SynthesisReceipt } from "../protocol/ReceiptParts.js"
 import type { OkSummaryReceipt } from "../protocol/SummaryReceipt.js"
 import type { TitledTitleReceipt } from "../protocol/TitleReceipt.js"
-import { sha256 } from "../protocol/CanonicalJson.js"
 import { selectRarebits } from "../session/Selector.js"
 
 /** A branch as `Session.readSession` returns it: entries as Pi wrote them. */

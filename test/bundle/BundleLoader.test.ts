@@ -19,8 +19,8 @@ import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import { commandVariant } from "../../src/bundle/BundleLoader.js"
 import * as SourcePromiseApi from "../../src/promise/index.js"
-import { entry, makeRoots, type Roots, summaryReceipt, writeSession } from "../support/Reference.js"
 import { CLI, REPO, rootFlags, settleWith } from "../cli/CliHarness.js"
+import { entry, makeRoots, type Roots, summaryReceipt, writeSession } from "../support/Reference.js"
 
 const PROMISE_API = join(REPO, "dist", "promise", "index.js")
 
@@ -36,8 +36,13 @@ interface Ran {
 
 const run = (args: ReadonlyArray<string>, env: Record<string, string>): Promise<Ran> =>
   new Promise((resolve) =>
-    execFile(process.execPath, args, { cwd: REPO, env: { ...process.env, NO_COLOR: "1", ...env } }, (error, stdout, stderr) =>
-      resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr }))
+    execFile(
+      process.execPath,
+      args,
+      { cwd: REPO, env: { ...process.env, NO_COLOR: "1", ...env } },
+      (error, stdout, stderr) =>
+        resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr })
+    )
   )
 
 /** A new, empty cache directory (0700, as the loader makes them). */
@@ -53,7 +58,8 @@ const current = (cache: string, extra: Record<string, string> = {}) =>
     ...extra
   })
 
-const cachesIn = async (directory: string) => (await readdir(directory)).filter((name) => name.endsWith(".v8cache")).sort()
+const cachesIn = async (directory: string) =>
+  (await readdir(directory)).filter((name) => name.endsWith(".v8cache")).sort()
 
 const identity = async (file: string) => {
   const info = await stat(file)
@@ -160,7 +166,16 @@ describe("the bundled entries", () => {
         "}"
       ].join("\n")
     )
-    const executable = await run(["--import", preload, CLI, "current", "--session", roots.sessionFile, "--json", ...rootFlags(roots)], {
+    const executable = await run([
+      "--import",
+      preload,
+      CLI,
+      "current",
+      "--session",
+      roots.sessionFile,
+      "--json",
+      ...rootFlags(roots)
+    ], {
       RAREBIT_STORE_CODE_CACHE: cache
     })
     assert.strictEqual(executable.code, 0, executable.stderr)
@@ -168,7 +183,16 @@ describe("the bundled entries", () => {
     assert.strictEqual(JSON.parse(executable.stdout).availability, "available")
     const script = `const api = await import(${JSON.stringify(pathToFileURL(PROMISE_API).href)})
 console.log(api.rarebitMaterializationPath(process.argv[1], { sessionRoot: process.argv[2], rarebitRoot: process.argv[3] }))`
-    const plain = await run(["--import", preload, "--input-type=module", "-e", script, roots.sessionFile, roots.sessionRoot, roots.rarebitRoot], {
+    const plain = await run([
+      "--import",
+      preload,
+      "--input-type=module",
+      "-e",
+      script,
+      roots.sessionFile,
+      roots.sessionRoot,
+      roots.rarebitRoot
+    ], {
       RAREBIT_STORE_CODE_CACHE: cache
     })
     assert.strictEqual(plain.code, 0, plain.stderr)
@@ -186,7 +210,14 @@ console.log(api.rarebitMaterializationPath(process.argv[1], { sessionRoot: proce
     const script = `const api = await import(${JSON.stringify(pathToFileURL(PROMISE_API).href)})
 const read = await api.readRarebitCurrent({ sessionFile: process.argv[1], sessionRoot: process.argv[2], rarebitRoot: process.argv[3] })
 console.log(read.availability)`
-    const plain = await run(["--input-type=module", "-e", script, roots.sessionFile, roots.sessionRoot, roots.rarebitRoot], {
+    const plain = await run([
+      "--input-type=module",
+      "-e",
+      script,
+      roots.sessionFile,
+      roots.sessionRoot,
+      roots.rarebitRoot
+    ], {
       RAREBIT_STORE_CODE_CACHE: cache
     })
     assert.strictEqual(plain.code, 0, plain.stderr)
@@ -218,7 +249,14 @@ console.log(read.availability)`
     const script = `const api = await import(${JSON.stringify(pathToFileURL(PROMISE_API).href)})
 try { await api.reserveRarebitJob({ jobId: "not a hash", sessionFile: process.argv[1], sessionRoot: process.argv[2] }) }
 catch (error) { console.log(error.constructor.name); console.log(error.stack) }`
-    const ran = await run(["--enable-source-maps", "--input-type=module", "-e", script, roots.sessionFile, roots.sessionRoot], {
+    const ran = await run([
+      "--enable-source-maps",
+      "--input-type=module",
+      "-e",
+      script,
+      roots.sessionFile,
+      roots.sessionRoot
+    ], {
       RAREBIT_STORE_CODE_CACHE: cache
     })
     assert.strictEqual(ran.code, 0, ran.stderr)

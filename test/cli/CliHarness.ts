@@ -14,15 +14,15 @@
  * `dist/` as built; the run's global setup fails when that is older than
  * `src/` (`test/support/GlobalSetup.ts`).
  */
+import * as NodeServices from "@effect/platform-node/NodeServices"
+import { Console, Effect, FileSystem, Layer, Path, Stdio, Terminal } from "effect"
+import { ChildProcessSpawner } from "effect/process"
+import { TestConsole } from "effect/testing"
 import { spawn } from "node:child_process"
 import { existsSync, readFileSync, readlinkSync } from "node:fs"
 import { lstat, mkdir, readdir, readFile, writeFile } from "node:fs/promises"
 import { hostname } from "node:os"
 import { dirname, join, relative } from "node:path"
-import * as NodeServices from "@effect/platform-node/NodeServices"
-import { Console, Effect, FileSystem, Layer, Path, Stdio, Terminal } from "effect"
-import { ChildProcessSpawner } from "effect/process"
-import { TestConsole } from "effect/testing"
 import { runCli as runCliEffect } from "../../src/cli/Cli.js"
 import * as Ours from "../../src/promise/index.js"
 import type { Receipt } from "../../src/protocol/Receipt.js"
@@ -149,7 +149,14 @@ export const liveOwnerEvidence = () => {
   const startTicks = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]
   const pidNamespace = readlinkSync("/proc/self/ns/pid")
   const timeNamespace = existsSync("/proc/self/ns/time") ? readlinkSync("/proc/self/ns/time") : undefined
-  return { pid: process.pid, hostname: hostname(), bootId: boot, startTicks, pidNamespace, ...(timeNamespace ? { timeNamespace } : {}) }
+  return {
+    pid: process.pid,
+    hostname: hostname(),
+    bootId: boot,
+    startTicks,
+    pidNamespace,
+    ...(timeNamespace ? { timeNamespace } : {})
+  }
 }
 
 /** Owner evidence of a process that has exited: a child that ran `true`. */

@@ -8,9 +8,9 @@
 import { assert } from "@effect/vitest"
 import { Effect, FileSystem, Path } from "effect"
 import { readFileSync } from "node:fs"
+import { reserveAcquired, setup } from "../store/StoreKit.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { summaryReceipt } from "../support/Receipts.js"
-import { reserveAcquired, setup } from "../store/StoreKit.js"
 import { cliIn, type CliRun, REPO, STACK_LINE } from "./CliHarness.js"
 
 const flagsFor = (path: Path.Path, root: string, rarebitRoot = path.join(root, "rarebit")) => [
@@ -99,7 +99,9 @@ fileSystemSuite("CLI conventions", (it) => {
         const document = JSON.parse(run.stdout)
         assert.isTrue(typeof document === "object" && document !== null && !Array.isArray(document), label)
       }
-      const page = JSON.parse((yield* cliIn(["history", "--session", kit.sessionFile, "--json", ...flagsFor(path, root)])).stdout)
+      const page = JSON.parse(
+        (yield* cliIn(["history", "--session", kit.sessionFile, "--json", ...flagsFor(path, root)])).stdout
+      )
       const all = JSON.parse(
         (yield* cliIn(["history", "--session", kit.sessionFile, "--all", "--json", ...flagsFor(path, root)])).stdout
       )
@@ -131,7 +133,10 @@ fileSystemSuite("CLI conventions", (it) => {
         assert.notMatch(run.stderr, STACK_LINE)
       }
       // A refusal still prints its report, and says why as JSON on stderr.
-      yield* fs.writeFileString(kit.lockPath, `${JSON.stringify({ token: "c".repeat(48), claimedAt: "2026-01-01T00:00:00.000Z" })}\n`)
+      yield* fs.writeFileString(
+        kit.lockPath,
+        `${JSON.stringify({ token: "c".repeat(48), claimedAt: "2026-01-01T00:00:00.000Z" })}\n`
+      )
       const refused = yield* cliIn(["unlock", "--session", kit.sessionFile, "--json", ...flags])
       assert.strictEqual(refused.code, 5)
       assert.strictEqual(JSON.parse(refused.stdout).action, "refused")

@@ -14,15 +14,7 @@ import { cp, mkdtemp, readFile, rm, stat, symlink, writeFile } from "node:fs/pro
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { entry, makeRoots, type Roots, summaryReceipt, titleReceipt, writeSession } from "../support/Reference.js"
-import {
-  CLI,
-  Ours,
-  REPO,
-  rootFlags,
-  runCli,
-  settleWith,
-  STACK_LINE
-} from "./CliHarness.js"
+import { CLI, Ours, REPO, rootFlags, runCli, settleWith, STACK_LINE } from "./CliHarness.js"
 
 let roots: Roots
 
@@ -143,10 +135,19 @@ describe("node dist/cli/main.js", () => {
     assert.match(run.stdout, /A +woke up and tried to settle: FENCED \(LeaseFenced: .*fenced by a newer worker\)/)
     assert.match(run.stdout, /settled a title receipt/)
     // What the protocol wrote: the claim while held and once settled, the raw sidecar lines, the claims.
-    assert.match(run.stdout, /\{"jobId":"[0-9a-f]{64}","state":"active","leaseToken":"[0-9a-f]{8}…","claimedAt":"[^"]+","leaseMs":600000/)
-    assert.match(run.stdout, /\{"jobId":"[0-9a-f]{64}","state":"settled","leaseToken":"[0-9a-f]{8}…","receiptRef":\{"receiptOffset":0,/)
+    assert.match(
+      run.stdout,
+      /\{"jobId":"[0-9a-f]{64}","state":"active","leaseToken":"[0-9a-f]{8}…","claimedAt":"[^"]+","leaseMs":600000/
+    )
+    assert.match(
+      run.stdout,
+      /\{"jobId":"[0-9a-f]{64}","state":"settled","leaseToken":"[0-9a-f]{8}…","receiptRef":\{"receiptOffset":0,/
+    )
     assert.match(run.stdout, /rarebit_summary +\{"schemaVersion":4,"type":"rarebit_summary".*… \(\d+ characters\)/)
-    assert.match(run.stdout, /rarebit_head +\{"type":"rarebit_head","protocolVersion":1,.*"receiptHash":"[0-9a-f]{64}"\}\n/)
+    assert.match(
+      run.stdout,
+      /rarebit_head +\{"type":"rarebit_head","protocolVersion":1,.*"receiptHash":"[0-9a-f]{64}"\}\n/
+    )
     assert.match(run.stdout, /jobs\n +2 claim\(s\) under .* \(2 settled\)/)
     assert.match(run.stdout, /sync assessment_current/)
     assert.match(run.stdout, /OK: no damage/)
@@ -191,7 +192,10 @@ describe("node dist/cli/main.js", () => {
     const installed = await mkdtemp(join(tmpdir(), "rarebit-installed-"))
     try {
       await cp(join(REPO, "dist"), join(installed, "dist"), { recursive: true })
-      await writeFile(join(installed, "package.json"), JSON.stringify({ name: "rarebit-store", version: "9.8.7-test", type: "module" }))
+      await writeFile(
+        join(installed, "package.json"),
+        JSON.stringify({ name: "rarebit-store", version: "9.8.7-test", type: "module" })
+      )
       await symlink(join(REPO, "node_modules"), join(installed, "node_modules"))
       const run = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
         const child = spawn(process.execPath, [join(installed, "dist", "cli", "main.js"), "--version"], {

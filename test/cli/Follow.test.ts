@@ -13,10 +13,10 @@ import { TestClock } from "effect/testing"
 import { spawn } from "node:child_process"
 import { mkdir } from "node:fs/promises"
 import { runCli as runCliEffect } from "../../src/cli/Cli.js"
-import { fileSystemSuite } from "../support/FileSystemSuite.js"
-import { entry, makeRoots, type Roots, summaryReceipt, writeSession } from "../support/Reference.js"
 import { makeSleepProbe, setup } from "../store/StoreKit.js"
 import { settleJob } from "../store/WatchKit.js"
+import { fileSystemSuite } from "../support/FileSystemSuite.js"
+import { entry, makeRoots, type Roots, summaryReceipt, writeSession } from "../support/Reference.js"
 import { CLI, cliIn, cliTestServices, REPO, rootFlags, settleWith } from "./CliHarness.js"
 
 /** A console whose printed lines can be awaited one by one. */
@@ -91,7 +91,14 @@ fileSystemSuite("rarebit-store current --follow, in-process", (it) => {
       const path = yield* Path.Path
       const kit = yield* setup(root)
       yield* settleJob(kit, 1)
-      const run = yield* follow(["current", "--session", kit.sessionFile, "--follow", "--json", ...flagsFor(path, root)])
+      const run = yield* follow([
+        "current",
+        "--session",
+        kit.sessionFile,
+        "--follow",
+        "--json",
+        ...flagsFor(path, root)
+      ])
       const first = yield* run.line
       assert.notInclude(first, "\n", "one document per line")
       assert.deepStrictEqual(JSON.parse(first), yield* kit.store.readCurrent({ sessionFile: kit.sessionFile }))
@@ -192,7 +199,13 @@ describe("rarebit-store current --follow, as a process", () => {
     assert.strictEqual(first.receipt.summary, "first")
     await settleWith("ours", roots, roots.sessionFile, 2, summaryReceipt(branch, "followed", { summary: "ours" }))
     assert.strictEqual(JSON.parse((await run.lines.next()).value).receipt.summary, "ours")
-    await settleWith("reference", roots, roots.sessionFile, 3, summaryReceipt(branch, "followed", { summary: "theirs" }))
+    await settleWith(
+      "reference",
+      roots,
+      roots.sessionFile,
+      3,
+      summaryReceipt(branch, "followed", { summary: "theirs" })
+    )
     // The reference writes its receipt and its head in two writes: a read between them is a state of its
     // own (the head still names "ours", a receipt after it), so it may be printed once before "theirs".
     const afterReference = JSON.parse((await run.lines.next()).value)
@@ -203,7 +216,10 @@ describe("rarebit-store current --follow, as a process", () => {
     run.signal("SIGINT")
     const end = await run.closed
     assert.strictEqual(end.code, 130)
-    assert.strictEqual(end.stderr, "{\"error\":{\"tag\":\"Interrupted\",\"message\":\"interrupted (SIGINT)\",\"hint\":null,\"exitCode\":130}}\n")
+    assert.strictEqual(
+      end.stderr,
+      "{\"error\":{\"tag\":\"Interrupted\",\"message\":\"interrupted (SIGINT)\",\"hint\":null,\"exitCode\":130}}\n"
+    )
   }, 30_000)
 
   it("ends with exit 141 and no message when its reader closes the pipe", async () => {

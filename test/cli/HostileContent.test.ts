@@ -54,7 +54,8 @@ const hostileClaims: Record<string, string> = {
   [hex("1")]: `{"jobId":"${hex("1")}","state":${deepClaimArray}}`,
   [hex("2")]: `{"jobId":"${hex("2")}","state":${deepClaimObject}}`,
   [hex("3")]: `{"jobId":"${hex("3")}","state":"settled","leaseToken":"x","receiptRef":${deepClaimArray}}`,
-  [hex("4")]: `{"jobId":"${hex("4")}","state":"active","leaseToken":"x","claimedAt":"Jan 1 2026 (${"m".repeat(3_000)})",` +
+  [hex("4")]:
+    `{"jobId":"${hex("4")}","state":"active","leaseToken":"x","claimedAt":"Jan 1 2026 (${"m".repeat(3_000)})",` +
     `"leaseMs":1e309}`,
   [hex("5")]: `{"jobId":"${hex("5")}","state":"${"m".repeat(3_800)}"}`,
   [hex("6")]: `{"__proto__":{"state":"active"},"jobId":"${hex("6")}"}`,
@@ -112,7 +113,10 @@ const plant = (root: string) =>
       Effect.andThen(fs.makeDirectory(path.dirname(file), { recursive: true }), fs.writeFileString(file, text))
 
     const hostile = path.join(sessionRoot, "p", "hostile.jsonl")
-    yield* write(hostile, [{ type: "session", id: "hostile" }, ...branch].map((v) => JSON.stringify(v)).join("\n") + "\n")
+    yield* write(
+      hostile,
+      [{ type: "session", id: "hostile" }, ...branch].map((v) => JSON.stringify(v)).join("\n") + "\n"
+    )
     const hostileSidecar = path.join(rarebitRoot, "materializations-v4", "p", "hostile.jsonl")
     yield* write(hostileSidecar, hostileSidecarLines.join("\n") + "\n")
     yield* write(`${hostileSidecar}.commit-lock`, hostileLock)
@@ -223,7 +227,11 @@ fileSystemSuite("CLI on hostile content", (it) => {
       // and counts as in flight until its lease has passed.
       for (const jobId of Object.keys(oversizedClaims)) {
         const found = report.findings.filter((item: any) => item.jobId === jobId)
-        assert.deepStrictEqual(found.map((item: any) => [item.kind, item.severity]), [["claim_unreadable", "damage"]], jobId)
+        assert.deepStrictEqual(
+          found.map((item: any) => [item.kind, item.severity]),
+          [["claim_unreadable", "damage"]],
+          jobId
+        )
         assert.match(found[0].detail, new RegExp(`^is larger than ${MAX_CLAIM_BYTES} bytes; `), jobId)
       }
       assert.include(
@@ -279,7 +287,9 @@ fileSystemSuite("CLI on hostile content", (it) => {
               assertHumanLines(run, label)
               continue
             }
-            const lines = command.includes("--all") ? run.stdout.trim().split("\n").filter((l) => l !== "") : [run.stdout]
+            const lines = command.includes("--all")
+              ? run.stdout.trim().split("\n").filter((l) => l !== "")
+              : [run.stdout]
             for (const line of lines) assert.doesNotThrow(() => JSON.parse(line), label)
           }
         }
@@ -322,7 +332,10 @@ fileSystemSuite("CLI on hostile content", (it) => {
       assert.strictEqual(oversizedHuman.code, 5, oversizedHuman.stderr)
       assertBounded(oversizedHuman, "unlock oversized")
       assertHumanLines(oversizedHuman, "unlock oversized")
-      const oversized = parse(yield* cliIn(["unlock", "--json", "--session", planted.deep, ...planted.flags]), "unlock oversized")
+      const oversized = parse(
+        yield* cliIn(["unlock", "--json", "--session", planted.deep, ...planted.flags]),
+        "unlock oversized"
+      )
       assert.strictEqual(oversized.action, "refused")
       assert.strictEqual(oversized.lock.unreadable, `larger than ${MAX_LOCK_FILE_BYTES} bytes`)
       assert.isNull(oversized.lock.owner)

@@ -148,7 +148,9 @@ describe("node dist/cli/main.js against hostile files", () => {
     const verify = await runWithin(["verify", "--json", ...rootFlags(roots)])
     assertPrompt(verify, "verify")
     assert.strictEqual(verify.code, 1, verify.stderr)
-    const kinds = JSON.parse(verify.stdout).findings.filter((item: any) => item.path === sidecar).map((item: any) => item.kind)
+    const kinds = JSON.parse(verify.stdout).findings.filter((item: any) => item.path === sidecar).map((item: any) =>
+      item.kind
+    )
     assert.deepStrictEqual(kinds, ["sidecar_not_regular"])
   }, 4 * DEADLINE_MS)
 })

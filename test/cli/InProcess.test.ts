@@ -13,9 +13,9 @@ import { TestClock } from "effect/testing"
 import { rm } from "node:fs/promises"
 import { join } from "node:path"
 import { MAX_CLAIM_BYTES } from "../../src/protocol/Limits.js"
+import { acquired, reserveAcquired, setup, writeLock } from "../store/StoreKit.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { jobId, sessionText, summaryReceipt, titleReceipt } from "../support/Receipts.js"
-import { acquired, reserveAcquired, setup, writeLock } from "../store/StoreKit.js"
 import { cli, cliIn, liveOwnerEvidence, Ours } from "./CliHarness.js"
 
 const flagsFor = (path: Path.Path, root: string) => [
@@ -99,7 +99,11 @@ fileSystemSuite("rarebit-store, in-process", (it) => {
       const path = yield* Path.Path
       const kit = yield* setup(root, { sessionId: "exe-session" })
       yield* kit.store.settle(yield* reserveAcquired(kit, jobId(1)), summaryReceipt(kit.branch, kit.sessionId))
-      yield* writeLock(kit, { token: "7".repeat(48), claimedAt: new Date(now - 60_000).toISOString(), owner: liveOwnerEvidence() })
+      yield* writeLock(kit, {
+        token: "7".repeat(48),
+        claimedAt: new Date(now - 60_000).toISOString(),
+        owner: liveOwnerEvidence()
+      })
       const run = yield* cliIn(["unlock", "--session", kit.sessionFile, ...flagsFor(path, root)])
       assert.strictEqual(run.code, 5)
       assert.match(run.stdout, new RegExp(`pid ${process.pid}`))
@@ -110,7 +114,9 @@ fileSystemSuite("rarebit-store, in-process", (it) => {
     Effect.gen(function*() {
       const help = yield* cliIn(["--help"])
       assert.strictEqual(help.code, 0)
-      for (const command of ["current", "history", "jobs", "verify", "unlock", "demo"]) assert.include(help.stdout, command)
+      for (const command of ["current", "history", "jobs", "verify", "unlock", "demo"]) {
+        assert.include(help.stdout, command)
+      }
       const version = yield* cliIn(["--version"])
       assert.strictEqual(version.code, 0)
       assert.match(version.stdout, /rarebit-store v0\.1\.0/)

@@ -10,8 +10,8 @@ import { Effect, Exit, Fiber } from "effect"
 import { spawn } from "node:child_process"
 import { mkdir, readdir, readFile, readlink, writeFile } from "node:fs/promises"
 import { join } from "node:path"
-import { entry, jobId, makeRoots, type Roots, summaryReceipt, writeSession } from "../support/Reference.js"
 import { nodeWorld } from "../support/FileSystemSuite.js"
+import { entry, jobId, makeRoots, type Roots, summaryReceipt, writeSession } from "../support/Reference.js"
 import { CLI, cliIn, REPO, rootFlags, settleWith } from "./CliHarness.js"
 
 const SIDECARS = 1000
@@ -37,14 +37,22 @@ beforeAll(async () => {
   }
   const claims = Array.from({ length: CLAIMS }, (_, index) => jobId(1000 + index))
   for (let start = 0; start < claims.length; start += 100) {
-    await Promise.all(claims.slice(start, start + 100).map((id) =>
-      writeFile(
-        join(roots.rarebitRoot, "jobs-v4", `${id}.json`),
-        `${
-          JSON.stringify({ jobId: id, state: "active", leaseToken: "t", claimedAt: new Date().toISOString(), leaseMs: 1 })
-        }\n`
+    await Promise.all(
+      claims.slice(start, start + 100).map((id) =>
+        writeFile(
+          join(roots.rarebitRoot, "jobs-v4", `${id}.json`),
+          `${
+            JSON.stringify({
+              jobId: id,
+              state: "active",
+              leaseToken: "t",
+              claimedAt: new Date().toISOString(),
+              leaseMs: 1
+            })
+          }\n`
+        )
       )
-    ))
+    )
   }
 }, 120_000)
 
@@ -70,7 +78,11 @@ interface Interrupted {
   readonly elapsedMs: number
 }
 
-const interrupt = (command: string, signal: "SIGINT" | "SIGTERM", extra: ReadonlyArray<string> = []): Promise<Interrupted> =>
+const interrupt = (
+  command: string,
+  signal: "SIGINT" | "SIGTERM",
+  extra: ReadonlyArray<string> = []
+): Promise<Interrupted> =>
   new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, command, ...extra, ...rootFlags(roots)], {
       cwd: REPO,
@@ -126,17 +138,23 @@ describe("interrupting the executable", () => {
 })
 
 describe("interrupting an in-process scan on the synchronous file system", () => {
-  it.live("timers still fire during a verify over DirectFileSystem, and an interrupt ends it promptly", () =>
-    Effect.gen(function*() {
-      const fiber = yield* Effect.forkChild(cliIn(["verify", ...rootFlags(roots)]).pipe(Effect.provide(nodeWorld.layer)))
-      // A signal is handled by the event loop, like this timer: both need the
-      // scan to yield now and then, although each call it makes is synchronous.
-      const sleptFrom = Date.now()
-      yield* Effect.sleep("100 millis")
-      assert.isBelow(Date.now() - sleptFrom, 100 + 250)
-      const interruptedFrom = Date.now()
-      const exit = yield* Fiber.interrupt(fiber).pipe(Effect.andThen(Fiber.await(fiber)))
-      assert.isBelow(Date.now() - interruptedFrom, PROMPT_MS)
-      assert.isTrue(Exit.hasInterrupts(exit), "the scan finished before it was interrupted: make the store larger")
-    }), 60_000)
+  it.live(
+    "timers still fire during a verify over DirectFileSystem, and an interrupt ends it promptly",
+    () =>
+      Effect.gen(function*() {
+        const fiber = yield* Effect.forkChild(
+          cliIn(["verify", ...rootFlags(roots)]).pipe(Effect.provide(nodeWorld.layer))
+        )
+        // A signal is handled by the event loop, like this timer: both need the
+        // scan to yield now and then, although each call it makes is synchronous.
+        const sleptFrom = Date.now()
+        yield* Effect.sleep("100 millis")
+        assert.isBelow(Date.now() - sleptFrom, 100 + 250)
+        const interruptedFrom = Date.now()
+        const exit = yield* Fiber.interrupt(fiber).pipe(Effect.andThen(Fiber.await(fiber)))
+        assert.isBelow(Date.now() - interruptedFrom, PROMPT_MS)
+        assert.isTrue(Exit.hasInterrupts(exit), "the scan finished before it was interrupted: make the store larger")
+      }),
+    60_000
+  )
 })

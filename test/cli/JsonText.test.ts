@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
-import { JsonList, jsonLineGroups, jsonText } from "../../src/cli/JsonText.js"
+import { jsonLineGroups, JsonList, jsonText } from "../../src/cli/JsonText.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 
 const DEPTH = 100_000
@@ -32,7 +32,9 @@ describe("jsonText", () => {
   })
 
   it("matches JSON.stringify on the corner cases of empty containers and skipped members", () => {
-    for (const value of [[], {}, [[]], { a: {} }, { a: undefined }, [undefined], { a: undefined, b: 1 }, { a: () => 1 }]) {
+    for (
+      const value of [[], {}, [[]], { a: {} }, { a: undefined }, [undefined], { a: undefined, b: 1 }, { a: () => 1 }]
+    ) {
       for (const indent of [0, 2]) assert.strictEqual(jsonText(value, indent), JSON.stringify(value, null, indent))
     }
     assert.isUndefined(jsonText(undefined))
@@ -88,7 +90,10 @@ describe("jsonLineGroups", () => {
 
   it("print a large report a group at a time, none much larger than the size asked", () => {
     const report = {
-      sidecars: Array.from({ length: 5000 }, (_, index) => ({ path: `/store/${index}.jsonl`, bytes: index, current: null })),
+      sidecars: Array.from(
+        { length: 5000 },
+        (_, index) => ({ path: `/store/${index}.jsonl`, bytes: index, current: null })
+      ),
       findings: [],
       nested: { empty: [], deep: [[[{}]]] }
     }

@@ -7,6 +7,7 @@
  * library returns for the same call.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
 import { join } from "node:path"
 import {
   entry,
@@ -18,7 +19,6 @@ import {
   titleReceipt,
   writeSession
 } from "../support/Reference.js"
-import { Effect } from "effect"
 import { cli, Ours, rootFlags, settleWith, snapshotTree, STACK_LINE } from "./CliHarness.js"
 
 let roots: Roots
@@ -173,8 +173,8 @@ describe("rarebit-store current", () => {
 })
 
 describe("rarebit-store history", () => {
-    it.live("--json prints the page readRarebitHistory returns, at any offset and limit", () =>
-      Effect.gen(function*() {
+  it.live("--json prints the page readRarebitHistory returns, at any offset and limit", () =>
+    Effect.gen(function*() {
       const pages: Array<[number, number]> = [[0, 100], [0, 3], [1, 2], [2113, 4]]
       for (const [fromOffset, limit] of pages) {
         const run = yield* cli([
@@ -249,8 +249,8 @@ describe("rarebit-store history", () => {
 })
 
 describe("rarebit-store jobs", () => {
-    it.live("--json lists every claim: settled with verified pointers, active, and expired", () =>
-      Effect.gen(function*() {
+  it.live("--json lists every claim: settled with verified pointers, active, and expired", () =>
+    Effect.gen(function*() {
       const run = yield* cli(["jobs", "--json", ...rootFlags(roots)])
       assert.strictEqual(run.code, 0, run.stderr)
       const report = json(run.stdout)

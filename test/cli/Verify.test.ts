@@ -31,7 +31,8 @@ const branch = (name: string) => [
 ]
 
 const sessionOf = (roots: Roots, name: string) => join(roots.sessionRoot, "project", `${name}.jsonl`)
-const sidecarOf = (roots: Roots, name: string) => Store.rarebitMaterializationPath(sessionOf(roots, name), roots.location)
+const sidecarOf = (roots: Roots, name: string) =>
+  Store.rarebitMaterializationPath(sessionOf(roots, name), roots.location)
 const claimOf = (roots: Roots, job: number) => join(roots.rarebitRoot, "jobs-v4", `${jobId(job)}.json`)
 
 /** Writes Session `name` and settles a summary (and optionally a title) for it. */
@@ -75,7 +76,10 @@ beforeAll(async () => {
 
   await seed(d, "badhead", 13, "ours")
   planted.invalid_head = { path: sidecarOf(d, "badhead"), offset: await sizeOf(sidecarOf(d, "badhead")) }
-  await appendFile(sidecarOf(d, "badhead"), "{\"type\":\"rarebit_head\",\"protocolVersion\":1,\"sessionId\":\"badhead\"}\n")
+  await appendFile(
+    sidecarOf(d, "badhead"),
+    "{\"type\":\"rarebit_head\",\"protocolVersion\":1,\"sessionId\":\"badhead\"}\n"
+  )
 
   await seed(d, "uncommitted", 14, "ours")
   const receiptLine = (await readFile(sidecarOf(d, "uncommitted"), "utf8")).split("\n")[0]
@@ -202,7 +206,10 @@ describe("rarebit-store verify", () => {
       assert.strictEqual(strict.code, 1, strict.stderr)
       for (const kind of CRASH_TRACES) expectFinding(findingsOf(strict.stdout), kind, "damage", planted[kind], true)
       assert.strictEqual(findingsOf(strict.stdout).length, findings.length)
-      assert.strictEqual(JSON.parse(strict.stdout).counts.damage, JSON.parse(run.stdout).counts.damage + CRASH_TRACES.length)
+      assert.strictEqual(
+        JSON.parse(strict.stdout).counts.damage,
+        JSON.parse(run.stdout).counts.damage + CRASH_TRACES.length
+      )
       expectFinding(findings, "commit_lock_leftover", "damage", planted.dead_lock)
       expectFinding(findings, "commit_lock_leftover", "damage", planted.old_lock)
       expectFinding(findings, "commit_lock_held", "notice", planted.commit_lock_held)
@@ -246,14 +253,30 @@ describe("rarebit-store verify", () => {
       ])
       const tornHuman = yield* cli(["verify", "--session", sessionOf(damaged, "torn"), ...rootFlags(damaged)])
       assert.strictEqual(tornHuman.code, 0)
-      assert.match(tornHuman.stdout, /OK: no damage, 1 notice\(s\) \(1 left by a crash; --strict counts them as damage\)/)
-      const tornStrict = yield* cli(["verify", "--strict", "--session", sessionOf(damaged, "torn"), "--json", ...rootFlags(damaged)])
+      assert.match(
+        tornHuman.stdout,
+        /OK: no damage, 1 notice\(s\) \(1 left by a crash; --strict counts them as damage\)/
+      )
+      const tornStrict = yield* cli([
+        "verify",
+        "--strict",
+        "--session",
+        sessionOf(damaged, "torn"),
+        "--json",
+        ...rootFlags(damaged)
+      ])
       assert.strictEqual(tornStrict.code, 1)
       assert.deepStrictEqual(findingsOf(tornStrict.stdout).map((item) => [item.kind, item.offset, item.severity]), [
         ["torn_tail", planted.torn_tail.offset, "damage"]
       ])
 
-      const fresh = yield* cli(["verify", "--session", sessionOf(damaged, "freshlock"), "--json", ...rootFlags(damaged)])
+      const fresh = yield* cli([
+        "verify",
+        "--session",
+        sessionOf(damaged, "freshlock"),
+        "--json",
+        ...rootFlags(damaged)
+      ])
       assert.strictEqual(fresh.code, 0)
       assert.deepStrictEqual(findingsOf(fresh.stdout).map((item) => item.kind), ["commit_lock_held"])
 

@@ -36,7 +36,6 @@ const jobs = fc.constantFrom(jobId(9), jobId(9), jobId(3), jobId(5))
 const { bytes: sidecarBytes, lines } = validSidecar()
 const receipts = lines.filter((line) => line.kind !== "head")
 
-
 interface ClaimCase {
   readonly job: string
   readonly content: Uint8Array
@@ -56,7 +55,10 @@ const activeClaim = fc.record({
   })
 })
 
-const settledRef = fc.tuple(fc.nat(), fc.constantFrom("exact", "offset-", "offset+", "length-", "length+", "hash", "junk"))
+const settledRef = fc.tuple(
+  fc.nat(),
+  fc.constantFrom("exact", "offset-", "offset+", "length-", "length+", "hash", "junk")
+)
   .map(([pick, miss]) => {
     const target = receipts[pick % receipts.length]
     const ref = nearMissReference(
@@ -92,7 +94,13 @@ const plainClaimCase: fc.Arbitrary<ClaimCase> = fc.tuple(jobs, fc.integer({ min:
     })),
     // Torn: a prefix of a whole claim, as the reference leaves between its truncate and its write.
     fc.nat().map((cut) => {
-      const whole = json({ jobId: job, state: "active", leaseToken: "t".repeat(48), claimedAt: new Date().toISOString(), leaseMs: LEASE_MS })
+      const whole = json({
+        jobId: job,
+        state: "active",
+        leaseToken: "t".repeat(48),
+        claimedAt: new Date().toISOString(),
+        leaseMs: LEASE_MS
+      })
       return { job, mtimeAgeMs, description: "torn", content: whole.subarray(0, cut % whole.length) }
     }),
     fc.uint8Array({ maxLength: 200 }).map((content) => ({ job, mtimeAgeMs, description: "random bytes", content })),

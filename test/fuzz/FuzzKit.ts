@@ -12,13 +12,13 @@ import { createHash } from "node:crypto"
 import { mkdir, writeFile } from "node:fs/promises"
 import { dirname } from "node:path"
 import * as Ours from "../../src/promise/index.js"
-import { concatBytes, editLine, type SensitiveBytes, sensitiveBytes, type Spot, spot } from "../support/DecoderBytes.js"
 import type { NativeObservation } from "../../src/state/ArtifactState.js"
+import { concatBytes, editLine, type SensitiveBytes, sensitiveBytes, type Spot, spot } from "../support/DecoderBytes.js"
 import {
   entry,
   jobId,
-  outcomeOf,
   type Outcome,
+  outcomeOf,
   type Roots,
   Store as Ref,
   summaryReceipt,
@@ -105,7 +105,11 @@ export const validSidecar = (edits: ReadonlyArray<LineEdit> = []): {
   const currentReceipt = kinds.lastIndexOf("summary")
   const editsAt = (index: number) =>
     edits.filter(({ target }) =>
-      (target === "currentHead" ? currentHead : target === "currentReceipt" ? currentReceipt : target % kinds.length) ===
+      (target === "currentHead"
+        ? currentHead
+        : target === "currentReceipt"
+        ? currentReceipt
+        : target % kinds.length) ===
         index
     )
   const edited = (index: number, line: Uint8Array) =>
@@ -120,14 +124,16 @@ export const validSidecar = (edits: ReadonlyArray<LineEdit> = []): {
     const receiptOffset = offset
     offset += receipt.length
     if (record.type === "rarebit_summary") {
-      lastHead = encoder.encode(`${JSON.stringify({
-        type: "rarebit_head",
-        protocolVersion: 1,
-        sessionId: SESSION_ID,
-        receiptOffset,
-        receiptLength: receipt.length,
-        receiptHash: sha256(receipt)
-      })}\n`)
+      lastHead = encoder.encode(`${
+        JSON.stringify({
+          type: "rarebit_head",
+          protocolVersion: 1,
+          sessionId: SESSION_ID,
+          receiptOffset,
+          receiptLength: receipt.length,
+          receiptHash: sha256(receipt)
+        })
+      }\n`)
     }
     if (lastHead !== undefined) {
       const head = edited(lines.length, lastHead)

@@ -41,11 +41,22 @@ const WORKER_PID = 100
 const OTHER_NAMESPACE = "pid:[4026532999]"
 
 const owner = fc.record({
-  pid: fc.oneof(fc.constant(DEAD_PID), fc.constant(WORKER_PID), fc.integer({ min: -3, max: 200 }), fc.string({ maxLength: 4 }), fc.double()),
+  pid: fc.oneof(
+    fc.constant(DEAD_PID),
+    fc.constant(WORKER_PID),
+    fc.integer({ min: -3, max: 200 }),
+    fc.string({ maxLength: 4 }),
+    fc.double()
+  ),
   hostname: fc.oneof(fc.constant("crash-host"), fc.constant("other-host"), fc.constant(""), fc.integer()),
   bootId: fc.oneof(fc.constant("boot-1"), fc.constant("boot-2"), fc.integer()),
   startTicks: fc.oneof(fc.constant(String(DEAD_PID)), fc.string({ maxLength: 3 }), fc.integer()),
-  pidNamespace: fc.oneof(fc.constant(WORKER_PID_NAMESPACE), fc.constant(OTHER_NAMESPACE), fc.string({ maxLength: 3 }), fc.integer()),
+  pidNamespace: fc.oneof(
+    fc.constant(WORKER_PID_NAMESPACE),
+    fc.constant(OTHER_NAMESPACE),
+    fc.string({ maxLength: 3 }),
+    fc.integer()
+  ),
   timeNamespace: fc.oneof(fc.constant("time:[4026531834]"), fc.string({ maxLength: 3 }), fc.integer())
 }, { requiredKeys: [] })
 
@@ -64,11 +75,13 @@ const nearDeadLock = fc.record({
   token: mostly<unknown>("b".repeat(48), "", "not hex", undefined, 5),
   ownerMissing: fc.integer({ min: 0, max: 9 }).map((n) => n === 0)
 }).map(({ bootId, hostname, ownerMissing, pid, pidNamespace, startTicks, timeNamespace, token }) => ({
-  text: encoder.encode(`${JSON.stringify({
-    token,
-    claimedAt: new Date(T0).toISOString(),
-    ...(ownerMissing ? {} : { owner: { pid, hostname, bootId, startTicks, pidNamespace, timeNamespace } })
-  })}\n`),
+  text: encoder.encode(`${
+    JSON.stringify({
+      token,
+      claimedAt: new Date(T0).toISOString(),
+      ...(ownerMissing ? {} : { owner: { pid, hostname, bootId, startTicks, pidNamespace, timeNamespace } })
+    })
+  }\n`),
   description: "near a dead owner's"
 }))
 
@@ -78,13 +91,33 @@ const plainLockContent: fc.Arbitrary<{ readonly text: Uint8Array; readonly descr
     token: fc.oneof(fc.stringMatching(/^[a-f0-9]{48}$/), fc.string({ maxLength: 10 }), fc.integer(), fc.constant(null)),
     claimedAt: fc.oneof(fc.constant(new Date(T0).toISOString()), fc.string({ maxLength: 10 })),
     owner: fc.oneof(owner, fc.jsonValue({ maxDepth: 1 }))
-  }, { requiredKeys: [] }).map((lock) => ({ text: encoder.encode(`${JSON.stringify(lock)}\n`), description: "lock-shaped" })),
+  }, { requiredKeys: [] }).map((lock) => ({
+    text: encoder.encode(`${JSON.stringify(lock)}\n`),
+    description: "lock-shaped"
+  })),
   fc.nat().map((cut) => {
-    const whole = encoder.encode(`${JSON.stringify({ token: "a".repeat(48), claimedAt: new Date(T0).toISOString(), owner: { pid: DEAD_PID, hostname: "crash-host", bootId: "boot-1", startTicks: "10", pidNamespace: WORKER_PID_NAMESPACE } })}\n`)
+    const whole = encoder.encode(
+      `${
+        JSON.stringify({
+          token: "a".repeat(48),
+          claimedAt: new Date(T0).toISOString(),
+          owner: {
+            pid: DEAD_PID,
+            hostname: "crash-host",
+            bootId: "boot-1",
+            startTicks: "10",
+            pidNamespace: WORKER_PID_NAMESPACE
+          }
+        })
+      }\n`
+    )
     return { text: whole.subarray(0, cut % (whole.length + 1)), description: "torn" }
   }),
   fc.uint8Array({ maxLength: 120 }).map((text) => ({ text, description: "random bytes" })),
-  fc.jsonValue({ maxDepth: 2 }).map((value) => ({ text: encoder.encode(JSON.stringify(value)), description: "any JSON" }))
+  fc.jsonValue({ maxDepth: 2 }).map((value) => ({
+    text: encoder.encode(JSON.stringify(value)),
+    description: "any JSON"
+  }))
 )
 
 const withSensitiveBytes = (
@@ -99,7 +132,12 @@ const withSensitiveBytes = (
  */
 const lockContent = fc.oneof(
   { weight: 4, arbitrary: plainLockContent },
-  { weight: 2, arbitrary: fc.tuple(plainLockContent, fc.tuple(sensitiveBytes, spot)).map(([lock, s]) => withSensitiveBytes(lock, s)) },
+  {
+    weight: 2,
+    arbitrary: fc.tuple(plainLockContent, fc.tuple(sensitiveBytes, spot)).map(([lock, s]) =>
+      withSensitiveBytes(lock, s)
+    )
+  },
   {
     weight: 1,
     arbitrary: fc.tuple(nearDeadLock, sensitiveBytes).map(([lock, bytes]) =>
@@ -166,7 +204,9 @@ const lockCase = (content: { readonly text: Uint8Array; readonly description: st
     if (blocked) yield* world.writeFileString(`${LOCK}.break-${token}`, "{}\n")
     const exit = yield* Effect.exit(store.settle(reservation, currentSummary).pipe(asWorker(WORKER_PID, "settle")))
     const label = `${content.description} lock ${JSON.stringify(nodeText(content.text))}`
-    if (Exit.isFailure(exit)) assert.isFalse(exit.cause.reasons.some(Cause.isDieReason), `${label}: ${Cause.pretty(exit.cause)}`)
+    if (Exit.isFailure(exit)) {
+      assert.isFalse(exit.cause.reasons.some(Cause.isDieReason), `${label}: ${Cause.pretty(exit.cause)}`)
+    }
     const left = world.snapshot(LOCK).find((entry) => entry.path === LOCK)
     if (deadToken !== undefined && !blocked) {
       assert.isTrue(Exit.isSuccess(exit), `${label}: a dead owner's lock is broken`)

@@ -12,8 +12,8 @@ import { appendFile, rename, rm, stat, truncate, writeFile } from "node:fs/promi
 import * as Ours from "../../src/promise/index.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 import { entry, makeRoots, outcomeOf, sessionText, Store as Ref } from "../support/Reference.js"
-import { SESSION_ID, validSidecar, writeBytes } from "./FuzzKit.js"
 import { report } from "../support/TestReport.js"
+import { SESSION_ID, validSidecar, writeBytes } from "./FuzzKit.js"
 
 // A sequence is about 6 steps: `npm run fuzz`'s case budget buys an eighth as many sequences.
 const RUNS = Math.max(1, Math.round(fuzzRuns(200) / 8))
@@ -42,12 +42,22 @@ const op: fc.Arbitrary<Op> = fc.oneof(
     weight: 1,
     arbitrary: fc.record({
       kind: fc.constant("garbage" as const),
-      bytes: fc.oneof(fc.uint8Array({ maxLength: 30 }), fc.constant(Uint8Array.of(0xff, 0xfe)), fc.constant(Uint8Array.of(0xc0))),
+      bytes: fc.oneof(
+        fc.uint8Array({ maxLength: 30 }),
+        fc.constant(Uint8Array.of(0xff, 0xfe)),
+        fc.constant(Uint8Array.of(0xc0))
+      ),
       newline: fc.boolean()
     })
   },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("huge" as const), kiB: fc.constantFrom(70, 200) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("truncate" as const), fraction: fc.double({ min: 0, max: 1, noNaN: true }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant("truncate" as const),
+      fraction: fc.double({ min: 0, max: 1, noNaN: true })
+    })
+  },
   {
     weight: 1,
     arbitrary: fc.record({
@@ -90,12 +100,21 @@ describe("session fuzz", () => {
                 torn = undefined
                 break
               case "garbage":
-                await appendFile(roots.sessionFile, step.newline ? Buffer.concat([step.bytes, Buffer.from("\n")]) : step.bytes)
+                await appendFile(
+                  roots.sessionFile,
+                  step.newline ? Buffer.concat([step.bytes, Buffer.from("\n")]) : step.bytes
+                )
                 break
               case "huge":
                 await appendFile(
                   roots.sessionFile,
-                  `${JSON.stringify({ type: "message", id: `e${++count}`, message: { role: "toolResult", content: "z".repeat(step.kiB * 1024) } })}\n`
+                  `${
+                    JSON.stringify({
+                      type: "message",
+                      id: `e${++count}`,
+                      message: { role: "toolResult", content: "z".repeat(step.kiB * 1024) }
+                    })
+                  }\n`
                 )
                 break
               case "truncate": {
@@ -105,8 +124,10 @@ describe("session fuzz", () => {
                 break
               }
               case "replace": {
-                const entries = Array.from({ length: step.entries }, (_, n) =>
-                  entry(`r${index}-${n}`, n % 2 === 0 ? "user" : "assistant", `text ${n}`))
+                const entries = Array.from(
+                  { length: step.entries },
+                  (_, n) => entry(`r${index}-${n}`, n % 2 === 0 ? "user" : "assistant", `text ${n}`)
+                )
                 await writeFile(`${roots.sessionFile}.next`, sessionText(step.sessionId, entries))
                 await rename(`${roots.sessionFile}.next`, roots.sessionFile)
                 torn = undefined
@@ -120,7 +141,11 @@ describe("session fuzz", () => {
             const mine = await outcomeOf(() => Ours.readRarebitCurrent(base))
             const theirs = await outcomeOf(() => Ref.readRarebitCurrent(base))
             assert.isTrue(mine.ok, `our current read threw after step ${index} ${JSON.stringify(step)}`)
-            assert.strictEqual(JSON.stringify(mine), JSON.stringify(theirs), `after step ${index} ${JSON.stringify(step)}`)
+            assert.strictEqual(
+              JSON.stringify(mine),
+              JSON.stringify(theirs),
+              `after step ${index} ${JSON.stringify(step)}`
+            )
             steps.total++
             const value = (mine as { value: any }).value
             if (value.artifactState?.nativeRef?.availability === "available") steps.available++

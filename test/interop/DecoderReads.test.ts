@@ -19,16 +19,16 @@ import { createHash } from "node:crypto"
 import { mkdir, mkdtemp, rm, utimes, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join, relative } from "node:path"
-import type { CurrentRead, ReadCurrentOptions } from "../../src/store/RarebitStore.js"
 import { inspectCommitLock } from "../../src/store/CommitLockRepair.js"
+import type { CurrentRead, ReadCurrentOptions } from "../../src/store/RarebitStore.js"
 import { auditStore } from "../../src/store/SidecarAudit.js"
 import { branches, type LineEdit, SESSION_ID, straddlingWindow, validSidecar } from "../fuzz/FuzzKit.js"
 import { setup } from "../store/StoreKit.js"
 import { concatBytes, decoderSensitive, type Spot } from "../support/DecoderBytes.js"
 import { fileSystemSuite, type World } from "../support/FileSystemSuite.js"
 import { jobId, outcomeOf, referenceNative, sessionText, Store as Ref } from "../support/Reference.js"
-import { withoutRoot } from "./Interop.js"
 import { report } from "../support/TestReport.js"
+import { withoutRoot } from "./Interop.js"
 
 type Kit = Effect.Success<ReturnType<typeof setup>>
 
@@ -118,7 +118,11 @@ const assertSameReads = (kit: Kit, world: World, label: string, fromOffsets: Rea
           outcomeOf(() => Ref.readRarebitHistory({ ...location, fromOffset: from, limit: 2 }))
         )
         assert.isTrue(theirs.ok, `${label}: the reference's history threw at ${from}`)
-        assert.strictEqual(show(mine, kit.root), show(theirs.ok && theirs.value, root), `${label}: history page at ${from}`)
+        assert.strictEqual(
+          show(mine, kit.root),
+          show(theirs.ok && theirs.value, root),
+          `${label}: history page at ${from}`
+        )
         offset = mine.nextOffset
       }
     }
@@ -185,52 +189,69 @@ fileSystemSuite("decoder-sensitive reads against the reference", (it, world) => 
       assert.deepStrictEqual(page.records.map((record) => record.record.jobId), [2, 3, 4, 5].map(jobId))
     }))
 
-  it.effect("every sensitive byte class in every spot of the current head and its receipt", ({ root }) =>
-    Effect.gen(function*() {
-      const kit = yield* setupKit(root)
-      const answers = { available: 0, unreadable: 0 }
-      for (const target of ["currentHead", "currentReceipt"] as const) {
-        for (const spot of spots) {
-          for (const name of Object.keys(decoderSensitive)) {
-            // An overlong spot replaces a character; one pass per spot is enough.
-            if (spot.kind === "overlong" && name !== "bom") continue
-            const edits = [edit(target, spot, name)]
-            yield* writeSidecar(kit, validSidecar(edits).bytes)
-            const label = `${name} at ${JSON.stringify(spot)} of the ${target}`
-            const offsets = lineOffsets(edits)
-            // Resume history inside the edited line's first bytes.
-            const at = target === "currentHead" ? offsets.at(-1)! : offsets[6]
-            const current = yield* assertSameReads(kit, world, label, [at + 1, at + 2, at + 3])
-            if (current.availability === "available") answers.available++
-            else answers.unreadable++
-            if (spot.kind === "start" && name.startsWith("bom")) assert.strictEqual(current.availability, "unreadable", label)
+  it.effect(
+    "every sensitive byte class in every spot of the current head and its receipt",
+    ({ root }) =>
+      Effect.gen(function*() {
+        const kit = yield* setupKit(root)
+        const answers = { available: 0, unreadable: 0 }
+        for (const target of ["currentHead", "currentReceipt"] as const) {
+          for (const spot of spots) {
+            for (const name of Object.keys(decoderSensitive)) {
+              // An overlong spot replaces a character; one pass per spot is enough.
+              if (spot.kind === "overlong" && name !== "bom") continue
+              const edits = [edit(target, spot, name)]
+              yield* writeSidecar(kit, validSidecar(edits).bytes)
+              const label = `${name} at ${JSON.stringify(spot)} of the ${target}`
+              const offsets = lineOffsets(edits)
+              // Resume history inside the edited line's first bytes.
+              const at = target === "currentHead" ? offsets.at(-1)! : offsets[6]
+              const current = yield* assertSameReads(kit, world, label, [at + 1, at + 2, at + 3])
+              if (current.availability === "available") answers.available++
+              else answers.unreadable++
+              if (spot.kind === "start" && name.startsWith("bom")) {
+                assert.strictEqual(current.availability, "unreadable", label)
+              }
+            }
           }
         }
-      }
-      // Both answers must be reached, or the sweep is not deciding anything.
-      report("decoder-sweep", `decoder sweep (${world.name}): ${JSON.stringify(answers)}`)
-      assert.isAbove(answers.available, 10, JSON.stringify(answers))
-      assert.isAbove(answers.unreadable, 10, JSON.stringify(answers))
-    }), 300_000)
+        // Both answers must be reached, or the sweep is not deciding anything.
+        report("decoder-sweep", `decoder sweep (${world.name}): ${JSON.stringify(answers)}`)
+        assert.isAbove(answers.available, 10, JSON.stringify(answers))
+        assert.isAbove(answers.unreadable, 10, JSON.stringify(answers))
+      }),
+    300_000
+  )
 
-  it.effect("sensitive bytes in a head copy at the start of the 64 KiB window, and in a torn tail", ({ root }) =>
-    Effect.gen(function*() {
-      const kit = yield* setupKit(root)
-      const { bytes, lines } = validSidecar()
-      const head = lines.at(-1)!.bytes
-      for (const name of ["bom", "truncated3", "overlongQuote", "continuations", "cr", "lineSeparator", "nul"]) {
-        for (const atEnd of [false, true]) {
-          for (let shift = -4; shift <= 4; shift++) {
-            const sidecar = straddlingWindow(bytes, bytes.length, head, decoderSensitive[name], atEnd, shift)
-            assert.isAbove(sidecar.length, 64 * 1024)
-            yield* writeSidecar(kit, sidecar)
-            yield* assertSameReads(kit, world, `${name} ${atEnd ? "before the newline" : "at the start"}, shift ${shift}`)
+  it.effect(
+    "sensitive bytes in a head copy at the start of the 64 KiB window, and in a torn tail",
+    ({ root }) =>
+      Effect.gen(function*() {
+        const kit = yield* setupKit(root)
+        const { bytes, lines } = validSidecar()
+        const head = lines.at(-1)!.bytes
+        for (const name of ["bom", "truncated3", "overlongQuote", "continuations", "cr", "lineSeparator", "nul"]) {
+          for (const atEnd of [false, true]) {
+            for (let shift = -4; shift <= 4; shift++) {
+              const sidecar = straddlingWindow(bytes, bytes.length, head, decoderSensitive[name], atEnd, shift)
+              assert.isAbove(sidecar.length, 64 * 1024)
+              yield* writeSidecar(kit, sidecar)
+              yield* assertSameReads(
+                kit,
+                world,
+                `${name} ${atEnd ? "before the newline" : "at the start"}, shift ${shift}`
+              )
+            }
           }
+          yield* writeSidecar(
+            kit,
+            concatBytes(bytes, decoderSensitive[name], encoder.encode("{\"type\":\"rarebit_head\""))
+          )
+          yield* assertSameReads(kit, world, `${name} in a torn tail`)
         }
-        yield* writeSidecar(kit, concatBytes(bytes, decoderSensitive[name], encoder.encode("{\"type\":\"rarebit_head\"")))
-        yield* assertSameReads(kit, world, `${name} in a torn tail`)
-      }
-    }), 300_000)
+      }),
+    300_000
+  )
 
   it.effect("the audit calls a BOM head an invalid head and a BOM receipt an invalid record", ({ root }) =>
     Effect.gen(function*() {
@@ -276,14 +297,18 @@ fileSystemSuite("decoder-sensitive reads against the reference", (it, world) => 
       for (const [name, claim] of Object.entries(claims)) {
         const claimPath = kit.claimPath(jobId(4))
         yield* kit.fs.makeDirectory(kit.jobsDir, { recursive: true, mode: 0o700 })
-        yield* kit.fs.writeFile(claimPath, concatBytes(bom, encoder.encode(`${JSON.stringify(claim)}\n`)), { mode: 0o600 })
+        yield* kit.fs.writeFile(claimPath, concatBytes(bom, encoder.encode(`${JSON.stringify(claim)}\n`)), {
+          mode: 0o600
+        })
         const modified = Option.getOrThrow((yield* kit.fs.stat(claimPath)).mtime).getTime()
         // The claim was just written: a torn claim is in flight until its mtime is a lease old.
         const mine = yield* kit.store.reserve({ jobId: jobId(4), sessionFile: kit.sessionFile, now: modified + 1_000 })
         assert.strictEqual(mine._tag, "InFlight", `${name} claim after a BOM`)
         const location = referenceLocation(kit, yield* referenceRoot(kit, world))
         const theirs = yield* Effect.promise(() =>
-          outcomeOf(() => Ref.reserveRarebitJob({ ...location, jobId: jobId(4), leaseMs: 60_000, now: modified + 1_000 }))
+          outcomeOf(() =>
+            Ref.reserveRarebitJob({ ...location, jobId: jobId(4), leaseMs: 60_000, now: modified + 1_000 })
+          )
         )
         assert.isFalse(theirs.ok, `${name}: the reference cannot parse the claim`)
         assert.strictEqual(!theirs.ok && theirs.errorClass, "SyntaxError")
@@ -299,7 +324,9 @@ fileSystemSuite("decoder-sensitive reads against the reference", (it, world) => 
         owner: { pid: 10, hostname: "crash-host", bootId: "boot-1", startTicks: "10" }
       }
       yield* kit.fs.makeDirectory(kit.path.dirname(kit.lockPath), { recursive: true, mode: 0o700 })
-      yield* kit.fs.writeFile(kit.lockPath, concatBytes(bom, encoder.encode(`${JSON.stringify(lock)}\n`)), { mode: 0o600 })
+      yield* kit.fs.writeFile(kit.lockPath, concatBytes(bom, encoder.encode(`${JSON.stringify(lock)}\n`)), {
+        mode: 0o600
+      })
       const inspected = yield* inspectCommitLock(kit.lockPath)
       assert.isTrue(inspected?.lock.torn)
       assert.isNull(inspected?.lock.tokenPrefix)

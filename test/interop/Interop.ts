@@ -8,7 +8,7 @@ import { createHash } from "node:crypto"
 import { lstat, readdir, readFile } from "node:fs/promises"
 import { join, relative } from "node:path"
 import * as Ours from "../../src/promise/index.js"
-import { outcomeOf, type Outcome, referenceNative, type Roots, Store as Ref } from "../support/Reference.js"
+import { type Outcome, outcomeOf, referenceNative, type Roots, Store as Ref } from "../support/Reference.js"
 
 /** The store functions both implementations export. */
 export interface StoreApi {
@@ -127,7 +127,10 @@ export const snapshot = async (roots: Roots): Promise<Snapshot> => {
         await walk(full)
       } else {
         const bytes = await readFile(full)
-        entries[key] = { mode, content: key.startsWith("jobs-v4/") ? comparableClaim(bytes.toString("utf8")) : bytes.toString("base64") }
+        entries[key] = {
+          mode,
+          content: key.startsWith("jobs-v4/") ? comparableClaim(bytes.toString("utf8")) : bytes.toString("base64")
+        }
       }
     }
   }

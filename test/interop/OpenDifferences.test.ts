@@ -21,9 +21,9 @@
  */
 import { afterEach, assert, describe, it } from "@effect/vitest"
 import { Effect, ManagedRuntime } from "effect"
-import { NodeStore, RarebitStore } from "../../src/index.js"
 import { appendFile, mkdir, readFile, rename, symlink, utimes, writeFile } from "node:fs/promises"
 import { dirname, join } from "node:path"
+import { NodeStore, RarebitStore } from "../../src/index.js"
 import { entry, jobId, makeRoots, outcomeOf, type Roots, summaryReceipt, writeSession } from "../support/Reference.js"
 import { ours, reference, type StoreApi } from "./Interop.js"
 
@@ -96,10 +96,16 @@ describe("OpenDifferences", { concurrent: false }, () => {
       await writeFile(claimPath, "{\"jobId\":")
       const modified = new Date("2026-01-01T00:00:00.000Z")
       await utimes(claimPath, modified, modified)
-      const soon = await outcomeOf(() => api.reserveRarebitJob(input(roots, { now: modified.getTime() + 1_000, leaseMs: 60_000 })))
-      const later = await outcomeOf(() => api.reserveRarebitJob(input(roots, { now: modified.getTime() + 120_000, leaseMs: 60_000 })))
+      const soon = await outcomeOf(() =>
+        api.reserveRarebitJob(input(roots, { now: modified.getTime() + 1_000, leaseMs: 60_000 }))
+      )
+      const later = await outcomeOf(() =>
+        api.reserveRarebitJob(input(roots, { now: modified.getTime() + 120_000, leaseMs: 60_000 }))
+      )
       const summarize = (outcome: any) =>
-        outcome.ok ? { acquired: outcome.value.acquired, inFlight: outcome.value.inFlight === true } : outcome.errorClass
+        outcome.ok
+          ? { acquired: outcome.value.acquired, inFlight: outcome.value.inFlight === true }
+          : outcome.errorClass
       results[api.name] = [summarize(soon), summarize(later)]
     }
     assert.deepStrictEqual(results.reference, ["SyntaxError", "SyntaxError"])
@@ -129,7 +135,9 @@ describe("OpenDifferences", { concurrent: false }, () => {
     for (const api of [ours, reference] as Array<StoreApi>) {
       const roots = await fresh()
       const reservation = await api.reserveRarebitJob(input(roots))
-      const outcome = await outcomeOf(() => api.settleRarebitJob({ ...reservation, sessionFile: undefined }, summaryReceipt(branch, "s")))
+      const outcome = await outcomeOf(() =>
+        api.settleRarebitJob({ ...reservation, sessionFile: undefined }, summaryReceipt(branch, "s"))
+      )
       results[api.name] = outcome.ok ? "settled" : (outcome as { message: string }).message
     }
     assert.deepStrictEqual(results, {

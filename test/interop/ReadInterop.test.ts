@@ -152,7 +152,8 @@ const mutations: Record<string, (lines: ReadonlyArray<ParsedLine>, size: number)
     const hash = String(head.receiptHash)
     return headLine({ ...head, receiptHash: hash.slice(0, -1) + (hash.endsWith("0") ? "1" : "0") })
   },
-  hashUpper: (lines) => headLine({ ...someHead(lines), receiptHash: String(someHead(lines).receiptHash).toUpperCase() }),
+  hashUpper: (lines) =>
+    headLine({ ...someHead(lines), receiptHash: String(someHead(lines).receiptHash).toUpperCase() }),
   hashArray: (lines) => headLine({ ...someHead(lines), receiptHash: [someHead(lines).receiptHash] }),
   lengthPlus: (lines) => headLine({ ...someHead(lines), receiptLength: Number(someHead(lines).receiptLength) + 1 }),
   lengthMinus: (lines) => headLine({ ...someHead(lines), receiptLength: Number(someHead(lines).receiptLength) - 1 }),
@@ -165,7 +166,12 @@ const mutations: Record<string, (lines: ReadonlyArray<ParsedLine>, size: number)
   headAtTitle: (lines) => {
     const title = lines.find((line) => line.record?.type === "rarebit_title")
     return title
-      ? headLine({ ...someHead(lines), receiptOffset: title.offset, receiptLength: title.bytes.length, receiptHash: sha256(title.bytes) })
+      ? headLine({
+        ...someHead(lines),
+        receiptOffset: title.offset,
+        receiptLength: title.bytes.length,
+        receiptHash: sha256(title.bytes)
+      })
       : "\n"
   },
   receiptCopy: (lines) => {
@@ -222,7 +228,10 @@ describe("ReadInterop", { concurrent: false }, () => {
     // A receipt for a branch the Session has moved past repeats the previous head.
     const stale = await settleWith(reference, roots, 100, summaryReceipt(branches[0], "s"))
     assert.isTrue(stale.ok)
-    await assertSameReads(roots, { step: "stale summary (repeated head)", fromOffsets: await offsetsOf(roots, [0.3, 0.7]) })
+    await assertSameReads(roots, {
+      step: "stale summary (repeated head)",
+      fromOffsets: await offsetsOf(roots, [0.3, 0.7])
+    })
 
     const lines = linesOf(await readFile(sidecarOf(roots)))
     assert.deepStrictEqual(
@@ -268,7 +277,10 @@ describe("ReadInterop", { concurrent: false }, () => {
         await appendMutation(roots, name)
         await assertSameReads(roots, { step: `${name} appended`, fromOffsets: await offsetsOf(roots, [0.5, 0.95]) })
         // A torn or corrupt tail followed by the writer's next settle.
-        assert.isTrue((await settleWith(writer, roots, 10 + Object.keys(mutations).indexOf(name), summaryReceipt(branches[2], "s"))).ok)
+        assert.isTrue(
+          (await settleWith(writer, roots, 10 + Object.keys(mutations).indexOf(name), summaryReceipt(branches[2], "s")))
+            .ok
+        )
         await assertSameReads(roots, { step: `${name} then a settle`, limit: 1 })
       }
     })
@@ -279,7 +291,11 @@ describe("ReadInterop", { concurrent: false }, () => {
       for (let job = 1; job <= 5; job++) {
         const receipt = summaryReceipt(branches[1], "s", { summary: `${job}`.repeat(20_000 + job * 997) })
         assert.isTrue((await settleWith(writer, roots, job, receipt)).ok)
-        await assertSameReads(roots, { step: `big receipt ${job}`, limit: 2, fromOffsets: await offsetsOf(roots, [0.25, 0.5, 0.75]) })
+        await assertSameReads(roots, {
+          step: `big receipt ${job}`,
+          limit: 2,
+          fromOffsets: await offsetsOf(roots, [0.25, 0.5, 0.75])
+        })
       }
       const path = sidecarOf(roots)
       assert.isAbove(await sizeOf(path), 64 * 1024)
@@ -322,13 +338,19 @@ describe("ReadInterop", { concurrent: false }, () => {
     const path = sidecarOf(roots)
     for (let job = 1; job <= 3; job++) {
       const writer = job % 2 === 0 ? ours : reference
-      assert.isTrue((await settleWith(writer, roots, job, summaryReceipt(branches[1], "s", { summary: "z".repeat(40_000) }))).ok)
+      assert.isTrue(
+        (await settleWith(writer, roots, job, summaryReceipt(branches[1], "s", { summary: "z".repeat(40_000) }))).ok
+      )
       await appendFile(path, `${" ".repeat(450 * 1024)}\n`)
     }
     await appendFile(path, `${"{".repeat(1_200 * 1024)}\n`)
     assert.isTrue((await settleWith(ours, roots, 4, summaryReceipt(branches[1], "s"))).ok)
     assert.isAbove(await sizeOf(path), 2 * 1024 * 1024)
-    await assertSameReads(roots, { step: "2.5 MiB sidecar", limit: 1000, fromOffsets: await offsetsOf(roots, [0.1, 0.45, 0.9]) })
+    await assertSameReads(roots, {
+      step: "2.5 MiB sidecar",
+      limit: 1000,
+      fromOffsets: await offsetsOf(roots, [0.1, 0.45, 0.9])
+    })
     await assertSameReads(roots, { step: "2.5 MiB sidecar, limit 1", limit: 1 })
   })
 
@@ -337,7 +359,12 @@ describe("ReadInterop", { concurrent: false }, () => {
     const external = { ...roots, sessionFile: `${roots.root}/outside/trace.jsonl` }
     await writeSession(external.sessionFile, "s", branches[0])
     const allow = { allowExternalSession: true }
-    const reservation = await reference.reserveRarebitJob({ jobId: jobId(1), sessionFile: external.sessionFile, ...roots.location, ...allow })
+    const reservation = await reference.reserveRarebitJob({
+      jobId: jobId(1),
+      sessionFile: external.sessionFile,
+      ...roots.location,
+      ...allow
+    })
     await reference.settleRarebitJob(reservation, summaryReceipt(branches[0], "s"))
     assert.include(reservation.materializationPath, "/materializations-v4/external/")
     const base = { sessionFile: external.sessionFile, ...roots.location, ...allow }
@@ -371,17 +398,40 @@ describe("ReadInterop", { concurrent: false }, () => {
 
   type Op =
     | { readonly kind: "session"; readonly branch: number; readonly sessionId: number }
-    | { readonly kind: "summary"; readonly writer: "ours" | "reference"; readonly branch: number; readonly sessionId: number; readonly big: boolean }
+    | {
+      readonly kind: "summary"
+      readonly writer: "ours" | "reference"
+      readonly branch: number
+      readonly sessionId: number
+      readonly big: boolean
+    }
     | { readonly kind: "title"; readonly writer: "ours" | "reference"; readonly branch: number }
-    | { readonly kind: "takeover"; readonly first: "ours" | "reference"; readonly second: "ours" | "reference"; readonly branch: number }
-    | { readonly kind: "cross"; readonly reserver: "ours" | "reference"; readonly settler: "ours" | "reference"; readonly branch: number }
+    | {
+      readonly kind: "takeover"
+      readonly first: "ours" | "reference"
+      readonly second: "ours" | "reference"
+      readonly branch: number
+    }
+    | {
+      readonly kind: "cross"
+      readonly reserver: "ours" | "reference"
+      readonly settler: "ours" | "reference"
+      readonly branch: number
+    }
     | { readonly kind: "mutation"; readonly name: string }
     | { readonly kind: "truncate"; readonly bytes: number }
     | { readonly kind: "remove" }
 
   const branchArb = fc.integer({ min: 0, max: branches.length - 1 })
   const opArb: fc.Arbitrary<Op> = fc.oneof(
-    { weight: 2, arbitrary: fc.record({ kind: fc.constant("session" as const), branch: branchArb, sessionId: fc.integer({ min: 0, max: 1 }) }) },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        kind: fc.constant("session" as const),
+        branch: branchArb,
+        sessionId: fc.integer({ min: 0, max: 1 })
+      })
+    },
     {
       weight: 5,
       arbitrary: fc.record({
@@ -393,10 +443,32 @@ describe("ReadInterop", { concurrent: false }, () => {
       })
     },
     { weight: 2, arbitrary: fc.record({ kind: fc.constant("title" as const), writer: writerArb, branch: branchArb }) },
-    { weight: 1, arbitrary: fc.record({ kind: fc.constant("takeover" as const), first: writerArb, second: writerArb, branch: branchArb }) },
-    { weight: 1, arbitrary: fc.record({ kind: fc.constant("cross" as const), reserver: writerArb, settler: writerArb, branch: branchArb }) },
-    { weight: 4, arbitrary: fc.record({ kind: fc.constant("mutation" as const), name: fc.constantFrom(...Object.keys(mutations)) }) },
-    { weight: 1, arbitrary: fc.record({ kind: fc.constant("truncate" as const), bytes: fc.integer({ min: 1, max: 300 }) }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        kind: fc.constant("takeover" as const),
+        first: writerArb,
+        second: writerArb,
+        branch: branchArb
+      })
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        kind: fc.constant("cross" as const),
+        reserver: writerArb,
+        settler: writerArb,
+        branch: branchArb
+      })
+    },
+    {
+      weight: 4,
+      arbitrary: fc.record({ kind: fc.constant("mutation" as const), name: fc.constantFrom(...Object.keys(mutations)) })
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({ kind: fc.constant("truncate" as const), bytes: fc.integer({ min: 1, max: 300 }) })
+    },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant("remove" as const) }) }
   )
 
@@ -408,7 +480,12 @@ describe("ReadInterop", { concurrent: false }, () => {
         return writeSession(roots.sessionFile, state.sessionId, branches[op.branch])
       case "summary": {
         const summary = op.big ? { summary: "y".repeat(30_000) } : {}
-        return settleWith(apiOf(op.writer), roots, job, summaryReceipt(branches[op.branch], sessionIds[op.sessionId], summary))
+        return settleWith(
+          apiOf(op.writer),
+          roots,
+          job,
+          summaryReceipt(branches[op.branch], sessionIds[op.sessionId], summary)
+        )
       }
       case "title":
         return settleWith(apiOf(op.writer), roots, job, titleReceipt(branches[op.branch], state.sessionId))

@@ -25,7 +25,10 @@ const run = () =>
 
 describe("ReferenceSuite", () => {
   it("every reference test that passes with its own store passes with ours", async () => {
-    assert.isTrue(existsSync(join(projectRoot, "dist", "promise", "index.js")), "dist/ is missing: run `npm run build` first")
+    assert.isTrue(
+      existsSync(join(projectRoot, "dist", "promise", "index.js")),
+      "dist/ is missing: run `npm run build` first"
+    )
     const { code, output } = await run()
     assert.strictEqual(code, 0, output)
     const counts = (label: string) => {

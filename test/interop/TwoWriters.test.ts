@@ -13,7 +13,15 @@ import { existsSync } from "node:fs"
 import { readdir, readFile, writeFile } from "node:fs/promises"
 import { dirname, join, resolve } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
-import { entry, jobId, makeRoots, referenceStorePath, type Roots, summaryReceipt, writeSession } from "../support/Reference.js"
+import {
+  entry,
+  jobId,
+  makeRoots,
+  referenceStorePath,
+  type Roots,
+  summaryReceipt,
+  writeSession
+} from "../support/Reference.js"
 import { historyPages, ours, reference, sha256 } from "./Interop.js"
 
 const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..")

@@ -10,11 +10,11 @@ import { spawn } from "node:child_process"
 import { writeFile } from "node:fs/promises"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
-import { fileSystemSuite, nodeWorld } from "../support/FileSystemSuite.js"
-import { referenceStorePath } from "../support/Reference.js"
-import { jobId, summaryReceipt } from "../support/Receipts.js"
 import { type Kit, setup } from "../store/StoreKit.js"
 import { drive, summaryOf, watchReads } from "../store/WatchKit.js"
+import { fileSystemSuite, nodeWorld } from "../support/FileSystemSuite.js"
+import { jobId, summaryReceipt } from "../support/Receipts.js"
+import { referenceStorePath } from "../support/Reference.js"
 
 const builtPromiseApi = new URL("../../dist/promise/index.js", import.meta.url)
 
@@ -53,45 +53,58 @@ const settleInChild = (kit: Kit, moduleUrl: string, n: number) =>
   })
 
 fileSystemSuite("RarebitStore.watch and other processes", (it) => {
-  it.effect("a settle by our store in another process, then one by the reference's, is each emitted", ({ root }) =>
-    Effect.gen(function*() {
-      const kit = yield* setup(root)
-      const watch = yield* drive(watchReads(kit))
-      assert.strictEqual((yield* watch.next).current.availability, "missing")
+  it.effect(
+    "a settle by our store in another process, then one by the reference's, is each emitted",
+    ({ root }) =>
+      Effect.gen(function*() {
+        const kit = yield* setup(root)
+        const watch = yield* drive(watchReads(kit))
+        assert.strictEqual((yield* watch.next).current.availability, "missing")
 
-      yield* settleInChild(kit, builtPromiseApi.href, 1)
-      const ours = yield* watch.nextEmitted
-      assert.strictEqual(summaryOf(ours), "summary 1")
+        yield* settleInChild(kit, builtPromiseApi.href, 1)
+        const ours = yield* watch.nextEmitted
+        assert.strictEqual(summaryOf(ours), "summary 1")
 
-      yield* settleInChild(kit, pathToFileURL(referenceStorePath).href, 2)
-      const theirs = yield* watch.nextEmitted
-      assert.strictEqual(summaryOf(theirs), "summary 2")
-      assert.strictEqual(theirs.epoch, ours.epoch)
-      assert.strictEqual(theirs.sequence, ours.sequence + 1)
-      assert.deepStrictEqual(theirs.current, yield* kit.store.readCurrent({ sessionFile: kit.sessionFile }))
-    }), 30_000)
+        yield* settleInChild(kit, pathToFileURL(referenceStorePath).href, 2)
+        const theirs = yield* watch.nextEmitted
+        assert.strictEqual(summaryOf(theirs), "summary 2")
+        assert.strictEqual(theirs.epoch, ours.epoch)
+        assert.strictEqual(theirs.sequence, ours.sequence + 1)
+        assert.deepStrictEqual(theirs.current, yield* kit.store.readCurrent({ sessionFile: kit.sessionFile }))
+      }),
+    30_000
+  )
 
-  it.effect("a tail another process tore by dying mid-append is read, not emitted", ({ root }) =>
-    Effect.gen(function*() {
-      const kit = yield* setup(root)
-      yield* settleInChild(kit, builtPromiseApi.href, 1)
-      const watch = yield* drive(watchReads(kit))
-      const start = (yield* watch.next).emitted!
-      // A process that writes half a receipt line and is killed before the rest.
-      yield* Effect.promise(async () => {
-        const half = JSON.stringify(summaryReceipt(kit.branch, kit.sessionId, { summary: "never finished" })).slice(0, 300)
-        const child = spawn(process.execPath, [
-          "-e",
-          `require("node:fs").appendFileSync(${JSON.stringify(kit.sidecar)}, ${JSON.stringify(half)}); process.kill(process.pid, "SIGKILL")`
-        ])
-        await new Promise((resolve) => child.on("close", resolve))
-      })
-      let torn = yield* watch.next
-      while (!torn.current.diagnostics.tornTail) torn = yield* watch.next
-      assert.isUndefined(torn.emitted)
-      yield* settleInChild(kit, pathToFileURL(referenceStorePath).href, 2)
-      const next = yield* watch.nextEmitted
-      assert.strictEqual(summaryOf(next), "summary 2")
-      assert.strictEqual(next.sequence, start.sequence + 1)
-    }), 30_000)
+  it.effect(
+    "a tail another process tore by dying mid-append is read, not emitted",
+    ({ root }) =>
+      Effect.gen(function*() {
+        const kit = yield* setup(root)
+        yield* settleInChild(kit, builtPromiseApi.href, 1)
+        const watch = yield* drive(watchReads(kit))
+        const start = (yield* watch.next).emitted!
+        // A process that writes half a receipt line and is killed before the rest.
+        yield* Effect.promise(async () => {
+          const half = JSON.stringify(summaryReceipt(kit.branch, kit.sessionId, { summary: "never finished" })).slice(
+            0,
+            300
+          )
+          const child = spawn(process.execPath, [
+            "-e",
+            `require("node:fs").appendFileSync(${JSON.stringify(kit.sidecar)}, ${
+              JSON.stringify(half)
+            }); process.kill(process.pid, "SIGKILL")`
+          ])
+          await new Promise((resolve) => child.on("close", resolve))
+        })
+        let torn = yield* watch.next
+        while (!torn.current.diagnostics.tornTail) torn = yield* watch.next
+        assert.isUndefined(torn.emitted)
+        yield* settleInChild(kit, pathToFileURL(referenceStorePath).href, 2)
+        const next = yield* watch.nextEmitted
+        assert.strictEqual(summaryOf(next), "summary 2")
+        assert.strictEqual(next.sequence, start.sequence + 1)
+      }),
+    30_000
+  )
 }, [nodeWorld])

@@ -110,7 +110,8 @@ const handClaims = [
   "{\"state\":\"settled\"}",
   "{\"state\":\"settled\",\"receiptRef\":null}",
   "{\"state\":\"settled\",\"receiptRef\":{}}",
-  "{\"state\":\"settled\",\"receiptRef\":{\"receiptOffset\":0,\"receiptLength\":1,\"receiptHash\":\"" + "0".repeat(64) + "\"}}",
+  "{\"state\":\"settled\",\"receiptRef\":{\"receiptOffset\":0,\"receiptLength\":1,\"receiptHash\":\"" + "0".repeat(64) +
+  "\"}}",
   "{\"state\":\"active\",\"claimedAt\":\"1970-01-01T00:00:00.000Z\",\"leaseMs\":\"5\"}",
   "{\"state\":\"active\",\"claimedAt\":\"1970-01-01T00:00:00.000Z\",\"leaseMs\":5}",
   "{\"state\":\"active\",\"claimedAt\":[\"1970-01-01T00:00:00.000Z\"],\"leaseMs\":5}",
@@ -132,7 +133,13 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       hook: fc.constantFrom("none" as const, "none" as const, "changeSession" as const, "throw" as const)
     })
   },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("reserveInvalid" as const), variant: fc.constantFrom(...Object.keys(invalidReserves)) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant("reserveInvalid" as const),
+      variant: fc.constantFrom(...Object.keys(invalidReserves))
+    })
+  },
   {
     weight: 6,
     arbitrary: fc.record({
@@ -155,12 +162,28 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       )
     })
   },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("settleUnacquired" as const), variant: fc.constantFrom("null" as const, "empty" as const, "notAcquired" as const) }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant("release" as const), handle: fc.nat() }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant("session" as const), branch: fc.integer({ min: 0, max: branches.length - 1 }) }) },
   {
     weight: 1,
-    arbitrary: fc.record({ kind: fc.constant("claim" as const), job: fc.integer({ min: 1, max: 3 }), content: fc.constantFrom(...handClaims) })
+    arbitrary: fc.record({
+      kind: fc.constant("settleUnacquired" as const),
+      variant: fc.constantFrom("null" as const, "empty" as const, "notAcquired" as const)
+    })
+  },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("release" as const), handle: fc.nat() }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant("session" as const),
+      branch: fc.integer({ min: 0, max: branches.length - 1 })
+    })
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant("claim" as const),
+      job: fc.integer({ min: 1, max: 3 }),
+      content: fc.constantFrom(...handClaims)
+    })
   },
   {
     weight: 1,
@@ -193,7 +216,13 @@ const receiptFor = (kind: ReceiptKind, world: World): unknown => {
       return titleReceipt(current, "s")
     case "titleFailure": {
       const { synthesis: _synthesis, ...rest } = titleReceipt(current, "s")
-      return { ...rest, status: "failure", title: null, retryable: true, error: { name: "Error", message: "model down" } }
+      return {
+        ...rest,
+        status: "failure",
+        title: null,
+        retryable: true,
+        error: { name: "Error", message: "model down" }
+      }
     }
     case "otherSession":
       return summaryReceipt(current, "other")
@@ -256,14 +285,20 @@ const apply = async (world: World, op: Op): Promise<Outcome> => {
       return outcome
     }
     case "reserveInvalid":
-      return outcomeOf(() => api.reserveRarebitJob({ ...base, jobId: jobId(1), now: 0, ...invalidReserves[op.variant](roots) }))
+      return outcomeOf(() =>
+        api.reserveRarebitJob({ ...base, jobId: jobId(1), now: 0, ...invalidReserves[op.variant](roots) })
+      )
     case "settle": {
       if (world.handles.length === 0) return { ok: true, value: "no reservation yet" }
       const reservation = world.handles[op.handle % world.handles.length]
       return outcomeOf(() => api.settleRarebitJob(reservation, receiptFor(op.receipt, world)))
     }
     case "settleUnacquired": {
-      const reservation = op.variant === "null" ? null : op.variant === "empty" ? {} : { ...world.handles.at(-1), acquired: false }
+      const reservation = op.variant === "null"
+        ? null
+        : op.variant === "empty"
+        ? {}
+        : { ...world.handles.at(-1), acquired: false }
       return outcomeOf(() => api.settleRarebitJob(reservation, summaryReceipt(branches[world.branch], "s")))
     }
     case "release": {
@@ -284,7 +319,9 @@ const apply = async (world: World, op: Op): Promise<Outcome> => {
       const active = typeof claim === "object" && claim !== null && claim.state === "active"
       const sidecar = world.api.rarebitMaterializationPath(roots.sessionFile, roots.location)
       const sidecarOffset = active ? (await stat(sidecar).catch(() => ({ size: 0 }))).size : 0
-      await writeFile(claimPath, `${active ? JSON.stringify({ ...claim, sidecarOffset }) : op.content}\n`, { mode: 0o600 })
+      await writeFile(claimPath, `${active ? JSON.stringify({ ...claim, sidecarOffset }) : op.content}\n`, {
+        mode: 0o600
+      })
       return { ok: true, value: undefined }
     }
     case "copyClaim": {
@@ -331,7 +368,9 @@ const runBoth = async (ops: ReadonlyArray<Op>): Promise<void> => {
       assert.deepStrictEqual(await snapshot(mine.roots), await snapshot(theirs.roots), `files after ${label}`)
       assert.strictEqual(mine.branch, theirs.branch)
     }
-    const readA = await outcomeOf(() => ours.readRarebitCurrent({ sessionFile: mine.roots.sessionFile, ...mine.roots.location }))
+    const readA = await outcomeOf(() =>
+      ours.readRarebitCurrent({ sessionFile: mine.roots.sessionFile, ...mine.roots.location })
+    )
     const readB = await outcomeOf(() =>
       reference.readRarebitCurrent({ sessionFile: theirs.roots.sessionFile, ...theirs.roots.location })
     )
@@ -388,9 +427,14 @@ describe("DeliberateDifferences", { concurrent: false }, () => {
   const lockKeysDuringSettle = async (api: StoreApi, reservation: { readonly materializationPath: string }) => {
     let lockKeys: Array<string> | undefined
     await api.settleRarebitJob(
-      { ...reservation, hooks: { afterLeaseValidated: async () => {
-        lockKeys = Object.keys(JSON.parse(await readFile(`${reservation.materializationPath}.commit-lock`, "utf8")))
-      } } },
+      {
+        ...reservation,
+        hooks: {
+          afterLeaseValidated: async () => {
+            lockKeys = Object.keys(JSON.parse(await readFile(`${reservation.materializationPath}.commit-lock`, "utf8")))
+          }
+        }
+      },
       summaryReceipt(branches[0], "s")
     )
     return lockKeys
@@ -402,14 +446,24 @@ describe("DeliberateDifferences", { concurrent: false }, () => {
       const roots = await fresh(api)
       const sessionId = "s".repeat(9 * 1024)
       await writeSession(roots.sessionFile, sessionId, branches[0])
-      const reservation = await api.reserveRarebitJob({ jobId: jobId(1), sessionFile: roots.sessionFile, ...roots.location })
+      const reservation = await api.reserveRarebitJob({
+        jobId: jobId(1),
+        sessionFile: roots.sessionFile,
+        ...roots.location
+      })
       const outcome = await outcomeOf(() => api.settleRarebitJob(reservation, summaryReceipt(branches[0], sessionId)))
-      const sidecar = await readFile(api.rarebitMaterializationPath(roots.sessionFile, roots.location)).catch(() => null)
+      const sidecar = await readFile(api.rarebitMaterializationPath(roots.sessionFile, roots.location)).catch(() =>
+        null
+      )
       results.push({ outcome, sidecar, claims: await readdir(join(roots.rarebitRoot, "jobs-v4")) })
     }
     const [mine, theirs] = results
     assert.deepStrictEqual(mine.outcome, theirs.outcome)
-    assert.deepStrictEqual(mine.outcome, { ok: false, errorClass: "RangeError", message: "Rarebit head exceeds protocol byte limit" })
+    assert.deepStrictEqual(mine.outcome, {
+      ok: false,
+      errorClass: "RangeError",
+      message: "Rarebit head exceeds protocol byte limit"
+    })
     // Both delete the claim so the job can be retried.
     assert.deepStrictEqual(mine.claims, [])
     assert.deepStrictEqual(theirs.claims, [])
@@ -429,7 +483,11 @@ describe("DeliberateDifferences", { concurrent: false }, () => {
       outcomes.push(await outcomeOf(() => api.reserveRarebitJob(input)))
     }
     const [mine, theirs] = outcomes
-    assert.deepStrictEqual(mine, { ok: false, errorClass: "Error", message: "Rarebit settled job receipt pointer is invalid" })
+    assert.deepStrictEqual(mine, {
+      ok: false,
+      errorClass: "Error",
+      message: "Rarebit settled job receipt pointer is invalid"
+    })
     assert.isFalse(theirs.ok)
     assert.strictEqual((theirs as { code?: unknown }).code, "ENOENT")
   })
@@ -440,28 +498,55 @@ describe("DeliberateDifferences", { concurrent: false }, () => {
       const roots = await fresh(api)
       const claimPath = join(roots.rarebitRoot, "jobs-v4", `${jobId(1)}.json`)
       const materializationPath = join(roots.rarebitRoot, "materializations-v4", "gone", "trace.jsonl")
-      outcomes.push(comparable(await outcomeOf(() => api.releaseRarebitJob({ claimPath, materializationPath })), roots) as Outcome)
+      outcomes.push(
+        comparable(await outcomeOf(() => api.releaseRarebitJob({ claimPath, materializationPath })), roots) as Outcome
+      )
     }
     const [mine, theirs] = outcomes
     // Ours checks ownership first (a claim not owned now can never be owned
     // by that lease again), so there is nothing to lock and nothing fails.
     assert.isTrue(mine!.ok)
     assert.isFalse(theirs!.ok)
-    assert.strictEqual((theirs as Extract<Outcome, { ok: false }>).message, "ENOENT: no such file or directory, open '<root>/rarebit/materializations-v4/gone/trace.jsonl.commit-lock'")
+    assert.strictEqual(
+      (theirs as Extract<Outcome, { ok: false }>).message,
+      "ENOENT: no such file or directory, open '<root>/rarebit/materializations-v4/gone/trace.jsonl.commit-lock'"
+    )
   })
 
   it("claims and locks: ours add `sidecarOffset` / `owner`, otherwise the reference's keys in its order", async () => {
     const roots = await fresh(ours)
     await writeSession(roots.sessionFile, "s", branches[0])
-    const reservation = await ours.reserveRarebitJob({ jobId: jobId(1), sessionFile: roots.sessionFile, ...roots.location, now: 0 })
+    const reservation = await ours.reserveRarebitJob({
+      jobId: jobId(1),
+      sessionFile: roots.sessionFile,
+      ...roots.location,
+      now: 0
+    })
     const claimText = await readFile(reservation.claimPath, "utf8")
-    assert.deepStrictEqual(Object.keys(JSON.parse(claimText)), ["jobId", "state", "leaseToken", "claimedAt", "leaseMs", "sidecarOffset"])
+    assert.deepStrictEqual(Object.keys(JSON.parse(claimText)), [
+      "jobId",
+      "state",
+      "leaseToken",
+      "claimedAt",
+      "leaseMs",
+      "sidecarOffset"
+    ])
     assert.deepStrictEqual(await lockKeysDuringSettle(ours, reservation), ["token", "claimedAt", "owner"])
-    assert.deepStrictEqual(Object.keys(JSON.parse(await readFile(reservation.claimPath, "utf8"))), ["jobId", "state", "leaseToken", "receiptRef"])
+    assert.deepStrictEqual(Object.keys(JSON.parse(await readFile(reservation.claimPath, "utf8"))), [
+      "jobId",
+      "state",
+      "leaseToken",
+      "receiptRef"
+    ])
 
     const theirRoots = await fresh(reference)
     await writeSession(theirRoots.sessionFile, "s", branches[0])
-    const theirs = await reference.reserveRarebitJob({ jobId: jobId(1), sessionFile: theirRoots.sessionFile, ...theirRoots.location, now: 0 })
+    const theirs = await reference.reserveRarebitJob({
+      jobId: jobId(1),
+      sessionFile: theirRoots.sessionFile,
+      ...theirRoots.location,
+      now: 0
+    })
     assert.deepStrictEqual(await lockKeysDuringSettle(reference, theirs), ["token", "claimedAt"])
   })
 })

@@ -40,10 +40,16 @@ fileSystemSuite("HeldFile", (it) => {
       yield* fs.writeFileString(path, "one\n")
       const held = yield* HeldFiles.makeFile(fs, path, { followSymlinks: false })
       assert.isFalse(held.holding(), "nothing is opened before the first use")
-      const first = yield* held.use(yield* fs.lstat(path), (use) => Effect.map(contents(use), (read) => ({ read, use })))
+      const first = yield* held.use(
+        yield* fs.lstat(path),
+        (use) => Effect.map(contents(use), (read) => ({ read, use }))
+      )
       assert.deepStrictEqual([first.read, first.use.opened], ["one\n", true])
       yield* fs.writeFileString(path, "two\n", { flag: "a" })
-      const second = yield* held.use(yield* fs.lstat(path), (use) => Effect.map(contents(use), (read) => ({ read, use })))
+      const second = yield* held.use(
+        yield* fs.lstat(path),
+        (use) => Effect.map(contents(use), (read) => ({ read, use }))
+      )
       assert.deepStrictEqual([second.read, second.use.opened], ["one\ntwo\n", false])
       assert.strictEqual(second.use.file, first.use.file, "the same handle")
       assert.isTrue(held.holding())
@@ -58,7 +64,8 @@ fileSystemSuite("HeldFile", (it) => {
       const held = yield* HeldFiles.makeFile(fs, path, { followSymlinks: false })
       yield* held.use(yield* fs.lstat(path), contents)
       yield* replace(fs, path, "new\n")
-      const read = yield* held.use(yield* fs.lstat(path), (use) => Effect.map(contents(use), (read) => [read, use.opened]))
+      const read = yield* held.use(yield* fs.lstat(path), (use) =>
+        Effect.map(contents(use), (read) => [read, use.opened]))
       assert.deepStrictEqual(read, ["new\n", true])
       assert.strictEqual(openCount(fs, path), 1, "only the new file is open")
       // Let go (as a cache does when the path is removed): nothing stays open for it.
@@ -78,8 +85,14 @@ fileSystemSuite("HeldFile", (it) => {
         yield* replace(fs, path, "checked\n")
         const checked = yield* fs.lstat(path)
         yield* replace(fs, path, "swapped in, longer\n")
-        const raced = yield* held.use(checked, (use) =>
-          Effect.map(contents(use), (read) => ({ read, opened: use.opened, size: Number(use.info.size), info: use.info })))
+        const raced = yield* held.use(
+          checked,
+          (use) =>
+            Effect.map(
+              contents(use),
+              (read) => ({ read, opened: use.opened, size: Number(use.info.size), info: use.info })
+            )
+        )
         // Described by its own fstat: the size of what was read, not of the file the stat saw.
         assert.deepStrictEqual([raced.read, raced.opened, raced.size], ["swapped in, longer\n", true, 19], before)
         assert.notStrictEqual(Option.getOrUndefined(raced.info.ino), Option.getOrUndefined(checked.ino), before)
@@ -115,9 +128,15 @@ fileSystemSuite("HeldFile", (it) => {
       const info = yield* fs.lstat(path)
       const gates = [yield* Deferred.make<void>(), yield* Deferred.make<void>()]
       const inside = [yield* Deferred.make<FileSystem.File>(), yield* Deferred.make<FileSystem.File>()]
-      const uses = yield* Effect.forEach([0, 1], (index) =>
-        Effect.forkChild(held.use(info, (use) =>
-          Effect.andThen(Deferred.succeed(inside[index], use.file), Effect.andThen(Deferred.await(gates[index]), contents(use))))))
+      const uses = yield* Effect.forEach(
+        [0, 1],
+        (index) =>
+          Effect.forkChild(held.use(info, (use) =>
+            Effect.andThen(
+              Deferred.succeed(inside[index], use.file),
+              Effect.andThen(Deferred.await(gates[index]), contents(use))
+            )))
+      )
       const files = yield* Effect.forEach(inside, Deferred.await)
       assert.strictEqual(files[0], files[1], "one handle for both")
       assert.strictEqual(openCount(fs, path), 1)
@@ -142,7 +161,11 @@ fileSystemSuite("HeldFile", (it) => {
       const gate = yield* Deferred.make<void>()
       const entered = yield* Deferred.make<void>()
       const inFlight = yield* Effect.forkChild(
-        held.use(yield* fs.lstat(path), (use) => Effect.andThen(Deferred.succeed(entered, undefined), Effect.andThen(Deferred.await(gate), contents(use))))
+        held.use(
+          yield* fs.lstat(path),
+          (use) =>
+            Effect.andThen(Deferred.succeed(entered, undefined), Effect.andThen(Deferred.await(gate), contents(use)))
+        )
       )
       yield* Deferred.await(entered)
       yield* Scope.close(scope, Exit.void)
@@ -203,7 +226,11 @@ fileSystemSuite("HeldFile", (it) => {
           yield* Fiber.interrupt(use)
           stalling.disarm()
           assert.isAtMost(openCount(fs, path), 1, `${variant}, cut ${cut}`)
-          assert.strictEqual(yield* held.use(yield* fs.lstat(path), contents), yield* fs.readFileString(path), `after cut ${cut}`)
+          assert.strictEqual(
+            yield* held.use(yield* fs.lstat(path), contents),
+            yield* fs.readFileString(path),
+            `after cut ${cut}`
+          )
           assert.strictEqual(openCount(fs, path), 1, `after cut ${cut}`)
         }))
         assert.strictEqual(openCount(fs, path), 0, `run ${run}: the scope's end`)
@@ -239,7 +266,10 @@ fileSystemSuite("HeldFiles", (it) => {
         followSymlinks: false,
         initial: () => 0,
         // The file is still open while the cache forgets its state.
-        onDrop: (entry) => Effect.sync(() => dropped.push(`${entry.path.slice(root.length + 1)}:${entry.state}:${openCount(fs, entry.path)}`))
+        onDrop: (entry) =>
+          Effect.sync(() =>
+            dropped.push(`${entry.path.slice(root.length + 1)}:${entry.state}:${openCount(fs, entry.path)}`)
+          )
       })
       assert.strictEqual(yield* read(set, "a"), "a\n")
       yield* read(set, "b")
@@ -250,8 +280,15 @@ fileSystemSuite("HeldFiles", (it) => {
       yield* read(set, "c")
       assert.deepStrictEqual(dropped, ["b:1:1"])
       assert.isFalse(b.live)
-      assert.deepStrictEqual([...set.entries()].map((entry) => [entry.path.slice(root.length + 1), entry.state]), [["a", 3], ["c", 1]])
-      assert.deepStrictEqual([openCount(fs, `${root}/a`), openCount(fs, `${root}/b`), openCount(fs, `${root}/c`)], [1, 0, 1])
+      assert.deepStrictEqual([...set.entries()].map((entry) => [entry.path.slice(root.length + 1), entry.state]), [[
+        "a",
+        3
+      ], ["c", 1]])
+      assert.deepStrictEqual([openCount(fs, `${root}/a`), openCount(fs, `${root}/b`), openCount(fs, `${root}/c`)], [
+        1,
+        0,
+        1
+      ])
       // A dropped entry's file still works for a use that holds the entry, and keeps nothing.
       assert.strictEqual(yield* b.file.use(yield* fs.lstat(b.path), contents), "b\n")
       assert.isFalse(b.file.holding())
@@ -264,11 +301,11 @@ fileSystemSuite("HeldFiles", (it) => {
     Effect.gen(function*() {
       const { dropped, fs, read } = yield* setup(root)
       // Room for the three entries' overheads and 1000 bytes of state.
-      const overhead = (yield* Effect.gen(function*() {
+      const overhead = yield* Effect.gen(function*() {
         const probe = yield* HeldFiles.make<number>(fs, { followSymlinks: false, initial: () => 0 })
         yield* probe.get(`${root}/a`)
         return probe.bytes()
-      }))
+      })
       const budget = HeldFiles.makeBudget({ maxBytes: 3 * overhead + 1000, maxOpenFiles: 8 })
       const onDrop = (entry: HeldFiles.HeldEntry<number>) =>
         Effect.sync(() => dropped.push(`${entry.path.slice(root.length + 1)}:${openCount(fs, entry.path)}`))
@@ -277,7 +314,11 @@ fileSystemSuite("HeldFiles", (it) => {
       yield* read(first, "a")
       yield* read(second, "b")
       yield* read(first, "c")
-      const [a, b, c] = [(yield* first.get(`${root}/a`))!, (yield* second.get(`${root}/b`))!, (yield* first.get(`${root}/c`))!]
+      const [a, b, c] = [
+        (yield* first.get(`${root}/a`))!,
+        (yield* second.get(`${root}/b`))!,
+        (yield* first.get(`${root}/c`))!
+      ]
       first.setBytes(a, 400)
       second.setBytes(b, 400)
       yield* first.fit(a)
@@ -308,11 +349,11 @@ fileSystemSuite("HeldFiles", (it) => {
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
       const paths = Array.from({ length: 10 }, (_, index) => `${root}/p${index}`)
-      const overhead = (yield* Effect.gen(function*() {
+      const overhead = yield* Effect.gen(function*() {
         const probe = yield* HeldFiles.make<number>(fs, { followSymlinks: false, initial: () => 0 })
         yield* probe.get(paths[0])
         return probe.bytes()
-      }))
+      })
       // Room for four entries with 1000 bytes of state each, not five.
       const budget = HeldFiles.makeBudget({ maxBytes: 4 * (overhead + 1000) + 500, maxOpenFiles: 8 })
       const set = yield* HeldFiles.make<number>(fs, { budget, followSymlinks: false, initial: () => 0 })
@@ -393,7 +434,11 @@ fileSystemSuite("HeldFiles", (it) => {
       yield* set.invalidate(`${root}/b`)
       yield* set.invalidate(`${root}/missing`)
       assert.deepStrictEqual(dropped, ["b"])
-      assert.deepStrictEqual([openCount(fs, `${root}/a`), openCount(fs, `${root}/b`), openCount(fs, `${root}/c`)], [1, 0, 1])
+      assert.deepStrictEqual([openCount(fs, `${root}/a`), openCount(fs, `${root}/b`), openCount(fs, `${root}/c`)], [
+        1,
+        0,
+        1
+      ])
       yield* Scope.close(scope, Exit.void)
       assert.deepStrictEqual(dropped, ["b", "a", "c"])
       assert.deepStrictEqual([openCount(fs, `${root}/a`), openCount(fs, `${root}/c`)], [0, 0])

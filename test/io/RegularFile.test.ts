@@ -32,11 +32,17 @@ fileSystemSuite("RegularFile", (it) => {
         yield* makeSpecial(path, kind)
         for (const flag of ["r", "a+"] as const) {
           const followed = yield* Effect.flip(Effect.scoped(openRegular(fs, path, { flag, followSymlinks: true })))
-          assert.deepStrictEqual([followed._tag, (followed as { type?: string }).type], ["FileNotRegular", statTypeOf(kind)], `${kind} ${flag}`)
+          assert.deepStrictEqual([followed._tag, (followed as { type?: string }).type], [
+            "FileNotRegular",
+            statTypeOf(kind)
+          ], `${kind} ${flag}`)
           const unfollowed = yield* Effect.flip(Effect.scoped(openRegular(fs, path, { flag, followSymlinks: false })))
           // The devices are symlinks to /dev/<name>: refused as such when symlinks are not followed.
           const expected = kind === "fifo" || kind === "socket" ? statTypeOf(kind) : "SymbolicLink"
-          assert.deepStrictEqual([unfollowed._tag, (unfollowed as { type?: string }).type], ["FileNotRegular", expected])
+          assert.deepStrictEqual([unfollowed._tag, (unfollowed as { type?: string }).type], [
+            "FileNotRegular",
+            expected
+          ])
         }
         const bounded = yield* Effect.flip(readBounded(fs, path, { maxBytes: 16, followSymlinks: true }))
         assert.strictEqual(bounded._tag, "FileNotRegular")
@@ -55,11 +61,15 @@ fileSystemSuite("RegularFile", (it) => {
       const refused = yield* Effect.flip(readBounded(fs, `${root}/link`, { maxBytes: 16, followSymlinks: false }))
       assert.strictEqual(refused.message, `${root}/link is a symlink, not a regular file`)
       for (const flag of ["r", "a+"] as const) {
-        const directory = yield* Effect.flip(Effect.scoped(openRegular(fs, `${root}/dir`, { flag, followSymlinks: false })))
+        const directory = yield* Effect.flip(
+          Effect.scoped(openRegular(fs, `${root}/dir`, { flag, followSymlinks: false }))
+        )
         assert.deepStrictEqual([directory._tag, (directory as { type?: string }).type], ["FileNotRegular", "Directory"])
       }
       // Appending through a refused symlink changes nothing where it points.
-      const append = yield* Effect.flip(Effect.scoped(openRegular(fs, `${root}/link`, { flag: "a+", followSymlinks: false })))
+      const append = yield* Effect.flip(
+        Effect.scoped(openRegular(fs, `${root}/link`, { flag: "a+", followSymlinks: false }))
+      )
       assert.strictEqual(append._tag, "FileNotRegular")
       assert.strictEqual(yield* fs.readFileString(`${root}/target`), "hello")
       const missing = yield* Effect.flip(readBounded(fs, `${root}/missing`, { maxBytes: 16, followSymlinks: false }))
@@ -79,7 +89,8 @@ fileSystemSuite("RegularFile", (it) => {
       assert.strictEqual((yield* fs.stat(`${root}/f`)).mode & 0o777, 0o600)
       yield* Effect.scoped(Effect.flatMap(
         openRegular(fs, `${root}/f`, { flag: "a+", mode: 0o644, followSymlinks: false }),
-        ({ file, info }) => Effect.andThen(Effect.sync(() => assert.strictEqual(Number(info.size), 4)), file.writeAll(bytes("two\n")))
+        ({ file, info }) =>
+          Effect.andThen(Effect.sync(() => assert.strictEqual(Number(info.size), 4)), file.writeAll(bytes("two\n")))
       ))
       assert.strictEqual(yield* fs.readFileString(`${root}/f`), "one\ntwo\n")
       assert.strictEqual((yield* fs.stat(`${root}/f`)).mode & 0o777, 0o600)

@@ -38,15 +38,22 @@ export const cleanEnv = (): NodeJS.ProcessEnv =>
 /** Runs a command to completion; never rejects, so a test can show what failed. */
 export const run = (command: string, args: ReadonlyArray<string>, cwd: string, env = cleanEnv()): Promise<Ran> =>
   new Promise((resolve) =>
-    execFile(command, args, { cwd, env, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) =>
-      resolve({ stdout, stderr, code: error === null ? 0 : typeof error.code === "number" ? error.code : 1 }))
+    execFile(
+      command,
+      args,
+      { cwd, env, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) =>
+        resolve({ stdout, stderr, code: error === null ? 0 : typeof error.code === "number" ? error.code : 1 })
+    )
   )
 
 /** `run`, failing with everything the command printed when it does not exit 0. */
 export const runOk = async (command: string, args: ReadonlyArray<string>, cwd: string): Promise<Ran> => {
   const ran = await run(command, args, cwd)
   if (ran.code !== 0) {
-    throw new Error(`${command} ${args.join(" ")} exited ${ran.code}\n--- stdout\n${ran.stdout}\n--- stderr\n${ran.stderr}`)
+    throw new Error(
+      `${command} ${args.join(" ")} exited ${ran.code}\n--- stdout\n${ran.stdout}\n--- stderr\n${ran.stderr}`
+    )
   }
   return ran
 }

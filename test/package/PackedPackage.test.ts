@@ -16,6 +16,7 @@ import { existsSync } from "node:fs"
 import { mkdtemp, readFile, rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { report } from "../support/TestReport.js"
 import {
   cleanEnv,
   copyExamples,
@@ -25,7 +26,6 @@ import {
   REPO,
   runOk
 } from "./FreshProject.js"
-import { report } from "../support/TestReport.js"
 
 const SESSION = "sessions/demo/first-session.jsonl"
 const LINE_OF_JOB = /^summary job ([0-9a-f]{64}): (\w+)$/m
@@ -120,7 +120,12 @@ describe("the packed package in a fresh project", { concurrent: false }, () => {
 
   it("the bin and the Promise API start from their bundles; the Effect entries import the user's Effect", async () => {
     const text = (file: string) => readFile(join(installed, file), "utf8")
-    for (const [launcher, bundle] of [["dist/cli/main.js", "main.bundle.cjs"], ["dist/promise/index.js", "index.bundle.cjs"]]) {
+    for (
+      const [launcher, bundle] of [["dist/cli/main.js", "main.bundle.cjs"], [
+        "dist/promise/index.js",
+        "index.bundle.cjs"
+      ]]
+    ) {
       const code = await text(launcher!)
       // One module to load: the launcher imports nothing, it runs its bundle.
       assert.notMatch(code, /^\s*import\s/m, launcher)
@@ -162,10 +167,12 @@ describe("the packed package in a fresh project", { concurrent: false }, () => {
           `rarebit-store promises Node ${ours.engines.node}, but ${name} requires ${required}`
         )
       }
-      const optional = new Set(Object.keys(manifest.peerDependenciesMeta ?? {}).filter((peer) =>
-        manifest.peerDependenciesMeta[peer].optional
-      ))
-      for (const next of [...Object.keys(manifest.dependencies ?? {}), ...Object.keys(manifest.peerDependencies ?? {})]) {
+      const optional = new Set(
+        Object.keys(manifest.peerDependenciesMeta ?? {}).filter((peer) => manifest.peerDependenciesMeta[peer].optional)
+      )
+      for (
+        const next of [...Object.keys(manifest.dependencies ?? {}), ...Object.keys(manifest.peerDependencies ?? {})]
+      ) {
         if (!optional.has(next)) pending.push(next)
       }
     }
@@ -226,7 +233,11 @@ describe("the packed package in a fresh project", { concurrent: false }, () => {
   }, 60_000)
 
   it("the example's @effect/vitest test passes on the in-memory store", async () => {
-    const tested = await runOk(join(project, "node_modules", ".bin", "vitest"), ["run", "SummaryWorker.test.ts"], project)
+    const tested = await runOk(
+      join(project, "node_modules", ".bin", "vitest"),
+      ["run", "SummaryWorker.test.ts"],
+      project
+    )
     assert.match(tested.stdout, /Tests\s+.*1 passed/)
   }, 60_000)
 
@@ -234,7 +245,16 @@ describe("the packed package in a fresh project", { concurrent: false }, () => {
     const bin = join(project, "node_modules", ".bin", "rarebit-store")
     const version = JSON.parse(await readFile(join(REPO, "package.json"), "utf8")).version
     assert.include((await runOk(bin, ["--version"], project)).stdout, version)
-    const current = await runOk(bin, ["current", "--json", "--session", SESSION, "--root", "rarebit", "--session-root", "sessions"], project)
+    const current = await runOk(bin, [
+      "current",
+      "--json",
+      "--session",
+      SESSION,
+      "--root",
+      "rarebit",
+      "--session-root",
+      "sessions"
+    ], project)
     const read = JSON.parse(current.stdout)
     assert.strictEqual(read.availability, "available")
     assert.strictEqual(read.receipt.summary, "A conversation of 3 messages.")

@@ -31,7 +31,10 @@ const FALLBACK_MS = 5_000
 const fallbackWriter = (fifo: string) =>
   Effect.acquireRelease(
     Effect.sync(() =>
-      spawn("sh", ["-c", `sleep ${FALLBACK_MS / 1000}; printf fallback > "$0"`, fifo], { stdio: "ignore", detached: true })
+      spawn("sh", ["-c", `sleep ${FALLBACK_MS / 1000}; printf fallback > "$0"`, fifo], {
+        stdio: "ignore",
+        detached: true
+      })
     ),
     // The whole group, so the `sleep` does not outlive the test either.
     (child) => Effect.sync(() => child.pid !== undefined && process.kill(-child.pid, "SIGKILL"))
@@ -41,7 +44,10 @@ const fallbackWriter = (fifo: string) =>
 const fallbackReader = (fifo: string) =>
   Effect.acquireRelease(
     Effect.sync(() =>
-      spawn("sh", ["-c", `sleep ${FALLBACK_MS / 1000}; cat "$0" > /dev/null`, fifo], { stdio: "ignore", detached: true })
+      spawn("sh", ["-c", `sleep ${FALLBACK_MS / 1000}; cat "$0" > /dev/null`, fifo], {
+        stdio: "ignore",
+        detached: true
+      })
     ),
     (child) => Effect.sync(() => child.pid !== undefined && process.kill(-child.pid, "SIGKILL"))
   )
@@ -66,7 +72,14 @@ const normalize = (root: string, exit: Exit.Exit<unknown, unknown>): unknown => 
     if (value instanceof Uint8Array) return { ok: Array.from(value) }
     if (typeof value === "object" && value !== null && "type" in value && "size" in value) {
       const info = value as FileSystem.File.Info
-      return { ok: { type: info.type, size: Number(info.size), mode: info.mode & 0o7777, nlink: Option.getOrUndefined(info.nlink) } }
+      return {
+        ok: {
+          type: info.type,
+          size: Number(info.size),
+          mode: info.mode & 0o7777,
+          nlink: Option.getOrUndefined(info.nlink)
+        }
+      }
     }
     return { ok: value ?? null }
   }
@@ -78,7 +91,9 @@ const normalize = (root: string, exit: Exit.Exit<unknown, unknown>): unknown => 
     method: reason.method,
     ...(reason._tag === "BadArgument" ? {} : {
       syscall: reason.syscall,
-      path: typeof reason.pathOrDescriptor === "string" ? reason.pathOrDescriptor.replace(root, "<root>") : typeof reason.pathOrDescriptor,
+      path: typeof reason.pathOrDescriptor === "string"
+        ? reason.pathOrDescriptor.replace(root, "<root>")
+        : typeof reason.pathOrDescriptor,
       code: (reason.cause as { readonly code?: unknown } | undefined)?.code
     })
   }
@@ -87,7 +102,16 @@ const normalize = (root: string, exit: Exit.Exit<unknown, unknown>): unknown => 
 type Op =
   | { readonly op: "writeFile"; readonly name: string; readonly length: number; readonly flag: "w" | "wx" | "a" }
   | {
-    readonly op: "readFile" | "stat" | "lstat" | "exists" | "access" | "remove" | "removeForce" | "mkdir" | "mkdirRecursive"
+    readonly op:
+      | "readFile"
+      | "stat"
+      | "lstat"
+      | "exists"
+      | "access"
+      | "remove"
+      | "removeForce"
+      | "mkdir"
+      | "mkdirRecursive"
     readonly name: string
   }
   | { readonly op: "link" | "rename" | "symlink"; readonly name: string; readonly to: string }
@@ -97,7 +121,12 @@ type Op =
 
 const names = fc.constantFrom("a", "b", "d", "d/e", "d/e/f", "missing/x")
 const ops: fc.Arbitrary<Op> = fc.oneof(
-  fc.record({ op: fc.constant("writeFile" as const), name: names, length: fc.nat(300), flag: fc.constantFrom("w" as const, "wx" as const, "a" as const) }),
+  fc.record({
+    op: fc.constant("writeFile" as const),
+    name: names,
+    length: fc.nat(300),
+    flag: fc.constantFrom("w" as const, "wx" as const, "a" as const)
+  }),
   fc.record({
     op: fc.constantFrom(
       "readFile" as const,
@@ -118,7 +147,11 @@ const ops: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ op: fc.constant("openAppend" as const), name: names, length: fc.nat(100) })
 )
 
-const run = (root: string, op: Op, index: number): Effect.Effect<unknown, PlatformError.PlatformError, FileSystem.FileSystem> =>
+const run = (
+  root: string,
+  op: Op,
+  index: number
+): Effect.Effect<unknown, PlatformError.PlatformError, FileSystem.FileSystem> =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const at = (name: string) => join(root, name)
@@ -177,7 +210,8 @@ describe("DirectFileSystem", () => {
           fc.asyncProperty(fc.array(ops, { minLength: 1, maxLength: 25 }), async (sequence) => {
             const outcomes = async (layer: typeof direct) =>
               Effect.runPromise(withTempDirectory((root) =>
-                Effect.forEach(sequence, (op, index) => Effect.map(Effect.exit(run(root, op, index)), (exit) => normalize(root, exit)))
+                Effect.forEach(sequence, (op, index) =>
+                  Effect.map(Effect.exit(run(root, op, index)), (exit) => normalize(root, exit)))
                   .pipe(layer)
               ))
             const mine = await outcomes(direct)
@@ -214,92 +248,119 @@ describe("DirectFileSystem", () => {
       }).pipe(direct)
     ))
 
-  it.effect("a FIFO is opened, read and written on the thread pool, so waiting for its peer never stops the event loop", () =>
-    withTempDirectory((root) =>
-      Effect.gen(function*() {
-        const fifo = join(root, "pipe")
-        execFileSync("mkfifo", [fifo])
-        const fs = yield* FileSystem.FileSystem
-        // Without a writer, opening the FIFO for reading waits; the timer must still fire meanwhile.
-        // A blocked event loop could neither fire it nor write, so another process ends the wait.
-        // (Checked before writing: after a blocked read there is no reader left and the write would wait forever.)
-        const read = yield* Effect.scoped(Effect.gen(function*() {
-          yield* fallbackWriter(fifo)
-          const reading = yield* Effect.forkChild(fs.readFileString(fifo))
-          const elapsed = yield* timerDelay
-          assert.isBelow(elapsed, FALLBACK_MS, `a 20 ms timer fired after ${elapsed} ms: reading the FIFO blocked the event loop`)
-          yield* Effect.promise(() => writeFile(fifo, "through the pipe"))
-          return yield* Fiber.join(reading)
-        }))
-        assert.strictEqual(read, "through the pipe", "the read did not wait for this test's writer")
-        // Opening a handle waits on the pool too (platform-node's handles read at a
-        // position, which a pipe refuses, so only the open itself is checked here).
-        yield* Effect.scoped(Effect.gen(function*() {
-          yield* fallbackWriter(fifo)
-          const opening = yield* Effect.forkChild(Effect.scoped(Effect.asVoid(fs.open(fifo, { flag: "r" }))))
-          const elapsed = yield* timerDelay
-          assert.isBelow(elapsed, FALLBACK_MS, `a 20 ms timer fired after ${elapsed} ms: opening the FIFO blocked the event loop`)
-          // The reader may close before the write lands (EPIPE): only the open matters here.
-          yield* Effect.promise(() => writeFile(fifo, "again").catch(() => undefined))
-          yield* Fiber.join(opening)
-        }))
-        // Writing a whole file to a FIFO without a reader waits on the pool as well.
-        const written = yield* Effect.scoped(Effect.gen(function*() {
-          yield* fallbackReader(fifo)
-          const writing = yield* Effect.forkChild(fs.writeFileString(fifo, "to this test's reader"))
-          const elapsed = yield* timerDelay
-          assert.isBelow(elapsed, FALLBACK_MS, `a 20 ms timer fired after ${elapsed} ms: writing the FIFO blocked the event loop`)
-          const received = yield* Effect.promise(() => readFile(fifo, "utf8"))
-          yield* Fiber.join(writing)
-          return received
-        }))
-        assert.strictEqual(written, "to this test's reader", "the write did not wait for this test's reader")
-      }).pipe(direct)
-    ), 20_000)
+  it.effect(
+    "a FIFO is opened, read and written on the thread pool, so waiting for its peer never stops the event loop",
+    () =>
+      withTempDirectory((root) =>
+        Effect.gen(function*() {
+          const fifo = join(root, "pipe")
+          execFileSync("mkfifo", [fifo])
+          const fs = yield* FileSystem.FileSystem
+          // Without a writer, opening the FIFO for reading waits; the timer must still fire meanwhile.
+          // A blocked event loop could neither fire it nor write, so another process ends the wait.
+          // (Checked before writing: after a blocked read there is no reader left and the write would wait forever.)
+          const read = yield* Effect.scoped(Effect.gen(function*() {
+            yield* fallbackWriter(fifo)
+            const reading = yield* Effect.forkChild(fs.readFileString(fifo))
+            const elapsed = yield* timerDelay
+            assert.isBelow(
+              elapsed,
+              FALLBACK_MS,
+              `a 20 ms timer fired after ${elapsed} ms: reading the FIFO blocked the event loop`
+            )
+            yield* Effect.promise(() => writeFile(fifo, "through the pipe"))
+            return yield* Fiber.join(reading)
+          }))
+          assert.strictEqual(read, "through the pipe", "the read did not wait for this test's writer")
+          // Opening a handle waits on the pool too (platform-node's handles read at a
+          // position, which a pipe refuses, so only the open itself is checked here).
+          yield* Effect.scoped(Effect.gen(function*() {
+            yield* fallbackWriter(fifo)
+            const opening = yield* Effect.forkChild(Effect.scoped(Effect.asVoid(fs.open(fifo, { flag: "r" }))))
+            const elapsed = yield* timerDelay
+            assert.isBelow(
+              elapsed,
+              FALLBACK_MS,
+              `a 20 ms timer fired after ${elapsed} ms: opening the FIFO blocked the event loop`
+            )
+            // The reader may close before the write lands (EPIPE): only the open matters here.
+            yield* Effect.promise(() => writeFile(fifo, "again").catch(() => undefined))
+            yield* Fiber.join(opening)
+          }))
+          // Writing a whole file to a FIFO without a reader waits on the pool as well.
+          const written = yield* Effect.scoped(Effect.gen(function*() {
+            yield* fallbackReader(fifo)
+            const writing = yield* Effect.forkChild(fs.writeFileString(fifo, "to this test's reader"))
+            const elapsed = yield* timerDelay
+            assert.isBelow(
+              elapsed,
+              FALLBACK_MS,
+              `a 20 ms timer fired after ${elapsed} ms: writing the FIFO blocked the event loop`
+            )
+            const received = yield* Effect.promise(() => readFile(fifo, "utf8"))
+            yield* Fiber.join(writing)
+            return received
+          }))
+          assert.strictEqual(written, "to this test's reader", "the write did not wait for this test's reader")
+        }).pipe(direct)
+      ),
+    20_000
+  )
 
   it.effect("a failed direct call is the same typed failure platform-node reports", () =>
     withTempDirectory((root) =>
       Effect.gen(function*() {
         const missing = join(root, "nowhere", "file")
-        const mine = yield* Effect.flip(Effect.flatMap(Effect.service(FileSystem.FileSystem), (fs) => fs.stat(missing)).pipe(direct))
-        const theirs = yield* Effect.flip(Effect.flatMap(Effect.service(FileSystem.FileSystem), (fs) => fs.stat(missing)).pipe(threadpool))
+        const mine = yield* Effect.flip(
+          Effect.flatMap(Effect.service(FileSystem.FileSystem), (fs) => fs.stat(missing)).pipe(direct)
+        )
+        const theirs = yield* Effect.flip(
+          Effect.flatMap(Effect.service(FileSystem.FileSystem), (fs) => fs.stat(missing)).pipe(threadpool)
+        )
         assert.strictEqual(mine.reason._tag, "NotFound")
         assert.deepStrictEqual(normalize(root, Exit.fail(mine)), normalize(root, Exit.fail(theirs)))
       })
     ))
 
-  it.effect("the small-file read returns a regular file's bytes and refuses everything else at once", () =>
-    withTempDirectory((root) =>
-      Effect.gen(function*() {
-        const fs = yield* FileSystem.FileSystem
-        const read = smallRegularReadOf(fs)
-        assert.isDefined(read)
-        const small = bytesOf(300, 3)
-        yield* fs.writeFile(join(root, "small"), small)
-        const whole = read!(join(root, "small"), 300, true)
-        assert.deepStrictEqual(whole && { size: whole.size, bytes: new Uint8Array(whole.bytes) }, { size: 300, bytes: small })
-        assert.deepStrictEqual(read!(join(root, "empty-missing"), 300, true), undefined)
-        // Larger than the limit: refused from the handle's fstat, nothing read.
-        assert.strictEqual(read!(join(root, "small"), 299, true), undefined)
-        // A final symlink is refused when asked, followed otherwise.
-        yield* fs.symlink(join(root, "small"), join(root, "link"))
-        assert.strictEqual(read!(join(root, "link"), 300, true), undefined)
-        assert.strictEqual(read!(join(root, "link"), 300, false)?.size, 300)
-        yield* fs.makeDirectory(join(root, "directory"))
-        assert.strictEqual(read!(join(root, "directory"), 300, true), undefined)
-        // A FIFO without a writer: the open must not wait for one (another
-        // process ends the wait of a regression instead of hanging the worker).
-        const fifo = join(root, "pipe")
-        execFileSync("mkfifo", [fifo])
-        yield* Effect.scoped(Effect.gen(function*() {
-          yield* fallbackWriter(fifo)
-          const start = performance.now()
-          assert.strictEqual(read!(fifo, 300, true), undefined)
-          assert.isBelow(performance.now() - start, FALLBACK_MS, "reading the FIFO waited for a writer")
-        }))
-        assert.strictEqual(read!("/dev/zero", 300, false), undefined)
-      }).pipe(direct)
-    ), 20_000)
+  it.effect(
+    "the small-file read returns a regular file's bytes and refuses everything else at once",
+    () =>
+      withTempDirectory((root) =>
+        Effect.gen(function*() {
+          const fs = yield* FileSystem.FileSystem
+          const read = smallRegularReadOf(fs)
+          assert.isDefined(read)
+          const small = bytesOf(300, 3)
+          yield* fs.writeFile(join(root, "small"), small)
+          const whole = read!(join(root, "small"), 300, true)
+          assert.deepStrictEqual(whole && { size: whole.size, bytes: new Uint8Array(whole.bytes) }, {
+            size: 300,
+            bytes: small
+          })
+          assert.deepStrictEqual(read!(join(root, "empty-missing"), 300, true), undefined)
+          // Larger than the limit: refused from the handle's fstat, nothing read.
+          assert.strictEqual(read!(join(root, "small"), 299, true), undefined)
+          // A final symlink is refused when asked, followed otherwise.
+          yield* fs.symlink(join(root, "small"), join(root, "link"))
+          assert.strictEqual(read!(join(root, "link"), 300, true), undefined)
+          assert.strictEqual(read!(join(root, "link"), 300, false)?.size, 300)
+          yield* fs.makeDirectory(join(root, "directory"))
+          assert.strictEqual(read!(join(root, "directory"), 300, true), undefined)
+          // A FIFO without a writer: the open must not wait for one (another
+          // process ends the wait of a regression instead of hanging the worker).
+          const fifo = join(root, "pipe")
+          execFileSync("mkfifo", [fifo])
+          yield* Effect.scoped(Effect.gen(function*() {
+            yield* fallbackWriter(fifo)
+            const start = performance.now()
+            assert.strictEqual(read!(fifo, 300, true), undefined)
+            assert.isBelow(performance.now() - start, FALLBACK_MS, "reading the FIFO waited for a writer")
+          }))
+          assert.strictEqual(read!("/dev/zero", 300, false), undefined)
+        }).pipe(direct)
+      ),
+    20_000
+  )
 
   it.effect("the small-file read shows a file that grew while it was read, and reads at most one byte past its size", () =>
     withTempDirectory((root) =>
@@ -315,8 +376,8 @@ describe("DirectFileSystem", () => {
     ))
 
   it.effect("the thread-pool layer has no small-file read: its reads never run on the event loop", () =>
-    Effect.map(Effect.service(FileSystem.FileSystem), (fs) => assert.strictEqual(smallRegularReadOf(fs), undefined)).pipe(
-      Effect.provide(DirectFileSystem.threadpoolLayer)
-    ))
+    Effect.map(Effect.service(FileSystem.FileSystem), (fs) => assert.strictEqual(smallRegularReadOf(fs), undefined))
+      .pipe(
+        Effect.provide(DirectFileSystem.threadpoolLayer)
+      ))
 })
-

@@ -12,12 +12,12 @@
  * `test-reports/pid-namespace.txt`, shown at the end of the run.
  */
 import { afterEach, assert, beforeEach, describe, it } from "@effect/vitest"
+import { Effect, Exit } from "effect"
 import { spawn, spawnSync } from "node:child_process"
 import { readFileSync, readlinkSync } from "node:fs"
 import { readFile, writeFile } from "node:fs/promises"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
-import { Effect, Exit } from "effect"
 import * as NodeStore from "../../src/platform/NodeStore.js"
 import { RarebitStore } from "../../src/store/RarebitStore.js"
 import type { Acquired } from "../../src/store/Reservation.js"
@@ -76,7 +76,9 @@ interface Holder {
   /** The holder's first report, once it is inside the locked section. */
   readonly locked: Promise<{ readonly locked: string; readonly pid: number; readonly pidNamespace: string }>
   readonly go: () => void
-  readonly done: Promise<{ readonly code: number | null; readonly lines: ReadonlyArray<string>; readonly stderr: string }>
+  readonly done: Promise<
+    { readonly code: number | null; readonly lines: ReadonlyArray<string>; readonly stderr: string }
+  >
   readonly kill: () => void
 }
 
@@ -131,70 +133,84 @@ describe.skipIf(unavailable !== undefined)("a commit lock held from another PID 
     await roots?.cleanup()
   })
 
-  it.live("is never broken by a waiter of the root namespace, nor removed by unlock, and its holder settles", () =>
-    Effect.gen(function*() {
-      const lockPath = `${Store.rarebitMaterializationPath(roots.sessionFile, roots.location)}.commit-lock`
-      const script = join(roots.root, "holder.mjs")
-      yield* Effect.promise(() => writeFile(script, HOLDER))
-      const started = startHolder(script, {
-        moduleUrl: pathToFileURL(join(REPO, "dist", "promise", "index.js")).href,
-        ...roots.location,
-        sessionFile: roots.sessionFile,
-        lockPath,
-        jobId: jobId(1),
-        receipt: summaryReceipt(branch, "pidns-session", { summary: "held across namespaces" })
-      })
-      holder = started
-      const inside = yield* Effect.promise(() => started.locked)
-      const heldLock = inside.locked
-      assert.notStrictEqual(inside.pidNamespace, readlinkSync("/proc/self/ns/pid"), "the holder runs in another PID namespace")
+  it.live(
+    "is never broken by a waiter of the root namespace, nor removed by unlock, and its holder settles",
+    () =>
+      Effect.gen(function*() {
+        const lockPath = `${Store.rarebitMaterializationPath(roots.sessionFile, roots.location)}.commit-lock`
+        const script = join(roots.root, "holder.mjs")
+        yield* Effect.promise(() => writeFile(script, HOLDER))
+        const started = startHolder(script, {
+          moduleUrl: pathToFileURL(join(REPO, "dist", "promise", "index.js")).href,
+          ...roots.location,
+          sessionFile: roots.sessionFile,
+          lockPath,
+          jobId: jobId(1),
+          receipt: summaryReceipt(branch, "pidns-session", { summary: "held across namespaces" })
+        })
+        holder = started
+        const inside = yield* Effect.promise(() => started.locked)
+        const heldLock = inside.locked
+        assert.notStrictEqual(
+          inside.pidNamespace,
+          readlinkSync("/proc/self/ns/pid"),
+          "the holder runs in another PID namespace"
+        )
 
-      // A waiter of the root namespace, with a short retry (20 attempts, 5 ms apart).
-      const waiterStore = NodeStore.layer({
-        ...roots.location,
-        lockRetry: { intervalMs: 5, attempts: 20 }
-      })
-      const waiter = yield* Effect.gen(function*() {
-        const store = yield* RarebitStore
-        const reservation = yield* store.reserve({ jobId: jobId(2), sessionFile: roots.sessionFile })
-        assert.strictEqual(reservation._tag, "Acquired")
-        const exit = yield* Effect.exit(store.settle(reservation as Acquired, summaryReceipt(branch, "pidns-session")))
-        return { reservation: reservation as Acquired, exit }
-      }).pipe(Effect.provide(waiterStore))
-      const outcome = Exit.isSuccess(waiter.exit)
-        ? "settled (the live lock was broken)"
-        : (waiter.exit.cause.reasons.find((reason) => reason._tag === "Fail") as { error?: { _tag?: string } } | undefined)
-          ?.error?._tag
-      assert.strictEqual(outcome, "LockHeld", "the waiter gives up")
-      assert.strictEqual(yield* Effect.promise(() => readFile(lockPath, "utf8")), heldLock, "the lock is untouched")
+        // A waiter of the root namespace, with a short retry (20 attempts, 5 ms apart).
+        const waiterStore = NodeStore.layer({
+          ...roots.location,
+          lockRetry: { intervalMs: 5, attempts: 20 }
+        })
+        const waiter = yield* Effect.gen(function*() {
+          const store = yield* RarebitStore
+          const reservation = yield* store.reserve({ jobId: jobId(2), sessionFile: roots.sessionFile })
+          assert.strictEqual(reservation._tag, "Acquired")
+          const exit = yield* Effect.exit(
+            store.settle(reservation as Acquired, summaryReceipt(branch, "pidns-session"))
+          )
+          return { reservation: reservation as Acquired, exit }
+        }).pipe(Effect.provide(waiterStore))
+        const outcome = Exit.isSuccess(waiter.exit)
+          ? "settled (the live lock was broken)"
+          : (waiter.exit.cause.reasons.find((reason) => reason._tag === "Fail") as
+            | { error?: { _tag?: string } }
+            | undefined)
+            ?.error?._tag
+        assert.strictEqual(outcome, "LockHeld", "the waiter gives up")
+        assert.strictEqual(yield* Effect.promise(() => readFile(lockPath, "utf8")), heldLock, "the lock is untouched")
 
-      // The operator's repair without --force refuses it too (the CLI, run in
-      // this process of the root namespace).
-      const refused = yield* cli(["unlock", "--session", roots.sessionFile, ...rootFlags(roots)])
-      assert.strictEqual(refused.code, 5, refused.stdout + refused.stderr)
-      assert.match(refused.stderr, /another PID namespace/)
-      assert.include(refused.stderr, JSON.parse(heldLock).owner.pidNamespace)
-      assert.strictEqual(yield* Effect.promise(() => readFile(lockPath, "utf8")), heldLock, "unlock left it")
+        // The operator's repair without --force refuses it too (the CLI, run in
+        // this process of the root namespace).
+        const refused = yield* cli(["unlock", "--session", roots.sessionFile, ...rootFlags(roots)])
+        assert.strictEqual(refused.code, 5, refused.stdout + refused.stderr)
+        assert.match(refused.stderr, /another PID namespace/)
+        assert.include(refused.stderr, JSON.parse(heldLock).owner.pidNamespace)
+        assert.strictEqual(yield* Effect.promise(() => readFile(lockPath, "utf8")), heldLock, "unlock left it")
 
-      // The evidence names the holder's namespace, which is what kept it safe.
-      const owner = JSON.parse(heldLock).owner
-      assert.strictEqual(owner.pid, inside.pid)
-      assert.strictEqual(owner.pidNamespace, inside.pidNamespace)
+        // The evidence names the holder's namespace, which is what kept it safe.
+        const owner = JSON.parse(heldLock).owner
+        assert.strictEqual(owner.pid, inside.pid)
+        assert.strictEqual(owner.pidNamespace, inside.pidNamespace)
 
-      // The holder finishes its settlement as if nobody had been there.
-      started.go()
-      const finished = yield* Effect.promise(() => started.done)
-      assert.strictEqual(finished.code, 0, finished.stderr)
-      assert.isDefined(JSON.parse(finished.lines.at(-1)!).settled)
-      const claim = JSON.parse(readFileSync(join(roots.rarebitRoot, "jobs-v4", `${jobId(1)}.json`), "utf8"))
-      assert.strictEqual(claim.state, "settled")
+        // The holder finishes its settlement as if nobody had been there.
+        started.go()
+        const finished = yield* Effect.promise(() => started.done)
+        assert.strictEqual(finished.code, 0, finished.stderr)
+        assert.isDefined(JSON.parse(finished.lines.at(-1)!).settled)
+        const claim = JSON.parse(readFileSync(join(roots.rarebitRoot, "jobs-v4", `${jobId(1)}.json`), "utf8"))
+        assert.strictEqual(claim.state, "settled")
 
-      // With the lock released, the waiter's job settles.
-      yield* Effect.gen(function*() {
-        const store = yield* RarebitStore
-        yield* store.settle(waiter.reservation, summaryReceipt(branch, "pidns-session"))
-      }).pipe(Effect.provide(waiterStore))
-      const current = yield* Effect.promise(() => Store.readRarebitCurrent({ sessionFile: roots.sessionFile, ...roots.location }))
-      assert.strictEqual(current.availability, "available")
-    }), 60_000)
+        // With the lock released, the waiter's job settles.
+        yield* Effect.gen(function*() {
+          const store = yield* RarebitStore
+          yield* store.settle(waiter.reservation, summaryReceipt(branch, "pidns-session"))
+        }).pipe(Effect.provide(waiterStore))
+        const current = yield* Effect.promise(() =>
+          Store.readRarebitCurrent({ sessionFile: roots.sessionFile, ...roots.location })
+        )
+        assert.strictEqual(current.availability, "available")
+      }),
+    60_000
+  )
 })

@@ -1,8 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
 import { spawn } from "node:child_process"
 import { existsSync, readFileSync, readlinkSync } from "node:fs"
 import { hostname } from "node:os"
-import { Effect } from "effect"
 import { makeProcessOwnerProbe, type ProcessSystem, readOwnerEvidence } from "../../src/platform/ProcessOwner.js"
 import { encodeLockLine, MAX_LOCK_LINE_BYTES } from "../../src/protocol/CommitLockFile.js"
 import type { OwnerEvidence } from "../../src/store/LockOwner.js"
@@ -32,7 +32,10 @@ describe("ProcessOwner", () => {
     assert.strictEqual(self.startTicks, startTicks(process.pid))
     assert.strictEqual(self.pidNamespace, readlinkSync("/proc/self/ns/pid"))
     assert.match(self.pidNamespace!, /^pid:\[\d+\]$/)
-    assert.strictEqual(self.timeNamespace, existsSync("/proc/self/ns/time") ? readlinkSync("/proc/self/ns/time") : undefined)
+    assert.strictEqual(
+      self.timeNamespace,
+      existsSync("/proc/self/ns/time") ? readlinkSync("/proc/self/ns/time") : undefined
+    )
   })
 
   it("never calls this process dead, nor an owner on another host or without a boot id", () => {
@@ -114,7 +117,10 @@ describe("ProcessOwner on a made-up /proc", () => {
     })
     const judge = (owner: OwnerEvidence) => Effect.runSync(fake.isProvablyDead(owner))
     assert.isTrue(judge({ ...fake.current!, pid: 2 }), "a gone pid of our namespace")
-    assert.isFalse(judge({ ...fake.current!, pid: 2, pidNamespace: "pid:[4026531836]" }), "the same pid of the root namespace")
+    assert.isFalse(
+      judge({ ...fake.current!, pid: 2, pidNamespace: "pid:[4026531836]" }),
+      "the same pid of the root namespace"
+    )
   })
 
   it("records no PID namespace, and proves nothing, when /proc belongs to another PID namespace", () => {

@@ -72,7 +72,18 @@ beforeAll(async () => {
   space = JSON.parse(drive(["--list"]))
 }, 120_000)
 
-const NON_STRING_TRUTHY = ["number", "negative", "infinity", "object", "array", "pathInArray", "true", "function", "bigint", "date"]
+const NON_STRING_TRUTHY = [
+  "number",
+  "negative",
+  "infinity",
+  "object",
+  "array",
+  "pathInArray",
+  "true",
+  "function",
+  "bigint",
+  "date"
+]
 
 /**
  * The deliberate differences (README, "Compatibility with the reference"):
@@ -116,7 +127,9 @@ const disagreements = (results: ReadonlyArray<Result>): Array<Result> =>
   })
 
 const report = (results: ReadonlyArray<Result>) =>
-  results.map((r) => `${JSON.stringify(r.case)}\n  ours      ${JSON.stringify(r.ours)}\n  reference ${JSON.stringify(r.reference)}`)
+  results.map((r) =>
+    `${JSON.stringify(r.case)}\n  ours      ${JSON.stringify(r.ours)}\n  reference ${JSON.stringify(r.reference)}`
+  )
     .join("\n")
 
 describe("hostile inputs to the Promise API", { concurrent: false }, () => {
@@ -173,12 +186,19 @@ describe("hostile inputs to the Promise API", { concurrent: false }, () => {
     assert.match(nul.message!, /without null bytes\. Received '<root>\/sessions\/p\/a\\x00b\.jsonl'$/)
     const throughFile = results.find((r) => r.case.fn === "release" && r.case.value === "throughFile")!.ours
     assert.deepStrictEqual([throughFile.errorClass, throughFile.code], ["Error", "ENOTDIR"])
-    assert.strictEqual(throughFile.message, "ENOTDIR: not a directory, open '<root>/sessions/p/file/x.jsonl.commit-lock'")
+    assert.strictEqual(
+      throughFile.message,
+      "ENOTDIR: not a directory, open '<root>/sessions/p/file/x.jsonl.commit-lock'"
+    )
   }, 120_000)
 
   it("every function, every argument, any hostile value: the same outcome and files as the reference", () => {
     const caseArbitrary = fc.constantFrom(...Object.keys(space.calls)).chain((fn) =>
-      fc.record({ fn: fc.constant(fn), slot: fc.constantFrom(...space.calls[fn]), value: fc.constantFrom(...space.values) })
+      fc.record({
+        fn: fc.constant(fn),
+        slot: fc.constantFrom(...space.calls[fn]),
+        value: fc.constantFrom(...space.values)
+      })
     )
     const batch = 50
     fc.assert(

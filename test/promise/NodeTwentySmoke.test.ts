@@ -12,7 +12,15 @@ import { accessSync, constants, existsSync, realpathSync } from "node:fs"
 import { writeFile } from "node:fs/promises"
 import { delimiter, dirname, join, resolve } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
-import { entry, jobId, makeRoots, type Roots, Store as Reference, summaryReceipt, writeSession } from "../support/Reference.js"
+import {
+  entry,
+  jobId,
+  makeRoots,
+  type Roots,
+  Store as Reference,
+  summaryReceipt,
+  writeSession
+} from "../support/Reference.js"
 
 const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..")
 const distPromise = join(projectRoot, "dist", "promise", "index.js")

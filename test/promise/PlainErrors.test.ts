@@ -90,10 +90,18 @@ describe("PlainErrors", { concurrent: false }, () => {
     it("outside the configured Session root: materialization path (thrown), reads, reserve", async () => {
       const outside = (world: World) => join(world.roots.root, "elsewhere", "trace.jsonl")
       const phrase = "outside the configured Session root"
-      await expectRejection(phrase, "Error", async (w) => w.api.rarebitMaterializationPath(outside(w), w.roots.location))
+      await expectRejection(
+        phrase,
+        "Error",
+        async (w) => w.api.rarebitMaterializationPath(outside(w), w.roots.location)
+      )
       await expectRejection(phrase, "Error", (w) => w.api.readRarebitCurrent({ ...w.base, sessionFile: outside(w) }))
       await expectRejection(phrase, "Error", (w) => w.api.readRarebitHistory({ ...w.base, sessionFile: outside(w) }))
-      await expectRejection(phrase, "Error", (w) => w.api.reserveRarebitJob({ ...w.base, jobId: jobId(1), sessionFile: outside(w) }))
+      await expectRejection(
+        phrase,
+        "Error",
+        (w) => w.api.reserveRarebitJob({ ...w.base, jobId: jobId(1), sessionFile: outside(w) })
+      )
       // The reference's path function throws synchronously; the others reject.
       const roots = await makeRoots()
       cleanups.push(roots.cleanup)
@@ -120,21 +128,31 @@ describe("PlainErrors", { concurrent: false }, () => {
 
     it("jobId must be a SHA-256 hex string", async () => {
       for (const bad of ["xyz", "A".repeat(64), "a".repeat(65), 7, null, undefined, ["a".repeat(64)]]) {
-        await expectRejection("jobId must be a SHA-256 hex string", "TypeError", (w) =>
-          w.api.reserveRarebitJob({ ...w.base, jobId: bad }))
+        await expectRejection(
+          "jobId must be a SHA-256 hex string",
+          "TypeError",
+          (w) => w.api.reserveRarebitJob({ ...w.base, jobId: bad })
+        )
       }
     })
 
     it("leaseMs must be a positive finite number", async () => {
       for (const bad of [0, -1, 0.5, Number.NaN, Number.POSITIVE_INFINITY, "5", null, {}]) {
-        await expectRejection("leaseMs must be a positive finite number", "TypeError", (w) => w.reserve(1, { leaseMs: bad }))
+        await expectRejection(
+          "leaseMs must be a positive finite number",
+          "TypeError",
+          (w) => w.reserve(1, { leaseMs: bad })
+        )
       }
     })
 
     it("receipt type is unsupported", async () => {
       for (const record of [{ type: "rarebit_other" }, {}, null, undefined, "rarebit_summary", 5]) {
-        await expectRejection("receipt type is unsupported", "TypeError", async (w) =>
-          w.api.settleRarebitJob(await w.reserve(1), record))
+        await expectRejection(
+          "receipt type is unsupported",
+          "TypeError",
+          async (w) => w.api.settleRarebitJob(await w.reserve(1), record)
+        )
       }
     })
 
@@ -147,14 +165,21 @@ describe("PlainErrors", { concurrent: false }, () => {
         { ...titleReceipt(branch, "s"), status: undefined }
       ]
       for (const record of records) {
-        await expectRejection("does not match protocol v4", "TypeError", async (w) =>
-          w.api.settleRarebitJob(await w.reserve(1), record))
+        await expectRejection(
+          "does not match protocol v4",
+          "TypeError",
+          async (w) => w.api.settleRarebitJob(await w.reserve(1), record)
+        )
       }
     })
 
     it("exceeds protocol byte limit, for a receipt (nothing written) and for a head", async () => {
-      await expectRejection("Rarebit receipt exceeds protocol byte limit", "RangeError", async (w) =>
-        w.api.settleRarebitJob(await w.reserve(1), summaryReceipt(branch, "s", { summary: "x".repeat(48 * 1024) })))
+      await expectRejection(
+        "Rarebit receipt exceeds protocol byte limit",
+        "RangeError",
+        async (w) =>
+          w.api.settleRarebitJob(await w.reserve(1), summaryReceipt(branch, "s", { summary: "x".repeat(48 * 1024) }))
+      )
       // The head case leaves different files (see WriteDifferential's DeliberateDifferences), so
       // only the rejection is compared here.
       const outcomes = []
@@ -162,10 +187,16 @@ describe("PlainErrors", { concurrent: false }, () => {
         const world = await worldFor(api)
         const sessionId = "s".repeat(9000)
         await writeSession(world.roots.sessionFile, sessionId, branch)
-        outcomes.push(await outcomeOf(async () => api.settleRarebitJob(await world.reserve(1), summaryReceipt(branch, sessionId))))
+        outcomes.push(
+          await outcomeOf(async () => api.settleRarebitJob(await world.reserve(1), summaryReceipt(branch, sessionId)))
+        )
       }
       assert.deepStrictEqual(outcomes[0], outcomes[1])
-      assert.deepStrictEqual(outcomes[0], { ok: false, errorClass: "RangeError", message: "Rarebit head exceeds protocol byte limit" })
+      assert.deepStrictEqual(outcomes[0], {
+        ok: false,
+        errorClass: "RangeError",
+        message: "Rarebit head exceeds protocol byte limit"
+      })
     })
 
     it("fenced by a newer worker", async () => {
@@ -183,7 +214,10 @@ describe("PlainErrors", { concurrent: false }, () => {
       const outcomes = await Promise.all(worlds.map(async (w) => {
         const reservation = await w.reserve(1)
         const lockPath = `${reservation.materializationPath}.commit-lock`
-        await writeFile(lockPath, `${JSON.stringify({ token: "f".repeat(48), claimedAt: "2026-01-01T00:00:00.000Z" })}\n`)
+        await writeFile(
+          lockPath,
+          `${JSON.stringify({ token: "f".repeat(48), claimedAt: "2026-01-01T00:00:00.000Z" })}\n`
+        )
         const outcome = await outcomeOf(() => w.api.releaseRarebitJob(reservation))
         assert.strictEqual(JSON.parse(await readFile(lockPath, "utf8")).token, "f".repeat(48), "the lock is left alone")
         return comparable(outcome, w.roots)
@@ -206,7 +240,10 @@ describe("PlainErrors", { concurrent: false }, () => {
           if (damage === "truncate") await writeFile(path, "\n")
           if (damage === "pointer") {
             const claim = JSON.parse(await readFile(reservation.claimPath, "utf8"))
-            await writeFile(reservation.claimPath, `${JSON.stringify({ ...claim, receiptRef: { ...claim.receiptRef, receiptLength: 3 } })}\n`)
+            await writeFile(
+              reservation.claimPath,
+              `${JSON.stringify({ ...claim, receiptRef: { ...claim.receiptRef, receiptLength: 3 } })}\n`
+            )
           }
           return w.reserve(1)
         })
@@ -245,8 +282,11 @@ describe("PlainErrors", { concurrent: false }, () => {
         { limit: -3, sessionFile: undefined }
       ]
       for (const bound of bounds) {
-        await expectRejection("History offset and limit are outside protocol bounds", "TypeError", (w) =>
-          w.api.readRarebitHistory({ ...w.base, ...bound }))
+        await expectRejection(
+          "History offset and limit are outside protocol bounds",
+          "TypeError",
+          (w) => w.api.readRarebitHistory({ ...w.base, ...bound })
+        )
       }
     })
   })
@@ -267,7 +307,8 @@ describe("PlainErrors", { concurrent: false }, () => {
       "reserve: null options": (w) => w.api.reserveRarebitJob(null),
       "reserve: no options": (w) => w.api.reserveRarebitJob(),
       "reserve: blank Session file": (w) => w.reserve(1, { sessionFile: "  " }),
-      "reserve: a jobId-like object": (w) => w.api.reserveRarebitJob({ ...w.base, jobId: { toString: () => jobId(1) } }),
+      "reserve: a jobId-like object": (w) =>
+        w.api.reserveRarebitJob({ ...w.base, jobId: { toString: () => jobId(1) } }),
       "history: rarebitRoot null": (w) => w.api.readRarebitHistory({ ...w.base, rarebitRoot: null }),
       "history: null options": (w) => w.api.readRarebitHistory(null),
       "history: no options": (w) => w.api.readRarebitHistory(),
@@ -284,8 +325,10 @@ describe("PlainErrors", { concurrent: false }, () => {
       "current: native without a selection": (w) =>
         w.api.readRarebitCurrent({ ...w.base, native: { availability: "available", sessionId: "s", selection: null } }),
       "path: null options": async (w) => w.api.rarebitMaterializationPath(w.roots.sessionFile, null),
-      "path: rarebitRoot null": async (w) => w.api.rarebitMaterializationPath(w.roots.sessionFile, { rarebitRoot: null }),
-      "path: sessionRoot a number": async (w) => w.api.rarebitMaterializationPath(w.roots.sessionFile, { sessionRoot: 5 }),
+      "path: rarebitRoot null": async (w) =>
+        w.api.rarebitMaterializationPath(w.roots.sessionFile, { rarebitRoot: null }),
+      "path: sessionRoot a number": async (w) =>
+        w.api.rarebitMaterializationPath(w.roots.sessionFile, { sessionRoot: 5 }),
       "settle: hook that is not a function": async (w) =>
         w.api.settleRarebitJob(await w.reserve(1, { hooks: { afterLeaseValidated: 5 } }), summaryReceipt(branch, "s")),
       "settle: hook that uses `this`": async (w) => {

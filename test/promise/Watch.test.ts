@@ -21,7 +21,9 @@ const inotifyWatches = (): number => {
       continue
     }
     if (target !== "anon_inode:inotify") continue
-    count += readFileSync(`/proc/self/fdinfo/${fd}`, "utf8").split("\n").filter((line) => line.startsWith("inotify wd:")).length
+    count += readFileSync(`/proc/self/fdinfo/${fd}`, "utf8").split("\n").filter((line) =>
+      line.startsWith("inotify wd:")
+    ).length
   }
   return count
 }
@@ -29,7 +31,11 @@ const inotifyWatches = (): number => {
 const branch = [entry("u1", "user", "a question"), entry("a1", "assistant", "an answer")]
 
 const settle = async (roots: Roots, job: number, summary: string) => {
-  const reservation = await Ours.reserveRarebitJob({ jobId: jobId(job), sessionFile: roots.sessionFile, ...roots.location })
+  const reservation = await Ours.reserveRarebitJob({
+    jobId: jobId(job),
+    sessionFile: roots.sessionFile,
+    ...roots.location
+  })
   if (!reservation.acquired) throw new Error(`job ${job} was not acquired`)
   await Ours.settleRarebitJob(reservation, summaryReceipt(branch, "watched", { summary }))
 }
@@ -80,7 +86,10 @@ describe("watchRarebitCurrent", () => {
     assert.strictEqual((error?.cause as Error).message, "enough")
     assert.strictEqual(inotifyWatches(), before)
     // Ended for good.
-    await iterator.next().then(() => assert.fail("a next() after abort resolved"), (e: Error) => assert.strictEqual(e.name, "AbortError"))
+    await iterator.next().then(
+      () => assert.fail("a next() after abort resolved"),
+      (e: Error) => assert.strictEqual(e.name, "AbortError")
+    )
   })
 
   it("a signal aborted before the first next() opens nothing", async () => {

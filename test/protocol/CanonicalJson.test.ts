@@ -1,7 +1,7 @@
-import { createHash } from "node:crypto"
 import { assert, describe, it } from "@effect/vitest"
 import * as RefCoreModule from "@hypercarrier/rarebit/core"
 import fc from "fast-check"
+import { createHash } from "node:crypto"
 import { sha256, sha256Hex, stableJson } from "../../src/protocol/CanonicalJson.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 
@@ -11,7 +11,20 @@ const RefCore = RefCoreModule as unknown as {
   readonly sha256: (value: unknown) => string
 }
 
-const edgeNumber = fc.constantFrom(-0, 0, 1e21, 1e-7, 5e-7, 1e-6, 2 ** 53, -(2 ** 53), Number.MAX_VALUE, 5e-324, NaN, Infinity)
+const edgeNumber = fc.constantFrom(
+  -0,
+  0,
+  1e21,
+  1e-7,
+  5e-7,
+  1e-6,
+  2 ** 53,
+  -(2 ** 53),
+  Number.MAX_VALUE,
+  5e-324,
+  NaN,
+  Infinity
+)
 
 const leaf = fc.oneof(
   fc.string({ unit: "grapheme" }),
@@ -62,7 +75,10 @@ describe("CanonicalJson", () => {
   })
 
   it("writes undefined as null and sorts keys by code unit", () => {
-    assert.strictEqual(stableJson({ b: undefined, a: [undefined, -0, 1e21, 5e-7], "\u00e9": 1, Z: 2 }), '{"Z":2,"a":[null,0,1e+21,5e-7],"b":null,"é":1}')
+    assert.strictEqual(
+      stableJson({ b: undefined, a: [undefined, -0, 1e21, 5e-7], "\u00e9": 1, Z: 2 }),
+      "{\"Z\":2,\"a\":[null,0,1e+21,5e-7],\"b\":null,\"é\":1}"
+    )
     assert.strictEqual(stableJson(undefined), "null")
   })
 
@@ -70,7 +86,7 @@ describe("CanonicalJson", () => {
     const expected = createHash("sha256").update("é\n").digest("hex")
     assert.strictEqual(sha256("é\n"), expected)
     assert.strictEqual(sha256Hex(new TextEncoder().encode("é\n")), expected)
-    assert.notStrictEqual(sha256({ a: 1 }), sha256('{"a":1} '))
-    assert.strictEqual(sha256({ a: 1 }), createHash("sha256").update('{"a":1}').digest("hex"))
+    assert.notStrictEqual(sha256({ a: 1 }), sha256("{\"a\":1} "))
+    assert.strictEqual(sha256({ a: 1 }), createHash("sha256").update("{\"a\":1}").digest("hex"))
   })
 })

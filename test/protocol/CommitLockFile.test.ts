@@ -1,11 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
-import {
-  decodeCommitLockFile,
-  encodeLockLine,
-  lockHeldBy,
-  parseLockFile
-} from "../../src/protocol/CommitLockFile.js"
+import { decodeCommitLockFile, encodeLockLine, lockHeldBy, parseLockFile } from "../../src/protocol/CommitLockFile.js"
 
 const token = "9e".repeat(24)
 const claimedAt = "2026-01-01T00:00:00.000Z"

@@ -60,14 +60,16 @@ describe("JobClaim", () => {
       assert.isTrue(Result.isFailure(decodeJobClaim({ ...active, extra: 1 })))
       assert.isTrue(Result.isFailure(decodeJobClaim({ ...active, claimedAt: "2026-01-01" })))
       assert.isTrue(Result.isFailure(decodeJobClaim({ ...active, leaseMs: 0 })))
-      assert.isTrue(Result.isFailure(decodeJobClaim({ ...settled, receiptRef: { ...settled.receiptRef, receiptLength: 0 } })))
+      assert.isTrue(
+        Result.isFailure(decodeJobClaim({ ...settled, receiptRef: { ...settled.receiptRef, receiptLength: 0 } }))
+      )
       assert.isTrue(Result.isFailure(decodeJobClaim({ ...settled, state: "active" })))
     })
   })
 
   describe("parseClaim", () => {
     it("calls empty, blank and unparsable text torn", () => {
-      for (const text of ["", " \n\t", "{", '{"jobId":"', "nul", '{"a":1}\n{"a":1}\n']) {
+      for (const text of ["", " \n\t", "{", "{\"jobId\":\"", "nul", "{\"a\":1}\n{\"a\":1}\n"]) {
         assert.deepStrictEqual(parseClaim(text), { _tag: "Torn" })
       }
     })
@@ -123,10 +125,15 @@ describe("JobClaim", () => {
 
     it("agrees with the lease arithmetic for any time and lease", () => {
       fc.assert(
-        fc.property(fc.integer({ min: 0, max: 4e12 }), fc.integer({ min: 1, max: 1e9 }), fc.integer({ min: -2e9, max: 2e9 }), (at, lease, offset) => {
-          const claim = makeActiveClaim(jobId, token, at, lease)
-          assert.strictEqual(claimExpired(claim, at + offset), offset > lease)
-        }),
+        fc.property(
+          fc.integer({ min: 0, max: 4e12 }),
+          fc.integer({ min: 1, max: 1e9 }),
+          fc.integer({ min: -2e9, max: 2e9 }),
+          (at, lease, offset) => {
+            const claim = makeActiveClaim(jobId, token, at, lease)
+            assert.strictEqual(claimExpired(claim, at + offset), offset > lease)
+          }
+        ),
         { numRuns: fuzzRuns(1000) }
       )
     })

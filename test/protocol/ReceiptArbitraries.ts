@@ -68,7 +68,6 @@ export const modelProvenance = fc.record(
 
 export const receiptError = fc.record({ name: nonEmptyString, message: anyString })
 
-
 export const synthesis = fc.record({
   schemaVersion: fc.constant(1),
   kind: fc.constant("rarebit_model_synthesis"),
@@ -180,7 +179,10 @@ const assessment = (ownerRequest: boolean) =>
   ownerRequest
     ? fc.constant({ sessionStatus: "user_requested" as unknown, statusReason: "owner_request_recorded" })
     : fc.oneof(
-      { weight: 8, arbitrary: fc.constant({ sessionStatus: "finished" as unknown, statusReason: "all_requests_accomplished" }) },
+      {
+        weight: 8,
+        arbitrary: fc.constant({ sessionStatus: "finished" as unknown, statusReason: "all_requests_accomplished" })
+      },
       {
         weight: 8,
         arbitrary: fc.constantFrom(...statusReasons.slice(2)).map((statusReason) => ({
@@ -261,30 +263,35 @@ export const titleStatuses = [
 
 /** A valid Title receipt of the given status (any status when omitted). */
 export const validTitleReceipt = (status?: (typeof titleStatuses)[number]): fc.Arbitrary<Json> =>
-  (status === undefined ? fc.constantFrom(...titleStatuses) : fc.constant(status)).chain((status): fc.Arbitrary<Json> => {
-    const common = {
-      schemaVersion: fc.constant(4),
-      type: fc.constant("rarebit_title"),
-      status: fc.constant(status),
-      jobId: sha256Hex,
-      implementationVersion: fc.constant("hc-rarebit-title-v4"),
-      sessionId: nonEmptyString,
-      branch,
-      selectionManifestHash: sha256Hex,
-      titleEvidence: fc.record({ provenance: nonEmptyString, sourceEntryId: fc.option(nonEmptyString, { nil: null }) }),
-      promptVersion: nonEmptyString,
-      model,
-      modelProvenance,
-      applicationMode: fc.constantFrom("apply", "proposal"),
-      priorTitle: nullableString,
-      observedAt: parsableTimestamp
+  (status === undefined ? fc.constantFrom(...titleStatuses) : fc.constant(status)).chain(
+    (status): fc.Arbitrary<Json> => {
+      const common = {
+        schemaVersion: fc.constant(4),
+        type: fc.constant("rarebit_title"),
+        status: fc.constant(status),
+        jobId: sha256Hex,
+        implementationVersion: fc.constant("hc-rarebit-title-v4"),
+        sessionId: nonEmptyString,
+        branch,
+        selectionManifestHash: sha256Hex,
+        titleEvidence: fc.record({
+          provenance: nonEmptyString,
+          sourceEntryId: fc.option(nonEmptyString, { nil: null })
+        }),
+        promptVersion: nonEmptyString,
+        model,
+        modelProvenance,
+        applicationMode: fc.constantFrom("apply", "proposal"),
+        priorTitle: nullableString,
+        observedAt: parsableTimestamp
+      }
+      if (status === "failure") {
+        return fc.record({ ...common, title: fc.constant(null), retryable: fc.boolean(), error: receiptError })
+      }
+      const titled = status === "proposal" || status === "applied"
+      return fc.record({ ...common, title: titled ? nonEmptyString : fc.constant(null), synthesis })
     }
-    if (status === "failure") {
-      return fc.record({ ...common, title: fc.constant(null), retryable: fc.boolean(), error: receiptError })
-    }
-    const titled = status === "proposal" || status === "applied"
-    return fc.record({ ...common, title: titled ? nonEmptyString : fc.constant(null), synthesis })
-  })
+  )
 
 // ---------------------------------------------------------------------------
 // mutations
@@ -336,7 +343,9 @@ const updateAt = (value: unknown, path: Path, f: (node: unknown) => unknown): un
 const withoutKey = (node: unknown, key: string): unknown => {
   const copy: Record<string, unknown> = {}
   for (const k of Object.keys(node as object)) {
-    if (k !== key) Object.defineProperty(copy, k, { value: (node as Json)[k], enumerable: true, writable: true, configurable: true })
+    if (k !== key) {
+      Object.defineProperty(copy, k, { value: (node as Json)[k], enumerable: true, writable: true, configurable: true })
+    }
   }
   return copy
 }
@@ -423,8 +432,35 @@ const addKey: Mutation = (record) =>
 const replaceValue: Mutation = (record) =>
   fc.tuple(fc.constantFrom(...pathsOf(record)), nastyValue).map(([path, value]) => updateAt(record, path, () => value))
 
-const numericEdge = fc.constantFrom<unknown>(-1, -0, 0, 1, 1.5, NaN, Infinity, -Infinity, 1e21, 2 ** 53, Number.MAX_VALUE, -5e-324, "1", null)
-const stringEdge = fc.constantFrom<unknown>("", "", "", " ", "x", "\u00a0", "2026-02-30T00:00:00Z", "garbage", "A".repeat(64), null, 0)
+const numericEdge = fc.constantFrom<unknown>(
+  -1,
+  -0,
+  0,
+  1,
+  1.5,
+  NaN,
+  Infinity,
+  -Infinity,
+  1e21,
+  2 ** 53,
+  Number.MAX_VALUE,
+  -5e-324,
+  "1",
+  null
+)
+const stringEdge = fc.constantFrom<unknown>(
+  "",
+  "",
+  "",
+  " ",
+  "x",
+  "\u00a0",
+  "2026-02-30T00:00:00Z",
+  "garbage",
+  "A".repeat(64),
+  null,
+  0
+)
 
 /** Replaces a number (or a null, often a nullable number) with a numeric edge value. */
 const numericValue: Mutation = (record) => {
@@ -463,10 +499,15 @@ const semantic: Mutation = (record) => {
     fc.constantFrom(...summaryStatuses, ...titleStatuses).map((status) => setField(record, ["status"], status)),
     fc.constantFrom(...boundaries).map((boundary) => setField(record, ["lifecycleBoundary"], boundary)),
     fc.constantFrom(...summaryVersions).map((version) => setField(record, ["implementationVersion"], version)),
-    fc.tuple(fc.constantFrom<unknown>(...sessionStatuses, ["finished"], ["user_requested"], "constructor"), fc.constantFrom(...statusReasons))
+    fc.tuple(
+      fc.constantFrom<unknown>(...sessionStatuses, ["finished"], ["user_requested"], "constructor"),
+      fc.constantFrom(...statusReasons)
+    )
       .map(([status, reason]) => setField(setField(record, ["sessionStatus"], status), ["statusReason"], reason)),
     fc.constantFrom(-1, 1).map((delta) =>
-      coverage ? setField(record, ["inputCoverage", "totalMessageCount"], (coverage.totalMessageCount as number) + delta) : record
+      coverage
+        ? setField(record, ["inputCoverage", "totalMessageCount"], (coverage.totalMessageCount as number) + delta)
+        : record
     ),
     fc.constant(coverage ? setField(record, ["inputCoverage", "complete"], !coverage.complete) : record),
     fc.constant(
@@ -475,9 +516,15 @@ const semantic: Mutation = (record) => {
         : record
     ),
     fc.constant(selectionOf ? setField(record, ["selection", "latestUserSourceEntryId"], null) : record),
-    fc.constantFrom("", " ", "\n\t ", "\u00a0", "\u2028", "\ufeff").map((blank) => setField(record, ["summary"], blank)),
+    fc.constantFrom("", " ", "\n\t ", "\u00a0", "\u2028", "\ufeff").map((blank) =>
+      setField(record, ["summary"], blank)
+    ),
     fc.constantFrom<unknown>(null, "", "t").map((title) => setField(record, ["title"], title)),
-    fc.constant(coverage === undefined && r.status === "ok" ? setField(record, ["implementationVersion"], "hc-rarebit-summary-v6") : record),
+    fc.constant(
+      coverage === undefined && r.status === "ok"
+        ? setField(record, ["implementationVersion"], "hc-rarebit-summary-v6")
+        : record
+    ),
     fc.constant(coverage ? updateAt(record, [], (node) => withoutKey(node, "inputCoverage")) : record)
   )
 }
@@ -511,16 +558,58 @@ export const mutated = (valid: fc.Arbitrary<Json>): fc.Arbitrary<unknown> =>
 // ---------------------------------------------------------------------------
 
 const edgeValues: ReadonlyArray<unknown> = [
-  -1, 0, -0, 1, 1.5, 4, NaN, Infinity, -Infinity, 1e21, 2 ** 53, Number.MAX_VALUE, -5e-324,
-  "", " ", "\u00a0", "x", "0", "2026-01-01", "2026-02-30T25:00:00Z", "A".repeat(64), "a".repeat(64),
-  null, undefined, true, false, [], {},
-  ...summaryStatuses, ...titleStatuses, ...boundaries, ...summaryVersions, ...sessionStatuses, ...statusReasons,
-  "constructor", "__proto__"
+  -1,
+  0,
+  -0,
+  1,
+  1.5,
+  4,
+  NaN,
+  Infinity,
+  -Infinity,
+  1e21,
+  2 ** 53,
+  Number.MAX_VALUE,
+  -5e-324,
+  "",
+  " ",
+  "\u00a0",
+  "x",
+  "0",
+  "2026-01-01",
+  "2026-02-30T25:00:00Z",
+  "A".repeat(64),
+  "a".repeat(64),
+  null,
+  undefined,
+  true,
+  false,
+  [],
+  {},
+  ...summaryStatuses,
+  ...titleStatuses,
+  ...boundaries,
+  ...summaryVersions,
+  ...sessionStatuses,
+  ...statusReasons,
+  "constructor",
+  "__proto__"
 ]
 
 const extraKeys: ReadonlyArray<string> = [
-  "__proto__", "extra", "inputCoverage", "summary", "sessionStatus", "statusReason", "synthesis",
-  "automaticSummaryPolicy", "overflow", "retryable", "error", "title", "settingsKey"
+  "__proto__",
+  "extra",
+  "inputCoverage",
+  "summary",
+  "sessionStatus",
+  "statusReason",
+  "synthesis",
+  "automaticSummaryPolicy",
+  "overflow",
+  "retryable",
+  "error",
+  "title",
+  "settingsKey"
 ]
 
 /**

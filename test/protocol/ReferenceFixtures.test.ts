@@ -1,6 +1,6 @@
-import { readdirSync, readFileSync } from "node:fs"
 import { assert, describe, it } from "@effect/vitest"
 import * as RefState from "@hypercarrier/rarebit/artifact-state"
+import { readdirSync, readFileSync } from "node:fs"
 import { validateSummaryReceipt } from "../../src/protocol/SummaryReceipt.js"
 import { validateTitleReceipt } from "../../src/protocol/TitleReceipt.js"
 
@@ -32,7 +32,10 @@ const fixtureValues = (): Array<readonly [string, unknown]> => {
       documents.push([name, JSON.parse(text)])
     }
   }
-  documents.push(["rarebit.schema.json", JSON.parse(readFileSync(new URL("schemas/rarebit.schema.json", packageRoot), "utf8"))])
+  documents.push([
+    "rarebit.schema.json",
+    JSON.parse(readFileSync(new URL("schemas/rarebit.schema.json", packageRoot), "utf8"))
+  ])
   const values: Array<readonly [string, unknown]> = []
   const walk = (where: string, value: unknown): void => {
     values.push([where, value])

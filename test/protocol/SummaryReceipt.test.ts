@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as RefState from "@hypercarrier/rarebit/artifact-state"
 import fc from "fast-check"
+import { MAX_EXPLANATION_CHARS } from "../../src/protocol/ReceiptValidation.js"
 import {
   explainSummaryReceipt,
   isSummaryReceipt,
@@ -8,7 +9,6 @@ import {
   SummaryReceipt,
   validateSummaryReceipt
 } from "../../src/protocol/SummaryReceipt.js"
-import { MAX_EXPLANATION_CHARS } from "../../src/protocol/ReceiptValidation.js"
 import { summaryStatuses, validSummaryReceipt } from "./ReceiptArbitraries.js"
 import { describeReceiptDifferential } from "./ReceiptDifferential.js"
 
@@ -49,16 +49,28 @@ describe("SummaryReceipt", () => {
 
   describe("JavaScript corner cases", () => {
     const cases: ReadonlyArray<readonly [string, () => unknown, boolean]> = [
-      ["-0 is a non-negative integer", () => ({ ...okV4(), branch: { ...(okV4().branch as object), entryCount: -0 } }), true],
+      [
+        "-0 is a non-negative integer",
+        () => ({ ...okV4(), branch: { ...(okV4().branch as object), entryCount: -0 } }),
+        true
+      ],
       ["1e300 is an integer", () => ({ ...okV4(), branch: { ...(okV4().branch as object), entryCount: 1e300 } }), true],
-      ["1.5 is not an integer", () => ({ ...okV4(), branch: { ...(okV4().branch as object), entryCount: 1.5 } }), false],
+      [
+        "1.5 is not an integer",
+        () => ({ ...okV4(), branch: { ...(okV4().branch as object), entryCount: 1.5 } }),
+        false
+      ],
       [
         "-0 is not a positive integer",
         () => ({ ...okV4(), inputCoveragePolicy: { strategy: "complete_or_explicit_overflow", maxPromptChars: -0 } }),
         false
       ],
       ["an ok v4 receipt may omit inputCoverage", okV4, true],
-      ["an ok v5 receipt must carry inputCoverage", () => ({ ...okV4(), implementationVersion: "hc-rarebit-summary-v5" }), false],
+      [
+        "an ok v5 receipt must carry inputCoverage",
+        () => ({ ...okV4(), implementationVersion: "hc-rarebit-summary-v5" }),
+        false
+      ],
       [
         "inputCoverage is not allowed outside ok",
         () => ({ ...sample("ineligible"), inputCoverage: sample("ok").inputCoverage }),
@@ -94,7 +106,11 @@ describe("SummaryReceipt", () => {
         () => ({ ...okV4(), sessionStatus: "user_requested", statusReason: "owner_request_recorded" }),
         false
       ],
-      ["an own __proto__ key from JSON.parse is excess", () => JSON.parse(`{"__proto__":1,${JSON.stringify(okV4()).slice(1)}`), false],
+      [
+        "an own __proto__ key from JSON.parse is excess",
+        () => JSON.parse(`{"__proto__":1,${JSON.stringify(okV4()).slice(1)}`),
+        false
+      ],
       ["keys inherited from a prototype are not present", () => Object.create(okV4()), false],
       ["an array is not a record", () => Object.assign([], okV4()), false],
       ["a symbol key is never excess", () => ({ ...okV4(), [Symbol("x")]: 1 }), true],

@@ -1,7 +1,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as RefState from "@hypercarrier/rarebit/artifact-state"
 import fc from "fast-check"
-import { explainTitleReceipt, isTitleReceipt, TitleReceipt, validateTitleReceipt } from "../../src/protocol/TitleReceipt.js"
+import {
+  explainTitleReceipt,
+  isTitleReceipt,
+  TitleReceipt,
+  validateTitleReceipt
+} from "../../src/protocol/TitleReceipt.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 import { mutated, titleStatuses, validSummaryReceipt, validTitleReceipt } from "./ReceiptArbitraries.js"
 import { describeReceiptDifferential } from "./ReceiptDifferential.js"
@@ -43,7 +48,11 @@ describe("TitleReceipt", () => {
         return rest
       }, false],
       ["priorTitle may be empty", () => ({ ...sample("proposal"), priorTitle: "" }), true],
-      ["the implementation version is fixed", () => ({ ...sample("proposal"), implementationVersion: "hc-rarebit-title-v5" }), false],
+      [
+        "the implementation version is fixed",
+        () => ({ ...sample("proposal"), implementationVersion: "hc-rarebit-title-v5" }),
+        false
+      ],
       ["keys inherited from a prototype are not present", () => Object.create(sample("applied")), false]
     ]
     for (const [name, build, expected] of cases) {

@@ -14,7 +14,8 @@ import { decodeUtf8, Utf8Pieces } from "../../src/protocol/internal/Utf8.js"
 import { concatBytes, decoderSensitive, sensitiveBytes, trickyByteArray } from "../support/DecoderBytes.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 
-const nodeDecode = (bytes: Uint8Array): string => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString("utf8")
+const nodeDecode = (bytes: Uint8Array): string =>
+  Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString("utf8")
 
 const R = "\uFFFD"
 
@@ -129,7 +130,12 @@ describe("Utf8Pieces", () => {
       fc.oneof(fc.constantFrom("😀", "€", "é", "日本", "\n", "\uFEFF", "{\"a\":1}", "x".repeat(40)), fc.string()),
       { maxLength: 30 }
     ).map((parts) => new TextEncoder().encode(parts.join("")))
-    const part = fc.oneof(fc.uint8Array({ maxLength: 60 }), trickyByteArray(60), sensitiveBytes.map(({ bytes }) => bytes), text)
+    const part = fc.oneof(
+      fc.uint8Array({ maxLength: 60 }),
+      trickyByteArray(60),
+      sensitiveBytes.map(({ bytes }) => bytes),
+      text
+    )
     fc.assert(
       fc.property(fc.array(part, { maxLength: 8 }), fc.array(fc.nat(), { maxLength: 12 }), (parts, cuts) => {
         const bytes = concatBytes(...parts)
@@ -141,28 +147,32 @@ describe("Utf8Pieces", () => {
     )
   })
 
-  it("decodes every sequence of up to two bytes, and of three from a non-ASCII byte, cut at every point, as decodeUtf8", () => {
-    let mismatches = 0
-    const bytes = new Uint8Array(3)
-    for (let a = 0x80; a < 256; a++) {
-      bytes[0] = a
-      for (let b = 0; b < 256; b++) {
-        bytes[1] = b
-        const two = bytes.subarray(0, 2)
-        if (decodeInPieces([two.subarray(0, 1), two.subarray(1)]) !== decodeUtf8(two)) mismatches++
-        // Only where the first two bytes may still begin a longer character does the third matter.
-        if (b < 0x80 || b > 0xbf) continue
-        for (let c = 0; c < 256; c++) {
-          bytes[2] = c
-          const whole = decodeUtf8(bytes)
-          if (decodeInPieces([bytes.subarray(0, 1), bytes.subarray(1)]) !== whole) mismatches++
-          if (decodeInPieces([bytes.subarray(0, 2), bytes.subarray(2)]) !== whole) mismatches++
-          if (decodeInPieces([bytes.subarray(0, 1), bytes.subarray(1, 2), bytes.subarray(2)]) !== whole) mismatches++
+  it(
+    "decodes every sequence of up to two bytes, and of three from a non-ASCII byte, cut at every point, as decodeUtf8",
+    () => {
+      let mismatches = 0
+      const bytes = new Uint8Array(3)
+      for (let a = 0x80; a < 256; a++) {
+        bytes[0] = a
+        for (let b = 0; b < 256; b++) {
+          bytes[1] = b
+          const two = bytes.subarray(0, 2)
+          if (decodeInPieces([two.subarray(0, 1), two.subarray(1)]) !== decodeUtf8(two)) mismatches++
+          // Only where the first two bytes may still begin a longer character does the third matter.
+          if (b < 0x80 || b > 0xbf) continue
+          for (let c = 0; c < 256; c++) {
+            bytes[2] = c
+            const whole = decodeUtf8(bytes)
+            if (decodeInPieces([bytes.subarray(0, 1), bytes.subarray(1)]) !== whole) mismatches++
+            if (decodeInPieces([bytes.subarray(0, 2), bytes.subarray(2)]) !== whole) mismatches++
+            if (decodeInPieces([bytes.subarray(0, 1), bytes.subarray(1, 2), bytes.subarray(2)]) !== whole) mismatches++
+          }
         }
       }
-    }
-    assert.strictEqual(mismatches, 0)
-  }, 120_000)
+      assert.strictEqual(mismatches, 0)
+    },
+    120_000
+  )
 
   it("holds back exactly a character the next byte may still complete", () => {
     const decoder = new Utf8Pieces()

@@ -63,7 +63,9 @@ const phaseOf = (operation: FaultOperation | undefined): string => {
 
 const label = (scenario: Scenario, point: CrashPoint) =>
   `${scenario.name}: ${point.mode} crash at ${
-    point.operation === undefined ? "the end" : `#${point.operation.mutatingIndex} ${point.operation.method} ${point.operation.path}`
+    point.operation === undefined
+      ? "the end"
+      : `#${point.operation.mutatingIndex} ${point.operation.method} ${point.operation.path}`
   }`
 
 /** Checks a crash image, restarts a fresh worker on it, finishes the job and checks again. */
@@ -147,7 +149,9 @@ describe("crash points", () => {
         report(
           "crash-points",
           `crash points · ${scenario.name}: ${result.points} points × 2 images = ${tally.verified} restarts ` +
-            `(${[...phases].map(([phase, n]) => `${phase} ${n}`).join(", ")}); restart settled ${tally.restartSettled}, ` +
+            `(${
+              [...phases].map(([phase, n]) => `${phase} ${n}`).join(", ")
+            }); restart settled ${tally.restartSettled}, ` +
             `found settled ${tally.restartDuplicate}, receipts awaiting recovery ${tally.orphanedReceipts}, ` +
             `manual unlocks ${tally.repairs}; ${tally.compared.size} distinct states read by both implementations`
         )

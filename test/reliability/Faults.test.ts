@@ -26,8 +26,8 @@ import { finalJobs, prepare, type Scenario, scenarios } from "./Scenarios.js"
 import {
   asWorker,
   check,
-  type Completion,
   completeJob,
+  type Completion,
   JOB2,
   LEASE_MS,
   LOCK,
@@ -185,7 +185,11 @@ const gapsOf = (log: ReadonlyArray<FaultOperation>) => {
     if (read.length === 0 || read[0]!.kind !== "open" || afterBreakFile) return
     for (const step of [...read, op]) lockRelease.add(step.index)
   })
-  return { afterAppend, lockRelease, isGap: (op: FaultOperation) => afterAppend.has(op.index) || lockRelease.has(op.index) }
+  return {
+    afterAppend,
+    lockRelease,
+    isGap: (op: FaultOperation) => afterAppend.has(op.index) || lockRelease.has(op.index)
+  }
 }
 
 const reportTally = (name: string, tally: Tally) =>
@@ -213,7 +217,9 @@ const errnoRuns = (scenario: Scenario, selection: Selection) =>
       for (const errno of step.mutating ? errnos : ["EIO" as const]) {
         const at = `${errno} at #${step.index} ${step.method} ${step.path}`
         const world = initial.crashImage("process")
-        const fault = makeFaultFileSystem(world, { rules: [{ index: step.index, action: { _tag: "Fail", error: errno } }] })
+        const fault = makeFaultFileSystem(world, {
+          rules: [{ index: step.index, action: { _tag: "Fail", error: errno } }]
+        })
         const exit = yield* Effect.exit(Effect.provideService(program, FileSystem.FileSystem, fault))
         assert.isTrue(fault.operations().some((op) => op.fault !== undefined), `${at}: fault injected`)
         tally.runs++
@@ -230,8 +236,9 @@ const tornRuns = (scenario: Scenario, selection: Selection) =>
     const { initial, program } = yield* prepare(scenario)
     const log = yield* baselineOf(initial, program)
     const { afterAppend } = gapsOf(log)
-    const receiptBytes = new TextEncoder().encode(JSON.stringify({ ...(scenario.receipt as object), jobId: scenario.job }))
-      .length + 1
+    const receiptBytes =
+      new TextEncoder().encode(JSON.stringify({ ...(scenario.receipt as object), jobId: scenario.job }))
+        .length + 1
     const tally = newTally()
     for (const write of log.filter((op) => op.kind === "write")) {
       for (const then of ["fail", "crash"] as const) {
@@ -239,7 +246,8 @@ const tornRuns = (scenario: Scenario, selection: Selection) =>
         const whole = write.path === SIDECAR ? [receiptBytes + 10] : []
         for (const bytes of [0, 1, 40, 200, ...whole]) {
           // A live worker whose receipt landed whole deletes the claim (a known gap).
-          const gap = then === "fail" && (afterAppend.has(write.index) || (write.path === SIDECAR && bytes > receiptBytes))
+          const gap = then === "fail" &&
+            (afterAppend.has(write.index) || (write.path === SIDECAR && bytes > receiptBytes))
           if (gap !== (selection === "known gaps")) continue
           const at = `torn write (${bytes} bytes, then ${then}) at #${write.index} ${write.method} ${write.path}`
           const world = initial.crashImage("process")
@@ -299,7 +307,10 @@ describe("I/O faults after the append and in the lock release", () => {
   }
   it.effect("settle: a torn append that landed the whole receipt", () =>
     Effect.gen(function*() {
-      const tally = yield* tornRuns(scenarios.find((scenario) => scenario.name.startsWith("settle a summary (new"))!, "known gaps")
+      const tally = yield* tornRuns(
+        scenarios.find((scenario) => scenario.name.startsWith("settle a summary (new"))!,
+        "known gaps"
+      )
       reportTally("settle (torn, whole receipt)", tally)
       assert.isAbove(tally.runs, 0)
       assert.deepStrictEqual(tally.problems, [])

@@ -35,7 +35,9 @@ export interface Scenario {
   readonly name: string
   /** Builds the initial state as worker 10 at `T0`; returns the reservation the program uses, if any. */
   /** Runs in a scope of its own: stores it builds let go of their files when it ends. */
-  readonly setup: (world: MemoryFileSystemShape) => Effect.Effect<Acquired | undefined, unknown, Path.Path | Scope.Scope>
+  readonly setup: (
+    world: MemoryFileSystemShape
+  ) => Effect.Effect<Acquired | undefined, unknown, Path.Path | Scope.Scope>
   readonly programAt: number
   /** What worker 100 does, crashed at every step. */
   readonly program: (store: Store, reservation: Acquired | undefined) => Effect.Effect<unknown, unknown>

@@ -13,11 +13,11 @@ import { createHash } from "node:crypto"
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
+import type { ReceiptInput } from "../../src/protocol/Receipt.js"
+import { inspectCommitLock, removeCommitLock } from "../../src/store/CommitLockRepair.js"
 import { LockOwner, type LockOwnerProbe, makeLockOwnerProbe } from "../../src/store/LockOwner.js"
 import { make } from "../../src/store/RarebitStore.js"
-import type { ReceiptInput } from "../../src/protocol/Receipt.js"
 import type { Acquired } from "../../src/store/Reservation.js"
-import { inspectCommitLock, removeCommitLock } from "../../src/store/CommitLockRepair.js"
 import { makeStoreConfig, type StoreConfig } from "../../src/store/StoreConfig.js"
 import type { MemoryFileSystemShape } from "../../src/testing/MemoryFileSystem.js"
 import { makeMemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
@@ -87,8 +87,11 @@ export const asWorker = (pid: number, seed: string) => <A, E, R>(effect: Effect.
  * built with), with its own token stream seeded from `Random`.
  */
 export const storeOn = (fs: FileSystem.FileSystem) =>
-  Effect.flatMap(tokensSeededFromRandom, (tokens) =>
-    make(config).pipe(Effect.provideService(FileSystem.FileSystem, fs), Effect.provideService(SecureRandom, tokens)))
+  Effect.flatMap(
+    tokensSeededFromRandom,
+    (tokens) =>
+      make(config).pipe(Effect.provideService(FileSystem.FileSystem, fs), Effect.provideService(SecureRandom, tokens))
+  )
 
 export type Store = Effect.Success<ReturnType<typeof storeOn>>
 

@@ -35,8 +35,12 @@ describe("stress (quick)", () => {
     try {
       const json = join(directory, "figures.json")
       const output = await new Promise<string>((resolve) =>
-        execFile(process.execPath, [runner, "--quick", "--json", json], { timeout: 170_000 }, (_error, stdout, stderr) =>
-          resolve(`${stdout}${stderr}`))
+        execFile(
+          process.execPath,
+          [runner, "--quick", "--json", json],
+          { timeout: 170_000 },
+          (_error, stdout, stderr) => resolve(`${stdout}${stderr}`)
+        )
       )
       report("stress-quick", output)
       const figures = await readFile(json, "utf8").catch(() => undefined)

@@ -43,8 +43,12 @@ const treeOf = async (directory: string): Promise<Record<string, string>> => {
   const visit = async (current: string, name: string) => {
     const info = await lstat(current)
     const content = info.isFile() ? await readFile(current, "utf8") : ""
-    tree[name] = `${info.isDirectory() ? "d" : info.isFile() ? "f" : "?"} ${(info.mode & 0o7777).toString(8)} ${content}`
-    if (info.isDirectory()) for (const child of (await readdir(current)).sort()) await visit(join(current, child), `${name}/${child}`)
+    tree[name] = `${info.isDirectory() ? "d" : info.isFile() ? "f" : "?"} ${
+      (info.mode & 0o7777).toString(8)
+    } ${content}`
+    if (info.isDirectory()) {
+      for (const child of (await readdir(current)).sort()) await visit(join(current, child), `${name}/${child}`)
+    }
   }
   await visit(directory, ".")
   return tree
@@ -93,7 +97,8 @@ describe("a symlink swapped in for the sidecar during settles", () => {
     const outcomes: Record<string, number> = {}
     for (let n = 2; n < 2 + SETTLES; n++) {
       const outcome = await Ours.reserveRarebitJob({ jobId: jobId(n), sessionFile, ...location }).then(
-        (reservation) => reservation.acquired ? Ours.settleRarebitJob(reservation, summaryReceipt(branch, "swap")) : undefined
+        (reservation) =>
+          reservation.acquired ? Ours.settleRarebitJob(reservation, summaryReceipt(branch, "swap")) : undefined
       ).then(
         () => "settled",
         (error: Error) => error.message.split(":")[0]

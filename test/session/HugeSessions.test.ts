@@ -162,8 +162,8 @@ describe("Huge Sessions, ours against the reference on the real disk", () => {
 
   const sparse = (size: number) => (file: string) => truncate(file, size)
   const longLine = (bytes: number) => async (file: string) => {
-    const start = '{"type":"message","id":"long","message":{"role":"user","content":"'
-    const end = '"}}\n'
+    const start = "{\"type\":\"message\",\"id\":\"long\",\"message\":{\"role\":\"user\",\"content\":\""
+    const end = "\"}}\n"
     const stream = createWriteStream(file, { flags: "a" })
     const piece = Buffer.alloc(MiB, "a")
     stream.write(start)

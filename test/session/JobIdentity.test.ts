@@ -8,8 +8,8 @@ import {
   type RarebitJobIdentityInput
 } from "../../src/session/index.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
-import { assertSameOutcome, capture, type Outcome } from "./Outcome.js"
 import { Core } from "../support/Reference.js"
+import { assertSameOutcome, capture, type Outcome } from "./Outcome.js"
 import { jobIdentityInputArb, policyArb } from "./SessionArbitrary.js"
 
 const assertSame = (ours: Outcome<unknown>, reference: Outcome<unknown>) => {
@@ -21,7 +21,10 @@ describe("JobIdentity against the reference", () => {
   it("exports the reference's version and default policy", () => {
     assert.strictEqual(RAREBIT_JOB_IDENTITY_VERSION, Core.RAREBIT_JOB_IDENTITY_VERSION)
     assert.deepStrictEqual({ ...DEFAULT_RAREBIT_SUMMARY_POLICY }, { ...Core.DEFAULT_RAREBIT_SUMMARY_POLICY })
-    assert.strictEqual(JSON.stringify(DEFAULT_RAREBIT_SUMMARY_POLICY), JSON.stringify(Core.DEFAULT_RAREBIT_SUMMARY_POLICY))
+    assert.strictEqual(
+      JSON.stringify(DEFAULT_RAREBIT_SUMMARY_POLICY),
+      JSON.stringify(Core.DEFAULT_RAREBIT_SUMMARY_POLICY)
+    )
     assert.isTrue(Object.isFrozen(DEFAULT_RAREBIT_SUMMARY_POLICY))
   })
 

@@ -7,7 +7,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
 import fc from "fast-check"
-import { accumulateText, SessionAccumulator } from "../../src/session/SessionAccumulator.js"
 import {
   parseSessionResult,
   projectSession,
@@ -15,6 +14,7 @@ import {
   type SessionInvalid,
   type SessionProjection
 } from "../../src/session/index.js"
+import { accumulateText, SessionAccumulator } from "../../src/session/SessionAccumulator.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 import { sessionTextArb, textArb } from "./SessionArbitrary.js"
 import { header, message, turnsText } from "./SessionLines.js"
@@ -54,7 +54,6 @@ const assertSameOutcome = (actual: Outcome, expected: Outcome, label: string) =>
   }
 }
 
-
 // ---- the accumulator --------------------------------------------------------
 
 describe("SessionAccumulator", () => {
@@ -85,19 +84,19 @@ describe("SessionAccumulator", () => {
   it("feeding any prefix of a Session, in any pieces, gives the uncached reader's outcome for it", () => {
     fc.assert(
       fc.property(sessionTextArb, fc.array(fc.nat(), { maxLength: 6 }), (text, rawCuts) => {
-      const cuts = [...new Set([...rawCuts.map((cut) => cut % (text.length + 1)), text.length])].sort((a, b) => a - b)
-      const accumulator = new SessionAccumulator("s.jsonl")
-      let fed = 0
-      for (const cut of cuts) {
-        // Lines complete before `cut` are committed; the rest up to `cut` is the unterminated tail.
-        const lastNewline = text.lastIndexOf("\n", cut - 1)
-        if (lastNewline + 1 > fed) {
-          for (const line of text.slice(fed, lastNewline).split("\n")) accumulator.addLine(line)
-          fed = lastNewline + 1
+        const cuts = [...new Set([...rawCuts.map((cut) => cut % (text.length + 1)), text.length])].sort((a, b) => a - b)
+        const accumulator = new SessionAccumulator("s.jsonl")
+        let fed = 0
+        for (const cut of cuts) {
+          // Lines complete before `cut` are committed; the rest up to `cut` is the unterminated tail.
+          const lastNewline = text.lastIndexOf("\n", cut - 1)
+          if (lastNewline + 1 > fed) {
+            for (const line of text.slice(fed, lastNewline).split("\n")) accumulator.addLine(line)
+            fed = lastNewline + 1
+          }
+          const prefix = text.slice(0, cut)
+          assertSameOutcome(accumulator.finish(text.slice(fed, cut)), freshOutcome(prefix, "s.jsonl"), `cut ${cut}`)
         }
-        const prefix = text.slice(0, cut)
-        assertSameOutcome(accumulator.finish(text.slice(fed, cut)), freshOutcome(prefix, "s.jsonl"), `cut ${cut}`)
-      }
       }),
       { numRuns: fuzzRuns(1000) }
     )
@@ -110,17 +109,17 @@ describe("SessionAccumulator", () => {
     })
     fc.assert(
       fc.property(stepsArb, (steps) => {
-      // Every entry hangs off an earlier one, so the active branch jumps around as lines arrive.
-      const lines = [header("sess-b")]
-      const accumulator = new SessionAccumulator("s.jsonl")
-      accumulator.addLine(lines[0])
-      steps.forEach(([parent, text, role], index) => {
-        const parentId = index === 0 ? null : `e${parent % index}`
-        const line = message(`e${index}`, parentId, role, text)
-        lines.push(line)
-        accumulator.addLine(line)
-        assertSameOutcome(accumulator.finish(""), freshOutcome(`${lines.join("\n")}\n`, "s.jsonl"), `step ${index}`)
-      })
+        // Every entry hangs off an earlier one, so the active branch jumps around as lines arrive.
+        const lines = [header("sess-b")]
+        const accumulator = new SessionAccumulator("s.jsonl")
+        accumulator.addLine(lines[0])
+        steps.forEach(([parent, text, role], index) => {
+          const parentId = index === 0 ? null : `e${parent % index}`
+          const line = message(`e${index}`, parentId, role, text)
+          lines.push(line)
+          accumulator.addLine(line)
+          assertSameOutcome(accumulator.finish(""), freshOutcome(`${lines.join("\n")}\n`, "s.jsonl"), `step ${index}`)
+        })
       }),
       { numRuns: fuzzRuns(300) }
     )
@@ -130,7 +129,11 @@ describe("SessionAccumulator", () => {
     // Mostly appends to the current leaf (the path that extends the last selection), from a few texts
     // (so payloads gain occurrences), with an occasional jump back to an earlier entry.
     const stepsArb = fc.array(
-      fc.tuple(fc.option(fc.nat(40), { freq: 6 }), fc.constantFrom("same", "again", "other"), fc.constantFrom("user", "assistant")),
+      fc.tuple(
+        fc.option(fc.nat(40), { freq: 6 }),
+        fc.constantFrom("same", "again", "other"),
+        fc.constantFrom("user", "assistant")
+      ),
       { minLength: 1, maxLength: 40 }
     )
     fc.assert(
@@ -151,7 +154,9 @@ describe("SessionAccumulator", () => {
           earlier.push({ outcome, json: JSON.stringify(outcome) })
         })
         // Results share arrays with later ones; none may have changed since it was returned.
-        earlier.forEach(({ json, outcome }, index) => assert.strictEqual(JSON.stringify(outcome), json, `outcome ${index}`))
+        earlier.forEach(({ json, outcome }, index) =>
+          assert.strictEqual(JSON.stringify(outcome), json, `outcome ${index}`)
+        )
       }),
       { numRuns: fuzzRuns(300) }
     )

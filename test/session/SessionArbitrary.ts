@@ -101,7 +101,9 @@ const parentChoiceArb = (messy: boolean): fc.Arbitrary<ParentChoice> =>
     { weight: 12, arbitrary: fc.constant<ParentChoice>("previous") },
     { weight: 4, arbitrary: fc.constant<ParentChoice>("earlier") },
     { weight: 1, arbitrary: fc.constantFrom<ParentChoice>("root", "absent") },
-    ...(messy ? [{ weight: 2, arbitrary: fc.constantFrom<ParentChoice>("missing", "later", "later", "self", "number") }] : [])
+    ...(messy
+      ? [{ weight: 2, arbitrary: fc.constantFrom<ParentChoice>("missing", "later", "later", "self", "number") }]
+      : [])
   )
 
 type Body = Record<string, unknown> | { readonly raw: unknown }
@@ -182,7 +184,10 @@ const headerArb = (messy: boolean): fc.Arbitrary<unknown> => {
   )
 }
 
-type Noise = { readonly op: "blank" | "spaces" | "crlf" | "trail" | "truncate" | "garbage" | "bom"; readonly at: number }
+type Noise = {
+  readonly op: "blank" | "spaces" | "crlf" | "trail" | "truncate" | "garbage" | "bom"
+  readonly at: number
+}
 
 const noiseArb = (messy: boolean): fc.Arbitrary<ReadonlyArray<Noise>> =>
   fc.array(
@@ -304,9 +309,12 @@ export const branchArb: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 6, arbitrary: fc.array(entrySpecArb(true), { maxLength: 10 }).map(renderEntries) },
   {
     weight: 2,
-    arbitrary: fc.array(fc.oneof(fc.jsonValue({ maxDepth: 3 }), messageArb.map((message) => ({ type: "message", message }))), {
-      maxLength: 6
-    })
+    arbitrary: fc.array(
+      fc.oneof(fc.jsonValue({ maxDepth: 3 }), messageArb.map((message) => ({ type: "message", message }))),
+      {
+        maxLength: 6
+      }
+    )
   },
   { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) }
 )
@@ -360,7 +368,10 @@ export const jobIdentityInputArb: fc.Arbitrary<unknown> = fc.oneof(
         branch: fc.oneof(fc.constant(undefined), fc.jsonValue({ maxDepth: 2 })),
         selection: fc.oneof(
           { weight: 6, arbitrary: fc.record({ manifestHash: fc.string({ minLength: 1, maxLength: 8 }) }) },
-          { weight: 1, arbitrary: fc.constantFrom<unknown>(undefined, null, {}, { manifestHash: "" }, { manifestHash: 0 }) }
+          {
+            weight: 1,
+            arbitrary: fc.constantFrom<unknown>(undefined, null, {}, { manifestHash: "" }, { manifestHash: 0 })
+          }
         ),
         policy: policyArb,
         promptVersion: fc.constantFrom<unknown>(undefined, null, "rarebit-summary-v6", "rarebit-title-v1"),

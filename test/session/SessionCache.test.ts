@@ -1,16 +1,16 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, FileSystem, Option, Path, Result, Scope } from "effect"
-import fc from "fast-check"
 import { TestClock } from "effect/testing"
-import { make as makeSessionCache } from "../../src/session/SessionCache.js"
+import fc from "fast-check"
 import { nativeObservation, readSession, type SessionError } from "../../src/session/index.js"
+import { make as makeSessionCache } from "../../src/session/SessionCache.js"
 import { makeFaultFileSystem } from "../../src/testing/FaultFileSystem.js"
 import { makeMemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { fileSystemSuite, nodeWorld, rewriteInPlace as rewriteInPlaceOn } from "../support/FileSystemSuite.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
+import { Session } from "../support/Reference.js"
 import { makeStallingFileSystem } from "../support/StallingFileSystem.js"
 import { makeSwappingFileSystem } from "../support/SwappingFileSystem.js"
-import { Session } from "../support/Reference.js"
 import { sessionTextArb } from "./SessionArbitrary.js"
 import { header, message, turnsText } from "./SessionLines.js"
 
@@ -94,7 +94,11 @@ const historyArb = fc.tuple(
       { weight: 2, arbitrary: fc.record({ op: fc.constant("truncate" as const), at: fc.nat() }) },
       {
         weight: 2,
-        arbitrary: fc.record({ op: fc.constant("rewrite" as const), at: fc.nat(), char: fc.constantFrom("x", "{", "\n", " ") })
+        arbitrary: fc.record({
+          op: fc.constant("rewrite" as const),
+          at: fc.nat(),
+          char: fc.constantFrom("x", "{", "\n", " ")
+        })
       },
       { weight: 1, arbitrary: fc.record({ op: fc.constant("replace" as const), text: sessionTextArb }) }
     ),
@@ -175,7 +179,10 @@ fileSystemSuite("SessionCache", (it) => {
       yield* append(file, next.slice(0, 17))
       const torn = yield* cachedRead(cache, file, root)
       assert.isTrue(Result.isFailure(torn))
-      assert.strictEqual((torn as Result.Failure<unknown, SessionError>).failure.message, `${file} contains malformed JSON at line 6`)
+      assert.strictEqual(
+        (torn as Result.Failure<unknown, SessionError>).failure.message,
+        `${file} contains malformed JSON at line 6`
+      )
       yield* check(cache, file, root, "torn")
       yield* append(file, next.slice(17))
       const stats = yield* check(cache, file, root, "completed")
@@ -321,7 +328,10 @@ fileSystemSuite("SessionCache", (it) => {
       const cache = yield* makeSessionCache()
       const file = `${root}/s.jsonl`
       // Long enough for full prints: 4 KiB at the head, 8 KiB before the end.
-      yield* append(file, `${turnsText(3)}${toolOutput("t0", "a2", 20_000)}\n${message("a3", "t0", "assistant", "done")}\n`)
+      yield* append(
+        file,
+        `${turnsText(3)}${toolOutput("t0", "a2", 20_000)}\n${message("a3", "t0", "assistant", "done")}\n`
+      )
       const active = yield* check(cache, file, root, "just written")
       yield* fs.utimes(file, aged, aged)
       const resting = yield* check(cache, file, root, "at rest")
@@ -334,7 +344,10 @@ fileSystemSuite("SessionCache", (it) => {
       assert.strictEqual((yield* check(cache, file, root, "appended, polled")).unopened, resting.unopened + 1)
       // Its head rewritten in place and grown: the head's digest no longer matches, so it is read afresh.
       const text = yield* fs.readFileString(file)
-      yield* rewriteInPlace(file, `${text.replace("question 1", "question Q")}${message("a5", "u4", "assistant", "ok")}\n`)
+      yield* rewriteInPlace(
+        file,
+        `${text.replace("question 1", "question Q")}${message("a5", "u4", "assistant", "ok")}\n`
+      )
       yield* fs.utimes(file, aged, aged)
       const rewritten = yield* check(cache, file, root, "head rewritten")
       assert.strictEqual(rewritten.full, 3)
@@ -342,7 +355,10 @@ fileSystemSuite("SessionCache", (it) => {
       // The bytes before the old end rewritten and grown: the tail's digest no longer matches either.
       const again = yield* fs.readFileString(file)
       const at = again.lastIndexOf("ok")
-      yield* rewriteInPlace(file, `${again.slice(0, at)}OK${again.slice(at + 2)}${message("a6", "a5", "assistant", "ok")}\n`)
+      yield* rewriteInPlace(
+        file,
+        `${again.slice(0, at)}OK${again.slice(at + 2)}${message("a6", "a5", "assistant", "ok")}\n`
+      )
       assert.strictEqual((yield* check(cache, file, root, "tail rewritten")).full, 4)
     }))
 
@@ -462,8 +478,10 @@ describe("SessionCache against the reference", () => {
           const mine = yield* Effect.result(cache.read(file, { sessionRoot: root }))
           const reference = yield* Effect.promise(() =>
             Session.readRarebitSession(file, { sessionRoot: root }).then(
-              ({ branch: _branch, parsed: _parsed, ...projection }: Record<string, unknown>) =>
-                ({ ok: true as const, value: projection }),
+              ({ branch: _branch, parsed: _parsed, ...projection }: Record<string, unknown>) => ({
+                ok: true as const,
+                value: projection
+              }),
               (error: Error) => ({ ok: false as const, error })
             )
           )
@@ -474,7 +492,11 @@ describe("SessionCache against the reference", () => {
             assert.strictEqual(JSON.stringify(value), JSON.stringify(reference.value), label)
           } else {
             assert.isTrue(Result.isFailure(mine), `${label}: expected ${reference.error.message}`)
-            assert.strictEqual((mine as Result.Failure<unknown, SessionError>).failure.message, reference.error.message, label)
+            assert.strictEqual(
+              (mine as Result.Failure<unknown, SessionError>).failure.message,
+              reference.error.message,
+              label
+            )
           }
         }
       }
@@ -614,32 +636,37 @@ describe("SessionCache holds each Session open between reads", () => {
       yield* fs.makeDirectory("/s", { recursive: true })
       yield* append("/s/a.jsonl", turnsText(2))
       const stalled = { appended: 0, replaced: 0 }
-      for (let run = 0; run < 16; run++) yield* Effect.scoped(Effect.gen(function*() {
-        // Once armed, the poll's `cut`-th file-system call never returns; then the poll is interrupted.
-        const cut = 1 + (run >> 1)
-        const variant = run % 2 === 0 ? "appended" : "replaced"
-        const { arm, disarm, fs: stalling, reached } = yield* makeStallingFileSystem(memory, cut)
-        // The cache does all its reading through the file system it was made with.
-        const cache = yield* makeSessionCache().pipe(Effect.provideService(FileSystem.FileSystem, stalling))
-        yield* check(cache, "/s/a.jsonl", "/s", "warm")
-        if (variant === "appended") {
-          yield* append("/s/a.jsonl", turnsText(1, "sess-a", 10 + cut))
-        } else {
-          // A replaced file makes the poll let go of its handle and open the new one.
-          yield* fs.writeFileString("/s/a.new", turnsText(2 + cut))
-          yield* fs.rename("/s/a.new", "/s/a.jsonl")
-        }
-        arm()
-        const poll = yield* Effect.forkChild(
-          cache.read("/s/a.jsonl", { sessionRoot: "/s" }).pipe(Effect.provideService(FileSystem.FileSystem, stalling))
-        )
-        yield* Effect.raceFirst(Effect.andThen(Deferred.await(reached), Effect.sync(() => stalled[variant]++)), Fiber.await(poll))
-        yield* Fiber.interrupt(poll)
-        disarm()
-        assert.isAtMost(open().length, 1, `cut ${cut}: ${open().join(", ")}`)
-        yield* check(cache, "/s/a.jsonl", "/s", `after cut ${cut}`)
-        assert.isAtMost(open().length, 1)
-      })).pipe(Effect.andThen(Effect.sync(() => assert.deepStrictEqual(open(), [], `run ${run}: the cache's end`))))
+      for (let run = 0; run < 16; run++) {
+        yield* Effect.scoped(Effect.gen(function*() {
+          // Once armed, the poll's `cut`-th file-system call never returns; then the poll is interrupted.
+          const cut = 1 + (run >> 1)
+          const variant = run % 2 === 0 ? "appended" : "replaced"
+          const { arm, disarm, fs: stalling, reached } = yield* makeStallingFileSystem(memory, cut)
+          // The cache does all its reading through the file system it was made with.
+          const cache = yield* makeSessionCache().pipe(Effect.provideService(FileSystem.FileSystem, stalling))
+          yield* check(cache, "/s/a.jsonl", "/s", "warm")
+          if (variant === "appended") {
+            yield* append("/s/a.jsonl", turnsText(1, "sess-a", 10 + cut))
+          } else {
+            // A replaced file makes the poll let go of its handle and open the new one.
+            yield* fs.writeFileString("/s/a.new", turnsText(2 + cut))
+            yield* fs.rename("/s/a.new", "/s/a.jsonl")
+          }
+          arm()
+          const poll = yield* Effect.forkChild(
+            cache.read("/s/a.jsonl", { sessionRoot: "/s" }).pipe(Effect.provideService(FileSystem.FileSystem, stalling))
+          )
+          yield* Effect.raceFirst(
+            Effect.andThen(Deferred.await(reached), Effect.sync(() => stalled[variant]++)),
+            Fiber.await(poll)
+          )
+          yield* Fiber.interrupt(poll)
+          disarm()
+          assert.isAtMost(open().length, 1, `cut ${cut}: ${open().join(", ")}`)
+          yield* check(cache, "/s/a.jsonl", "/s", `after cut ${cut}`)
+          assert.isAtMost(open().length, 1)
+        })).pipe(Effect.andThen(Effect.sync(() => assert.deepStrictEqual(open(), [], `run ${run}: the cache's end`))))
+      }
       // A poll served by the held handle makes 2 calls here (stat, one read: the file is under 8 KiB); one that opens it anew, more.
       assert.strictEqual(stalled.appended, 2)
       assert.isAtLeast(stalled.replaced, 4)

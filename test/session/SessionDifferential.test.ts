@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
+import { Result } from "effect"
 import fc from "fast-check"
 import { readFileSync } from "node:fs"
-import { Result } from "effect"
 import {
   measureRarebits,
   messageTextBlocks,
@@ -18,8 +18,8 @@ import {
   toQueryError
 } from "../../src/session/index.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
-import { assertSameOutcome, capture } from "./Outcome.js"
 import { Core, Session } from "../support/Reference.js"
+import { assertSameOutcome, capture } from "./Outcome.js"
 import { branchArb, sessionTextArb } from "./SessionArbitrary.js"
 
 const pipeline = (
@@ -37,7 +37,12 @@ const pipeline = (
 }
 
 const ours = pipeline(parseNativeSession, resolveActiveBranch, selectRarebits, measureRarebits)
-const theirs = pipeline(Session.parseNativeSession, Session.resolveActiveBranch, Core.selectRarebits, Core.measureRarebits)
+const theirs = pipeline(
+  Session.parseNativeSession,
+  Session.resolveActiveBranch,
+  Core.selectRarebits,
+  Core.measureRarebits
+)
 
 const sourceArb = fc.constantFrom<string | undefined>(undefined, undefined, "Pi Session", "sessions/run.jsonl")
 

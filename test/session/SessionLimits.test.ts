@@ -10,7 +10,6 @@
 import { assert } from "@effect/vitest"
 import { Effect, FileSystem, Result } from "effect"
 import fc from "fast-check"
-import { make as makeSessionCache } from "../../src/session/SessionCache.js"
 import {
   parseSessionResult,
   projectSession,
@@ -19,6 +18,7 @@ import {
   type SessionError,
   type SessionLimits
 } from "../../src/session/index.js"
+import { make as makeSessionCache } from "../../src/session/SessionCache.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { header, message } from "./SessionLines.js"
 

@@ -1,9 +1,10 @@
-import { assert, describe, it } from "@effect/vitest"
 import * as NodeServices from "@effect/platform-node/NodeServices"
+import { assert, describe, it } from "@effect/vitest"
 import { Effect, FileSystem, Path, Result } from "effect"
 import * as PlatformError from "effect/PlatformError"
 import fc from "fast-check"
 import { nonBlockingOpenOf, NonBlockingOpenTypeId } from "../../src/io/NonBlockingOpen.js"
+import { toPlainError } from "../../src/promise/PlainErrors.js"
 import {
   nativeObservation,
   readSession,
@@ -12,23 +13,24 @@ import {
   type SessionError,
   SessionNotFound
 } from "../../src/session/index.js"
-import { toPlainError } from "../../src/promise/PlainErrors.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
-import { assertSameOutcome, type Outcome, settle } from "./Outcome.js"
 import { referenceNative, Session } from "../support/Reference.js"
+import { assertSameOutcome, type Outcome, settle } from "./Outcome.js"
 import { sessionTextArb, textArb } from "./SessionArbitrary.js"
 import { header, message } from "./SessionLines.js"
 
-
 const sessionText = (id: string) =>
-  [header(id), message("u1", null, "user", "Run the tests."), message("a1", "u1", "assistant", "done")].join("\n") + "\n"
+  [header(id), message("u1", null, "user", "Run the tests."), message("a1", "u1", "assistant", "done")].join("\n") +
+  "\n"
 
 /** Our effect's outcome, failures converted to what the plain API would throw. */
 const ours = <A, R>(effect: Effect.Effect<A, SessionError, R>): Effect.Effect<Outcome<A>, never, R> =>
   Effect.map(
     Effect.result(effect),
     (result): Outcome<A> =>
-      Result.isSuccess(result) ? { ok: true, value: result.success } : { ok: false, error: toPlainError(result.failure) }
+      Result.isSuccess(result)
+        ? { ok: true, value: result.success }
+        : { ok: false, error: toPlainError(result.failure) }
   )
 
 const theirs = <A>(f: () => Promise<A>) => Effect.promise(() => settle(f))
@@ -55,7 +57,10 @@ const readBoth = Effect.fnUntraced(function*(reference: string, sessionRoot: str
   const reference_ = yield* theirs(() => Session.readRarebitSession(reference, { sessionRoot }))
   assertSameOutcome(mine, reference_, label)
   if (mine.ok) {
-    assert.strictEqual(JSON.stringify(mine.value.selection), JSON.stringify((reference_ as { value: any }).value.selection))
+    assert.strictEqual(
+      JSON.stringify(mine.value.selection),
+      JSON.stringify((reference_ as { value: any }).value.selection)
+    )
     assert.strictEqual(
       JSON.stringify(mine.value.measurement),
       JSON.stringify((reference_ as { value: any }).value.measurement)
@@ -220,7 +225,10 @@ describe("SessionReader on disk", () => {
         // A dangling link is no file: a path-like reference that is not found.
         const dangling = path.join(root, "dangling.jsonl")
         yield* fs.symlink(path.join(root, "gone.jsonl"), dangling)
-        assert.strictEqual(failureOf(yield* resolveBoth(dangling, root)).message, `Pi Session file not found: ${dangling}`)
+        assert.strictEqual(
+          failureOf(yield* resolveBoth(dangling, root)).message,
+          `Pi Session file not found: ${dangling}`
+        )
       }))
 
     it.effect("the id probe reads only the first 16 KiB, and keeps a BOM that only trimming forgives", () =>
@@ -232,7 +240,10 @@ describe("SessionReader on disk", () => {
         yield* write(long, `${header("sess-long", { padding: "x".repeat(16384) })}\n`)
         yield* write(path.join(root, "bom.jsonl"), `\uFEFF${sessionText("sess-bom")}`)
 
-        assert.strictEqual(failureOf(yield* resolveBoth("sess-long", root)).message, "No persisted Pi Session has exact ID sess-long")
+        assert.strictEqual(
+          failureOf(yield* resolveBoth("sess-long", root)).message,
+          "No persisted Pi Session has exact ID sess-long"
+        )
         assert.isTrue((yield* readBoth(long, root, "long header")).ok)
         // The probe trims the BOM away, the parser does not: found by id, then malformed at line 1.
         assert.isTrue((yield* resolveBoth("sess-bom", root)).ok)
@@ -298,7 +309,9 @@ describe("SessionReader on disk", () => {
 
         const vanished = yield* nativeObservation(file, { sessionRoot: root }).pipe(withReadFileFailure("NotFound"))
         assert.deepStrictEqual(vanished, { availability: "missing" })
-        const denied = yield* nativeObservation(file, { sessionRoot: root }).pipe(withReadFileFailure("PermissionDenied"))
+        const denied = yield* nativeObservation(file, { sessionRoot: root }).pipe(
+          withReadFileFailure("PermissionDenied")
+        )
         assert.deepStrictEqual(denied, { availability: "unreadable" })
         const error = yield* Effect.flip(readSession(file, { sessionRoot: root }).pipe(withReadFileFailure("NotFound")))
         assert.strictEqual(error._tag, "SessionIo")
@@ -336,7 +349,9 @@ describe("SessionReader on disk", () => {
         for (let index = 0; index < samples.length; index++) {
           const [raw, text, bom] = samples[index]
           const before = encoder.encode(
-            `${bom ? "\uFEFF" : ""}${header("sess-bytes")}\n{"type":"message","id":"u1","parentId":null,"message":{"role":"user","content":"${
+            `${bom ? "\uFEFF" : ""}${
+              header("sess-bytes")
+            }\n{"type":"message","id":"u1","parentId":null,"message":{"role":"user","content":"${
               JSON.stringify(text).slice(1, -1)
             }`
           )

@@ -64,7 +64,10 @@ describe("projectArtifactState", () => {
       }
       assert.deepStrictEqual(projectArtifactState(), expected)
       assert.deepStrictEqual(projectArtifactState({}), expected)
-      assert.deepStrictEqual(project({ native: undefined, expectation: undefined, deadlineExpired: undefined }), expected)
+      assert.deepStrictEqual(
+        project({ native: undefined, expectation: undefined, deadlineExpired: undefined }),
+        expected
+      )
       assert.strictEqual(JSON.stringify(projectArtifactState()), JSON.stringify(expected))
     })
 
@@ -172,11 +175,19 @@ describe("projectArtifactState", () => {
       const request = withRecords({ availability: "missing" }, [requestAt(4, T1)], { expectation: "owner_request" })
       assert.strictEqual(request.syncState, "request_source_pending")
       assert.strictEqual(request.applicability, "request_cut")
-      assert.deepStrictEqual(request.retry, { recommended: true, reason: "native_source_pending", deadlineExpired: false })
+      assert.deepStrictEqual(request.retry, {
+        recommended: true,
+        reason: "native_source_pending",
+        deadlineExpired: false
+      })
       const settled = withRecords({ availability: "unreadable" }, [settledAt(3, T1)], { expectation: "agent_settled" })
       assert.strictEqual(settled.syncState, "assessment_source_pending")
       assert.strictEqual(settled.applicability, "materialization_only")
-      assert.deepStrictEqual(settled.nativeRef, { availability: "unreadable", sessionId: null, selectionManifestHash: null })
+      assert.deepStrictEqual(settled.nativeRef, {
+        availability: "unreadable",
+        sessionId: null,
+        selectionManifestHash: null
+      })
     })
 
     it("a newer receipt of the opposite generation hides it", () => {
@@ -218,7 +229,10 @@ describe("projectArtifactState", () => {
       )
       // Invalid Summary-typed records name sessions too.
       assert.strictEqual(
-        terminalReason({ native: nativeAt(3), materialization: sidecar([{ type: "rarebit_summary", sessionId: "x" }]) }),
+        terminalReason({
+          native: nativeAt(3),
+          materialization: sidecar([{ type: "rarebit_summary", sessionId: "x" }])
+        }),
         "session_conflict"
       )
     })
@@ -259,7 +273,9 @@ describe("projectArtifactState", () => {
       selection.occurrences[1] = { ...selection.occurrences[1], role: "narrator" }
       assert.isFalse(malformed(native))
       // A new list (as a Session that changed produces) is checked afresh.
-      assert.isTrue(malformed(available({ ...selection, occurrences: registerOwnEvidence([...selection.occurrences]) })))
+      assert.isTrue(
+        malformed(available({ ...selection, occurrences: registerOwnEvidence([...selection.occurrences]) }))
+      )
     })
 
     it("occurrences without a source entry id are not malformed", () => {
@@ -297,7 +313,10 @@ describe("projectArtifactState", () => {
         terminalReason({ native: nativeAt(3), materialization: sidecar([], "missing"), ...expired }),
         "materialization_missing"
       )
-      assert.strictEqual(terminalReason({ native: nativeAt(3), materialization: sidecar([]), ...expired }), "settlement_timeout")
+      assert.strictEqual(
+        terminalReason({ native: nativeAt(3), materialization: sidecar([]), ...expired }),
+        "settlement_timeout"
+      )
       assert.strictEqual(terminalReason({ native: { availability: "unreadable" }, ...expired }), "native_unreadable")
       assert.strictEqual(terminalReason({ native: { availability: "missing" }, ...expired }), "native_missing")
       assert.strictEqual(
@@ -346,11 +365,14 @@ describe("projectArtifactState", () => {
       }
       assert.strictEqual(JSON.stringify(state.receiptRef), JSON.stringify(expected))
       assert.strictEqual(JSON.stringify(state.projection?.assessmentRef), JSON.stringify(expected))
-      assert.strictEqual(JSON.stringify(state.nativeRef), JSON.stringify({
-        availability: "available",
-        sessionId: "session-1",
-        selectionManifestHash: nativeSelectionOf(upTo(3)).manifestHash
-      }))
+      assert.strictEqual(
+        JSON.stringify(state.nativeRef),
+        JSON.stringify({
+          availability: "available",
+          sessionId: "session-1",
+          selectionManifestHash: nativeSelectionOf(upTo(3)).manifestHash
+        })
+      )
     })
   })
 
@@ -358,7 +380,11 @@ describe("projectArtifactState", () => {
     it("an unknown availability or expectation throws the reference's TypeError", () => {
       const availability = () => project({ native: { availability: "gone" } })
       assert.throws(availability, TypeError, INVALID_AVAILABILITY_MESSAGE)
-      assert.throws(() => project({ materialization: { availability: "gone" } }), TypeError, INVALID_AVAILABILITY_MESSAGE)
+      assert.throws(
+        () => project({ materialization: { availability: "gone" } }),
+        TypeError,
+        INVALID_AVAILABILITY_MESSAGE
+      )
       assert.throws(() => project({ expectation: "later" }), TypeError, INVALID_EXPECTATION_MESSAGE)
     })
 
@@ -377,7 +403,11 @@ describe("projectArtifactState", () => {
 
     it("a null input or native fails like a plain property read", () => {
       assert.throws(() => project(null), TypeError, "Cannot read properties of null (reading 'native')")
-      assert.throws(() => project({ native: null }), TypeError, "Cannot read properties of null (reading 'availability')")
+      assert.throws(
+        () => project({ native: null }),
+        TypeError,
+        "Cannot read properties of null (reading 'availability')"
+      )
     })
   })
 })
@@ -391,7 +421,10 @@ describe("selection applicability", () => {
     assert.isFalse(exactSelectionApplies({ ...compactOf(upTo(6)), selectorVersion: "other" }, full))
     const { selectorVersion: _omitted, ...manifestOnly } = full
     assert.isTrue(exactSelectionApplies(compactOf(upTo(6)), manifestOnly), "falls back to manifest.selectorVersion")
-    assert.isTrue(exactSelectionApplies(undefined, undefined), "missing on both sides compares equal, as in the reference")
+    assert.isTrue(
+      exactSelectionApplies(undefined, undefined),
+      "missing on both sides compares equal, as in the reference"
+    )
   })
 
   it("requestPrefixApplies accepts a hashed prefix ending at the latest user message", () => {

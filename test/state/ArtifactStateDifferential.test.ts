@@ -113,7 +113,10 @@ const nativeArb = (branch: ReadonlyArray<BranchEntry>): fc.Arbitrary<unknown> =>
         )
       )
     },
-    { weight: 1, arbitrary: fc.constantFrom(...brokenPayloads).map((payloads) => available({ ...selection, payloads })) },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom(...brokenPayloads).map((payloads) => available({ ...selection, payloads }))
+    },
     {
       weight: 1,
       arbitrary: fc.constantFrom<unknown>(
@@ -185,7 +188,15 @@ const boundaryArb = fc.constantFrom<Boundary>(
   "manual",
   "session_start"
 )
-const statusArb = fc.constantFrom<Status>("ok", "ok", "ok", "ineligible", "inhibited", "unavailable_overflow", "failure")
+const statusArb = fc.constantFrom<Status>(
+  "ok",
+  "ok",
+  "ok",
+  "ineligible",
+  "inhibited",
+  "unavailable_overflow",
+  "failure"
+)
 
 const validReceiptArb = (branch: ReadonlyArray<BranchEntry>) =>
   fc
@@ -272,7 +283,9 @@ const optionalArb = <A>(arbitrary: fc.Arbitrary<A>, odd: ReadonlyArray<unknown> 
     { weight: 20, arbitrary: arbitrary.map((value) => ({ present: true, value }) as const) },
     { weight: 2, arbitrary: fc.constant({ present: false } as const) },
     { weight: 1, arbitrary: fc.constant({ present: true, value: undefined } as const) },
-    ...(odd.length === 0 ? [] : [{ weight: 1, arbitrary: fc.constantFrom(...odd).map((value) => ({ present: true, value }) as const) }])
+    ...(odd.length === 0
+      ? []
+      : [{ weight: 1, arbitrary: fc.constantFrom(...odd).map((value) => ({ present: true, value }) as const) }])
   )
 
 type Optional = { readonly present: false } | { readonly present: true; readonly value: unknown }
@@ -359,10 +372,16 @@ describe("ArtifactState against the reference", () => {
     )
     if (enforceCoverage) {
       for (const syncState of SYNC_STATES) {
-        assert.isTrue(syncStates.has(syncState), `syncState ${syncState} never produced: ${JSON.stringify([...syncStates])}`)
+        assert.isTrue(
+          syncStates.has(syncState),
+          `syncState ${syncState} never produced: ${JSON.stringify([...syncStates])}`
+        )
       }
       for (const reason of TERMINAL_REASONS) {
-        assert.isTrue(terminalReasons.has(reason), `terminal ${reason} never produced: ${JSON.stringify([...terminalReasons])}`)
+        assert.isTrue(
+          terminalReasons.has(reason),
+          `terminal ${reason} never produced: ${JSON.stringify([...terminalReasons])}`
+        )
       }
       assert.isTrue(errors.has(RefStateMessages.availability), "the availability TypeError was never exercised")
       assert.isTrue(errors.has(RefStateMessages.expectation), "the expectation TypeError was never exercised")
@@ -432,12 +451,18 @@ describe("ArtifactState against the reference", () => {
   })
 
   it("projectArtifactState agrees on arbitrary top-level values", () => {
-    const fieldArb = fc.oneof(fc.anything(), fc.constantFrom({ availability: "missing" }, { availability: "available" }))
+    const fieldArb = fc.oneof(
+      fc.anything(),
+      fc.constantFrom({ availability: "missing" }, { availability: "available" })
+    )
     const looseInputArb = fc.oneof(
       fc.anything(),
       fc.record({
         native: fieldArb,
-        materialization: fc.oneof(fieldArb, fc.record({ availability: fc.constant("available"), records: fc.anything() })),
+        materialization: fc.oneof(
+          fieldArb,
+          fc.record({ availability: fc.constant("available"), records: fc.anything() })
+        ),
         expectation: fc.oneof(fc.anything(), fc.constant("snapshot")),
         deadlineExpired: fc.anything()
       }, { requiredKeys: [] })

@@ -44,7 +44,9 @@ export const branchOf = (
         stopReason: step === "stop" ? "stop" as const : step === "continuation" ? "toolUse" as const : "error" as const,
         content: text
       }
-    return entryId === null ? { type: "message", timestamp, message } : { type: "message", id: entryId, timestamp, message }
+    return entryId === null
+      ? { type: "message", timestamp, message }
+      : { type: "message", id: entryId, timestamp, message }
   })
 
 /** The native selection the store reads: `selectRarebits` plus a top-level selector version. */
@@ -175,7 +177,11 @@ export const receiptOf = (options: ReceiptOptions): Record<string, unknown> => {
         },
         summary: "Prose that must never influence the state machine.",
         sessionStatus: owner ? "user_requested" : options.needsAttention ? "needs_attention" : "finished",
-        statusReason: owner ? "owner_request_recorded" : options.needsAttention ? "decision" : "all_requests_accomplished",
+        statusReason: owner
+          ? "owner_request_recorded"
+          : options.needsAttention
+          ? "decision"
+          : "all_requests_accomplished",
         // The model exactly as given (null, or keys in any order) is what the receipt asked for.
         synthesis: unreportedSynthesis(observedAt, model)
       }

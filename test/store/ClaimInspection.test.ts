@@ -29,7 +29,11 @@ fileSystemSuite("ClaimInspection", (it) => {
       assert.deepStrictEqual(live?.findings, [])
       assert.notInclude(JSON.stringify(live), reservation.leaseToken)
       const late = yield* inspectClaimEntry(kit.fs, path, JOB, "File", LEASE_MS + 1)
-      assert.deepStrictEqual(late?.findings.map((f) => [f.kind, f.severity, f.jobId]), [["claim_expired", "notice", JOB]])
+      assert.deepStrictEqual(late?.findings.map((f) => [f.kind, f.severity, f.jobId]), [[
+        "claim_expired",
+        "notice",
+        JOB
+      ]])
     }))
 
   it.effect("a claim released meanwhile is not reported; a damaged or misplaced one is", ({ root }) =>

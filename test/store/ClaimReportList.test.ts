@@ -40,11 +40,22 @@ const other = fc.tuple(verified, fc.integer({ min: 0, max: 7 }), fc.string({ max
       case 0:
         return { ...report, pointer: "invalid" }
       case 1:
-        return { ...report, state: "active", receiptRef: null, pointer: null, sidecar: null, claimedAt: text, leaseMs: 5 }
+        return {
+          ...report,
+          state: "active",
+          receiptRef: null,
+          pointer: null,
+          sidecar: null,
+          claimedAt: text,
+          leaseMs: 5
+        }
       case 2:
         return { ...report, path: `/elsewhere/${report.jobId}.json` }
       case 3:
-        return { ...report, receiptRef: { ...report.receiptRef!, receiptHash: report.receiptRef!.receiptHash.toUpperCase() } }
+        return {
+          ...report,
+          receiptRef: { ...report.receiptRef!, receiptHash: report.receiptRef!.receiptHash.toUpperCase() }
+        }
       case 4:
         return { ...report, detail: text }
       case 5:

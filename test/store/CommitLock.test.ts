@@ -14,7 +14,7 @@ import type { Acquired } from "../../src/store/Reservation.js"
 import { FaultPlan, makeFaultFileSystem } from "../../src/testing/FaultFileSystem.js"
 import * as TestSecureRandom from "../../src/testing/TestSecureRandom.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
-import { type Json, jobId, summaryReceipt } from "../support/Receipts.js"
+import { jobId, type Json, summaryReceipt } from "../support/Receipts.js"
 import {
   assertNoLeftovers,
   assertNoOpenHandles,
@@ -58,7 +58,13 @@ const probeOf = (dead: (owner: OwnerEvidence) => Effect.Effect<boolean>): LockOw
  */
 const OUR_NAMESPACE = "pid:[4026531836]"
 const OTHER_NAMESPACE = "pid:[4026532182]"
-const SELF: OwnerEvidence = { pid: 1, hostname: "here", bootId: "boot-1", startTicks: "100", pidNamespace: OUR_NAMESPACE }
+const SELF: OwnerEvidence = {
+  pid: 1,
+  hostname: "here",
+  bootId: "boot-1",
+  startTicks: "100",
+  pidNamespace: OUR_NAMESPACE
+}
 const modelProbe = makeLockOwnerProbe(SELF, (pid) => pid === 1 ? "100" : pid === 2 ? "200" : "gone")
 /** An owner our namespace proves dead: its pid is gone there. */
 const GONE: OwnerEvidence = { ...SELF, pid: 999, startTicks: "50" }
@@ -92,7 +98,10 @@ fileSystemSuite("Commit lock", (it) => {
       assert.strictEqual(failureTag(exit), "LockHeld")
       if (Exit.isFailure(exit)) {
         const error = exit.cause.reasons.find((reason) => reason._tag === "Fail") as any
-        assert.strictEqual(error.error.message, "Rarebit Session commit lock is held; explicit repair is required if its owner crashed")
+        assert.strictEqual(
+          error.error.message,
+          "Rarebit Session commit lock is held; explicit repair is required if its owner crashed"
+        )
         assert.strictEqual(error.error.lockPath, kit.lockPath)
         assert.strictEqual(error.error.attempts, FAST_RETRY.attempts)
       }
@@ -154,7 +163,7 @@ fileSystemSuite("Commit lock", (it) => {
           const heldLock = yield* acquireCommitLock(kit.fs, queues, kit.lockPath, single, false)
           if (held !== undefined) yield* Deferred.succeed(held, undefined)
           if (gate !== undefined) yield* Deferred.await(gate)
-          return `${fiberName}:${heldLock.token === JSON.parse((yield* kit.fs.readFileString(kit.lockPath))).token}`
+          return `${fiberName}:${heldLock.token === JSON.parse(yield* kit.fs.readFileString(kit.lockPath)).token}`
         }))
       yield* kit.fs.makeDirectory(kit.path.dirname(kit.lockPath), { recursive: true })
       const gate = yield* Deferred.make<void>()
@@ -220,7 +229,9 @@ fileSystemSuite("Commit lock", (it) => {
         // The lock is read through an open (the non-blocking one), at most its bound, and decoded as the reference does.
         if (!(armed && method === "open" && args[0] === lockPath)) return Effect.void
         armed = false
-        return Effect.fail(PlatformError.systemError({ _tag: "Unknown", module: "FileSystem", method, pathOrDescriptor: lockPath }))
+        return Effect.fail(
+          PlatformError.systemError({ _tag: "Unknown", module: "FileSystem", method, pathOrDescriptor: lockPath })
+        )
       })
       const kit = yield* setup(root, { fs, config: { lockRetry: { intervalMs: 5, attempts: 1 } } })
       lockPath = kit.lockPath
@@ -472,7 +483,12 @@ fileSystemSuite("Commit lock", (it) => {
         ["another time namespace", { ...GONE, timeNamespace: "time:[4026532200]" }],
         ["another boot (maybe another machine of the same name)", { ...GONE, bootId: "boot-0" }],
         ["another host", { ...GONE, hostname: "there" }],
-        ["a reused pid of another PID namespace", { ...SELF, pid: 2, startTicks: "150", pidNamespace: OTHER_NAMESPACE }],
+        ["a reused pid of another PID namespace", {
+          ...SELF,
+          pid: 2,
+          startTicks: "150",
+          pidNamespace: OTHER_NAMESPACE
+        }],
         ["this very process's pid and start time in another PID namespace", { ...SELF, pidNamespace: OTHER_NAMESPACE }],
         ["this very process's evidence without a PID namespace", SELF_WITHOUT_NAMESPACE]
       ]
@@ -481,11 +497,17 @@ fileSystemSuite("Commit lock", (it) => {
         const reservation = yield* reserveAcquired(kit)
         const lock = { token: "c".repeat(48), claimedAt: FOREIGN.claimedAt, owner }
         yield* writeLock(kit, lock)
-        const { exit, sleeps } = yield* runDriven(settle(kit, reservation).pipe(Effect.provideService(LockOwner, modelProbe)))
+        const { exit, sleeps } = yield* runDriven(
+          settle(kit, reservation).pipe(Effect.provideService(LockOwner, modelProbe))
+        )
         assert.strictEqual(failureTag(exit), "LockHeld", label)
         // Every attempt was made, the TestClock driving the waits between them.
         assertRetryWaits(sleeps, FAST_RETRY.attempts - 1, label)
-        assert.strictEqual(yield* readIfExists(kit.fs, kit.lockPath), `${JSON.stringify(lock)}\n`, `${label}: untouched`)
+        assert.strictEqual(
+          yield* readIfExists(kit.fs, kit.lockPath),
+          `${JSON.stringify(lock)}\n`,
+          `${label}: untouched`
+        )
         assert.deepStrictEqual(yield* strayFiles(kit), [], label)
       }
     }))
@@ -502,7 +524,9 @@ fileSystemSuite("Commit lock", (it) => {
         const reservation = yield* reserveAcquired(kit)
         yield* writeLock(kit, { token: "d".repeat(48), claimedAt: FOREIGN.claimedAt, owner })
         const seen: Array<Json> = []
-        const hook = Effect.orDie(Effect.map(kit.fs.readFileString(kit.lockPath), (text) => seen.push(JSON.parse(text))))
+        const hook = Effect.orDie(
+          Effect.map(kit.fs.readFileString(kit.lockPath), (text) => seen.push(JSON.parse(text)))
+        )
         const { exit, sleeps } = yield* runDriven(
           settle(kit, reservation, hook).pipe(Effect.provideService(LockOwner, modelProbe))
         )
@@ -521,7 +545,11 @@ fileSystemSuite("Commit lock", (it) => {
       const logged = makeFaultFileSystem(world.fs, FaultPlan.none)
       // Enough attempts for the losing waiter to judge the fresh lock, which it does only once that lock
       // has kept its token DEAD_OWNER_RECHECK_MS.
-      const kit = yield* setup(root, { fs: logged, writeSession: false, config: { lockRetry: { intervalMs: 5, attempts: 400 } } })
+      const kit = yield* setup(root, {
+        fs: logged,
+        writeSession: false,
+        config: { lockRetry: { intervalMs: 5, attempts: 400 } }
+      })
       const other = yield* kit.otherStore()
       const r1 = yield* reserveAcquired(kit, jobId(1))
       const r2 = yield* reserveAcquired(kit, jobId(2))
@@ -568,7 +596,9 @@ fileSystemSuite("Commit lock", (it) => {
             assert.strictEqual(after, token, "the fresh lock survives the other waiter")
             holders--
           }).pipe(Effect.orDie)
-          return run(hook).pipe(Effect.ensuring(Effect.suspend(() => first ? Deferred.succeed(winnerDone, undefined) : Effect.void)))
+          return run(hook).pipe(
+            Effect.ensuring(Effect.suspend(() => first ? Deferred.succeed(winnerDone, undefined) : Effect.void))
+          )
         })
 
       const race = Effect.all([

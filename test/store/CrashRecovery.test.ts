@@ -14,8 +14,8 @@ import { jobId, type Json, sessionText, summaryReceipt, titleReceipt } from "../
 import {
   acquired,
   appendRaw,
-  assertSettledPointer,
   appendReceiptWithHead,
+  assertSettledPointer,
   claimOf,
   type Kit,
   LEASE_MS,
@@ -53,7 +53,11 @@ fileSystemSuite("Crash recovery", (it) => {
       assert.strictEqual(again._tag, "Duplicate")
       if (again._tag === "Duplicate") assert.deepStrictEqual(again.record, { ...receipt, path: kit.sidecar })
       yield* assertRecovered(kit, JOB, receipt)
-      assert.strictEqual(yield* kit.fs.readFileString(kit.sidecar), before, "the head was already current: nothing appended")
+      assert.strictEqual(
+        yield* kit.fs.readFileString(kit.sidecar),
+        before,
+        "the head was already current: nothing appended"
+      )
       assert.strictEqual((yield* claimOf(kit, JOB)).leaseToken, crashed.leaseToken)
       // And from then on, a plain duplicate.
       assert.strictEqual(
@@ -99,7 +103,9 @@ fileSystemSuite("Crash recovery", (it) => {
       const kit = yield* setup(root)
       const crashed = acquired(yield* kit.store.reserve({ jobId: JOB, sessionFile: kit.sessionFile }))
       yield* kit.fs.makeDirectory(kit.sidecar, { recursive: true })
-      const error = yield* Effect.flip(kit.store.reserve({ jobId: JOB, sessionFile: kit.sessionFile, now: LEASE_MS + 1 }))
+      const error = yield* Effect.flip(
+        kit.store.reserve({ jobId: JOB, sessionFile: kit.sessionFile, now: LEASE_MS + 1 })
+      )
       assert.strictEqual(error._tag, "StoreIo")
       assert.strictEqual((yield* claimOf(kit, JOB)).leaseToken, crashed.leaseToken, "the claim is left as it was")
       assert.isFalse(yield* kit.fs.exists(kit.lockPath))
@@ -153,7 +159,9 @@ describe("Crash recovery at every crash point of a settle", () => {
         }).pipe(Random.withSeed("crash-run"), Effect.provideService(LockOwner, crashedOwner)),
         verify: (point) =>
           Effect.gen(function*() {
-            const label = `${point.mode} crash at ${point.operation?.method ?? "the end"} ${point.operation?.path ?? ""}`
+            const label = `${point.mode} crash at ${point.operation?.method ?? "the end"} ${
+              point.operation?.path ?? ""
+            }`
             const kit = yield* kitOn(point.image)
             const again = yield* kit.store.reserve({ jobId: JOB, sessionFile: kit.sessionFile, now: LEASE_MS + 1 })
             outcomes.set(again._tag, (outcomes.get(again._tag) ?? 0) + 1)

@@ -6,8 +6,8 @@
  */
 import { assert } from "@effect/vitest"
 import { Effect, FileSystem } from "effect"
-import type { MemoryFileSystemShape } from "../../src/testing/MemoryFileSystem.js"
 import { removeIfPresent, syncDirectory, writeDurableTemp } from "../../src/store/DurableFile.js"
+import type { MemoryFileSystemShape } from "../../src/testing/MemoryFileSystem.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { makeSpecial } from "../support/SpecialFiles.js"
 

@@ -67,30 +67,38 @@ const workload = (kit: Kit, world: Kit, round: number) =>
   })
 
 fileSystemSuite("File handles under I/O failures", (it) => {
-  it.effect("no handle stays open and no claim is torn, across seeded fault storms", ({ root }) =>
-    Effect.gen(function*() {
-      for (let seed = 1; seed <= 8; seed++) {
-        const dir = `${root}/${seed}`
-        const world = yield* setup(dir)
-        const fault = makeFaultFileSystem(
-          world.fs,
-          FaultPlan.random({ seed, probability: 0.025, kinds: FAULTED })
-        )
-        const kit = yield* setup(dir, { fs: fault, writeSession: false, config: { lockRetry: FAST_RETRY } })
-        for (let round = 0; round < 4; round++) yield* workload(kit, world, round)
-        assert.isAbove(fault.operations().filter((op) => op.fault !== undefined).length, 0, `seed ${seed} injected faults`)
+  it.effect(
+    "no handle stays open and no claim is torn, across seeded fault storms",
+    ({ root }) =>
+      Effect.gen(function*() {
+        for (let seed = 1; seed <= 8; seed++) {
+          const dir = `${root}/${seed}`
+          const world = yield* setup(dir)
+          const fault = makeFaultFileSystem(
+            world.fs,
+            FaultPlan.random({ seed, probability: 0.025, kinds: FAULTED })
+          )
+          const kit = yield* setup(dir, { fs: fault, writeSession: false, config: { lockRetry: FAST_RETRY } })
+          for (let round = 0; round < 4; round++) yield* workload(kit, world, round)
+          assert.isAbove(
+            fault.operations().filter((op) => op.fault !== undefined).length,
+            0,
+            `seed ${seed} injected faults`
+          )
 
-        // Claims are whole, and no job has two receipts.
-        for (const file of yield* world.fs.readDirectory(world.jobsDir).pipe(Effect.orElseSucceed(() => []))) {
-          if (!file.endsWith(".json")) continue
-          const text = yield* readIfExists(world.fs, world.path.join(world.jobsDir, file))
-          if (text !== undefined) assert.doesNotThrow(() => JSON.parse(text), `claim ${file} (seed ${seed})`)
+          // Claims are whole, and no job has two receipts.
+          for (const file of yield* world.fs.readDirectory(world.jobsDir).pipe(Effect.orElseSucceed(() => []))) {
+            if (!file.endsWith(".json")) continue
+            const text = yield* readIfExists(world.fs, world.path.join(world.jobsDir, file))
+            if (text !== undefined) assert.doesNotThrow(() => JSON.parse(text), `claim ${file} (seed ${seed})`)
+          }
+          const receipts = (yield* sidecarRecords(world).pipe(Effect.orElseSucceed(() => []))).filter((r) =>
+            r.type !== "rarebit_head"
+          )
+          const jobs = receipts.map((r) => r.jobId)
+          assert.strictEqual(new Set(jobs).size, jobs.length, `one receipt per job (seed ${seed})`)
         }
-        const receipts = (yield* sidecarRecords(world).pipe(Effect.orElseSucceed(() => []))).filter((r) =>
-          r.type !== "rarebit_head"
-        )
-        const jobs = receipts.map((r) => r.jobId)
-        assert.strictEqual(new Set(jobs).size, jobs.length, `one receipt per job (seed ${seed})`)
-      }
-    }).pipe(Random.withSeed("fault-storm")), 30_000)
+      }).pipe(Random.withSeed("fault-storm")),
+    30_000
+  )
 })

@@ -54,7 +54,11 @@ const verdict = <A, E>(operation: Operation, label: string, exit: Exit.Exit<A, E
   assert.isDefined(failure, `${label}: ${operation}: ${Cause.pretty(exit.cause)}`)
   const tag = (failure!.error as { readonly _tag?: unknown })._tag
   assert.notStrictEqual(tag, "PlatformError", `${label}: ${operation} leaked a raw PlatformError`)
-  assert.include(DECLARED[operation] as ReadonlyArray<unknown>, tag, `${label}: ${operation} failed with ${String(tag)}`)
+  assert.include(
+    DECLARED[operation] as ReadonlyArray<unknown>,
+    tag,
+    `${label}: ${operation} failed with ${String(tag)}`
+  )
   return String(tag)
 }
 
@@ -92,7 +96,9 @@ fileSystemSuite("hostile paths through the Effect API", (it) => {
       const verdicts: Record<string, Array<string>> = {}
       for (const { label, location, sessionFile } of cases) {
         const input = { sessionFile, ...location }
-        seen.push(verdict("materializationPath", label, yield* Effect.exit(store.materializationPath(sessionFile, location))))
+        seen.push(
+          verdict("materializationPath", label, yield* Effect.exit(store.materializationPath(sessionFile, location)))
+        )
         seen.push(verdict("readCurrent", label, yield* Effect.exit(store.readCurrent(input))))
         seen.push(verdict("readHistory", label, yield* Effect.exit(store.readHistory(input))))
         seen.push(verdict("history", label, yield* Effect.exit(Stream.runDrain(store.history(input)))))

@@ -154,7 +154,9 @@ fileSystemSuite("Interruption at every file-system call", (it) => {
         )
         const label = `(interrupted before call ${k})`
         const claim = yield* assertConsistent(world, label)
-        if (claim?.state === "active") stranded.push(k)
+        if (claim?.state === "active") {
+          stranded.push(k)
+        }
         yield* assertRecoverable(world, label)
         if (!fired) {
           assert.isTrue(Exit.isSuccess(exit))

@@ -43,7 +43,9 @@ describe("LockQueues", () => {
       const waiters = LockQueues.MAX_LOCK_HANDOFFS + 3
       const gate = yield* Deferred.make<void>()
       const entered = yield* Deferred.make<void>()
-      const first = yield* Effect.forkChild(world.use(Effect.andThen(Deferred.succeed(entered, undefined), Deferred.await(gate))))
+      const first = yield* Effect.forkChild(
+        world.use(Effect.andThen(Deferred.succeed(entered, undefined), Deferred.await(gate)))
+      )
       yield* Deferred.await(entered)
       const queued = yield* Effect.forEach(
         Array.from({ length: waiters }, () => world.use()),
@@ -66,12 +68,17 @@ describe("LockQueues", () => {
       const world = makeWorld((lock) => lock.id !== 1)
       const gate = yield* Deferred.make<void>()
       const entered = yield* Deferred.make<void>()
-      const first = yield* Effect.forkChild(world.use(Effect.andThen(Deferred.succeed(entered, undefined), Deferred.await(gate))))
+      const first = yield* Effect.forkChild(
+        world.use(Effect.andThen(Deferred.succeed(entered, undefined), Deferred.await(gate)))
+      )
       yield* Deferred.await(entered)
       const second = yield* Effect.forkChild(world.use())
       yield* Effect.yieldNow
       yield* Deferred.succeed(gate, undefined)
-      assert.deepStrictEqual(yield* Fiber.joinAll([first, second]), [{ id: 1, handed: false }, { id: 2, handed: false }])
+      assert.deepStrictEqual(yield* Fiber.joinAll([first, second]), [{ id: 1, handed: false }, {
+        id: 2,
+        handed: false
+      }])
       assert.deepStrictEqual(world.released, [1, 2])
     }))
 

@@ -120,7 +120,9 @@ fileSystemSuite("RarebitStore paths", (it) => {
         yield* Effect.flip(kit.store.readCurrent({ sessionFile, native: { availability: "missing" } })),
         yield* Effect.flip(kit.store.readHistory({ sessionFile })),
         yield* Effect.flip(kit.store.reserve({ jobId: jobId(1), sessionFile })),
-        yield* Effect.flip(kit.store.withJob({ jobId: jobId(1), sessionFile }, () => Effect.succeed(fromPlainCaller({}))))
+        yield* Effect.flip(
+          kit.store.withJob({ jobId: jobId(1), sessionFile }, () => Effect.succeed(fromPlainCaller({})))
+        )
       ]
       assert.deepStrictEqual(errors.map((error) => error._tag), [
         "SessionOutsideRoot",

@@ -36,7 +36,9 @@ const treeOf = (fs: FileSystem.FileSystem, path: Path.Path, directory: string) =
         const content = info.type === "File" ? yield* Effect.orDie(fs.readFileString(current)) : ""
         tree[path.relative(directory, current) || "."] = `${info.type} ${(info.mode & 0o7777).toString(8)} ${content}`
         if (info.type !== "Directory") return
-        for (const name of (yield* Effect.orDie(fs.readDirectory(current))).sort()) yield* visit(path.join(current, name))
+        for (const name of (yield* Effect.orDie(fs.readDirectory(current))).sort()) {
+          yield* visit(path.join(current, name))
+        }
       })
     yield* visit(directory)
     return tree
@@ -77,9 +79,12 @@ fileSystemSuite("Private directories", (it) => {
         const expected = planted === "materializations-v4/project" ? "sidecar_not_regular" : "directory_unsafe"
         assert.deepStrictEqual(
           report.findings.filter((item) => item.path === at).map((item) => [item.kind, item.detail]),
-          [[expected, expected === "directory_unsafe"
-            ? "is a symlink; the store refuses to use it"
-            : "is a symlink, not a regular file; the store never reads it"]]
+          [[
+            expected,
+            expected === "directory_unsafe"
+              ? "is a symlink; the store refuses to use it"
+              : "is a symlink, not a regular file; the store never reads it"
+          ]]
         )
       }))
   }
@@ -91,7 +96,10 @@ fileSystemSuite("Private directories", (it) => {
       const elsewhere = kit.path.join(root, "elsewhere", "trace.jsonl")
       yield* kit.fs.makeDirectory(kit.path.dirname(elsewhere), { recursive: true })
       yield* kit.fs.writeFileString(elsewhere, yield* kit.fs.readFileString(kit.sessionFile))
-      yield* kit.fs.makeDirectory(kit.path.join(kit.rarebitRoot, "materializations-v4"), { recursive: true, mode: 0o700 })
+      yield* kit.fs.makeDirectory(kit.path.join(kit.rarebitRoot, "materializations-v4"), {
+        recursive: true,
+        mode: 0o700
+      })
       yield* kit.fs.symlink(outside, kit.path.join(kit.rarebitRoot, "materializations-v4", "external"))
       const before = yield* treeOf(kit.fs, kit.path, outside)
       const error = yield* Effect.flip(kit.store.reserve({ jobId: JOB, sessionFile: elsewhere }))
@@ -195,7 +203,12 @@ describe("Private directories the file system refuses (disk)", () => {
     try {
       const sessionRoot = join(root, "sessions")
       const rarebitRoot = join(root, "rarebit")
-      const error = await api.reserveRarebitJob({ jobId: JOB, sessionFile: sessionFile(sessionRoot), sessionRoot, rarebitRoot })
+      const error = await api.reserveRarebitJob({
+        jobId: JOB,
+        sessionFile: sessionFile(sessionRoot),
+        sessionRoot,
+        rarebitRoot
+      })
         .then(() => undefined, (failure: Error & { code?: unknown }) => failure)
       const made = await readdir(join(rarebitRoot, "materializations-v4"), { recursive: true }).catch(() => [])
       const described: [string, unknown, string] | undefined = error === undefined
@@ -214,7 +227,10 @@ describe("Private directories the file system refuses (disk)", () => {
     const reference = await attempt(Reference, tooLong)
     assert.deepStrictEqual(ours, reference)
     assert.deepStrictEqual(ours.error?.slice(0, 2), ["Error", "ENAMETOOLONG"])
-    assert.match(ours.error?.[2] ?? "", /^ENAMETOOLONG: name too long, mkdir '<root>\/rarebit\/materializations-v4\/d{200}\//)
+    assert.match(
+      ours.error?.[2] ?? "",
+      /^ENAMETOOLONG: name too long, mkdir '<root>\/rarebit\/materializations-v4\/d{200}\//
+    )
     assert.deepStrictEqual(ours.made, [])
   })
 
@@ -222,7 +238,10 @@ describe("Private directories the file system refuses (disk)", () => {
     const nameTooLong = (sessionRoot: string) => join(sessionRoot, "project", "n".repeat(300), "x.jsonl")
     const ours = await attempt(Ours, nameTooLong)
     assert.deepStrictEqual(ours, await attempt(Reference, nameTooLong))
-    assert.strictEqual(ours.error?.[2], `ENAMETOOLONG: name too long, mkdir '<root>/rarebit/materializations-v4/project/${"n".repeat(300)}'`)
+    assert.strictEqual(
+      ours.error?.[2],
+      `ENAMETOOLONG: name too long, mkdir '<root>/rarebit/materializations-v4/project/${"n".repeat(300)}'`
+    )
     assert.deepStrictEqual(ours.made, ["project"])
   })
 })
@@ -237,6 +256,9 @@ describe.runIf(process.getuid?.() === 0)("Private directories owned by someone e
       yield* reserveAcquired(kit, jobId(9))
       yield* fs.chown(kit.jobsDir, 65534, 65534)
       const error = yield* Effect.flip(kit.store.reserve({ jobId: JOB, sessionFile: kit.sessionFile }))
-      assert.deepStrictEqual([error._tag, (error as { reason?: string }).reason], ["UnsafeDirectory", "owned by uid 65534, not by uid 0"])
+      assert.deepStrictEqual([error._tag, (error as { reason?: string }).reason], [
+        "UnsafeDirectory",
+        "owned by uid 65534, not by uid 0"
+      ])
     }).pipe(Effect.provide(Layer.merge(DirectFileSystem.layer, Path.layer))))
 })

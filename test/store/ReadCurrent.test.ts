@@ -10,7 +10,15 @@ import * as ArtifactState from "../../src/state/ArtifactState.js"
 import type { CurrentRead } from "../../src/store/RarebitStore.js"
 import { fileSystemSuite, rewriteInPlace } from "../support/FileSystemSuite.js"
 import { openPaths } from "../support/OpenFiles.js"
-import { branchOf, type Json, jobId, nativeOf, referenceProjection, summaryReceipt, titleReceipt } from "../support/Receipts.js"
+import {
+  branchOf,
+  jobId,
+  type Json,
+  nativeOf,
+  referenceProjection,
+  summaryReceipt,
+  titleReceipt
+} from "../support/Receipts.js"
 import {
   appendRaw,
   appendReceiptWithHead,
@@ -155,7 +163,11 @@ fileSystemSuite("RarebitStore.readCurrent", (it) => {
       const current = yield* read(kit)
       assert.strictEqual(current.availability, "available")
       assert.deepStrictEqual(current.receipt, receipt)
-      assert.deepStrictEqual(current.diagnostics, { tornTail: false, tailOffset: 0, reason: "sidecar_uncommitted_tail" })
+      assert.deepStrictEqual(current.diagnostics, {
+        tornTail: false,
+        tailOffset: 0,
+        reason: "sidecar_uncommitted_tail"
+      })
       // An unparsable line after the head that is not head-like counts too, and does not fail the read.
       yield* appendRaw(kit, "not json\n")
       const again = yield* read(kit)
@@ -384,7 +396,11 @@ fileSystemSuite("RarebitStore.readCurrent", (it) => {
           const ours = ArtifactState.projectArtifactStateResult(input as unknown as ArtifactState.ProjectionInput)
           assert.isTrue(Result.isSuccess(ours), pass)
           assert.deepStrictEqual((ours as Result.Success<unknown, unknown>).success, referenceProjection(input), pass)
-          assert.notStrictEqual((ours as Result.Success<ArtifactState.ArtifactState, unknown>).success.syncState, "assessment_current", pass)
+          assert.notStrictEqual(
+            (ours as Result.Success<ArtifactState.ArtifactState, unknown>).success.syncState,
+            "assessment_current",
+            pass
+          )
         }
       }
     }))
@@ -470,5 +486,4 @@ fileSystemSuite("RarebitStore.readCurrent", (it) => {
       // Eight files were read (four Sessions, four sidecars), each just written, so each was held while it was read.
       assert.strictEqual(most, 3)
     }))
-
 })

@@ -101,7 +101,12 @@ fileSystemSuite("RarebitStore.readHistory", (it) => {
   it.effect("a missing sidecar is missing; an offset at or past the end is an empty last page", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
-      assert.deepStrictEqual(yield* page(kit), { availability: "missing", path: kit.sidecar, records: [], nextOffset: null })
+      assert.deepStrictEqual(yield* page(kit), {
+        availability: "missing",
+        path: kit.sidecar,
+        records: [],
+        nextOffset: null
+      })
       yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, "s", { jobId: jobId(1) }))
       const size = yield* sizeOf(kit.fs, kit.sidecar)
       for (const fromOffset of [size, size + 1, 10 * MIB]) {
@@ -119,7 +124,12 @@ fileSystemSuite("RarebitStore.readHistory", (it) => {
       const kit = yield* setup(root)
       const receipts = yield* mixedSidecar(kit)
       const whole = yield* page(kit)
-      assert.deepStrictEqual(whole, { availability: "available", path: kit.sidecar, records: receipts, nextOffset: null })
+      assert.deepStrictEqual(whole, {
+        availability: "available",
+        path: kit.sidecar,
+        records: receipts,
+        nextOffset: null
+      })
       // Offsets point at the exact receipt lines.
       const text = yield* kit.fs.readFile(kit.sidecar)
       for (const { offset, record } of receipts) {
@@ -250,7 +260,9 @@ fileSystemSuite("RarebitStore.readHistory", (it) => {
       )
       assert.deepStrictEqual(fromThird, receipts.slice(2))
       // Stopping early closes whatever the stream had open.
-      const firstTwo = yield* Stream.runCollect(Stream.take(kit.store.history({ sessionFile: kit.sessionFile, limit: 1 }), 2))
+      const firstTwo = yield* Stream.runCollect(
+        Stream.take(kit.store.history({ sessionFile: kit.sessionFile, limit: 1 }), 2)
+      )
       assert.deepStrictEqual(firstTwo, receipts.slice(0, 2))
       yield* assertNoOpenHandles(kit.fs, "after an early stop")
     }))
@@ -261,7 +273,12 @@ fileSystemSuite("RarebitStore.readHistory", (it) => {
       const none = yield* Stream.runCollect(kit.store.history({ sessionFile: kit.sessionFile }))
       assert.deepStrictEqual(none, [])
       yield* kit.fs.makeDirectory(kit.sidecar, { recursive: true })
-      assert.deepStrictEqual(yield* page(kit), { availability: "unreadable", path: kit.sidecar, records: [], nextOffset: null })
+      assert.deepStrictEqual(yield* page(kit), {
+        availability: "unreadable",
+        path: kit.sidecar,
+        records: [],
+        nextOffset: null
+      })
       const error = yield* Effect.flip(Stream.runCollect(kit.store.history({ sessionFile: kit.sessionFile })))
       assert.strictEqual(error._tag, "HistoryUnreadable")
     }))
@@ -274,6 +291,11 @@ fileSystemSuite("RarebitStore.readHistory", (it) => {
       yield* kit.fs.writeFileString(target, line + headLine(headFor("s", 0, line)))
       yield* kit.fs.makeDirectory(kit.path.dirname(kit.sidecar), { recursive: true })
       yield* kit.fs.symlink(target, kit.sidecar)
-      assert.deepStrictEqual(yield* page(kit), { availability: "unreadable", path: kit.sidecar, records: [], nextOffset: null })
+      assert.deepStrictEqual(yield* page(kit), {
+        availability: "unreadable",
+        path: kit.sidecar,
+        records: [],
+        nextOffset: null
+      })
     }))
 })

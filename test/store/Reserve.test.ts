@@ -46,7 +46,9 @@ fileSystemSuite("RarebitStore.reserve", (it) => {
   it.effect("a job id that is not 64 lower-case hex digits is refused before anything is written", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
-      for (const bad of ["abc", "A".repeat(64), "0".repeat(63), "0".repeat(65), ` ${"0".repeat(63)}`, 42, null, undefined]) {
+      for (
+        const bad of ["abc", "A".repeat(64), "0".repeat(63), "0".repeat(65), ` ${"0".repeat(63)}`, 42, null, undefined]
+      ) {
         const error = yield* Effect.flip(reserve(kit, { jobId: bad }))
         assert.strictEqual(error._tag, "InvalidJobId", String(bad))
         assert.strictEqual(error.message, "Rarebit jobId must be a SHA-256 hex string")
@@ -88,7 +90,14 @@ fileSystemSuite("RarebitStore.reserve", (it) => {
       assert.isTrue(text.endsWith("}\n") && text.indexOf("\n") === text.length - 1, "one JSON line")
       const claim = JSON.parse(text)
       // The seed's keys in the seed's order, then where the sidecar ended at claim time.
-      assert.deepStrictEqual(Object.keys(claim), ["jobId", "state", "leaseToken", "claimedAt", "leaseMs", "sidecarOffset"])
+      assert.deepStrictEqual(Object.keys(claim), [
+        "jobId",
+        "state",
+        "leaseToken",
+        "claimedAt",
+        "leaseMs",
+        "sidecarOffset"
+      ])
       assert.deepStrictEqual(claim, {
         jobId: JOB,
         state: "active",

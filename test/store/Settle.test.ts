@@ -10,7 +10,7 @@ import { sha256Hex } from "../../src/protocol/CanonicalJson.js"
 import type { Acquired } from "../../src/store/Reservation.js"
 import { FaultPlan, makeFaultFileSystem } from "../../src/testing/FaultFileSystem.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
-import { branchOf, fromPlainCaller, type Json, jobId, summaryReceipt, titleReceipt } from "../support/Receipts.js"
+import { branchOf, fromPlainCaller, jobId, type Json, summaryReceipt, titleReceipt } from "../support/Receipts.js"
 import {
   appendRaw,
   assertNoLeftovers,
@@ -133,7 +133,10 @@ fileSystemSuite("RarebitStore.settle", (it) => {
   it.effect("the receipt's jobId is always the reservation's", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
-      const settled = yield* kit.store.settle(yield* reserveAcquired(kit), summaryReceipt(kit.branch, "s", { jobId: jobId(99) }))
+      const settled = yield* kit.store.settle(
+        yield* reserveAcquired(kit),
+        summaryReceipt(kit.branch, "s", { jobId: jobId(99) })
+      )
       assert.strictEqual(settled.jobId, JOB)
       assert.strictEqual((yield* sidecarRecords(kit))[0]!.jobId, JOB)
     }))
@@ -144,7 +147,9 @@ fileSystemSuite("RarebitStore.settle", (it) => {
       const reservation = yield* reserveAcquired(kit)
       const claimBefore = yield* readIfExists(kit.fs, kit.claimPath(JOB))
 
-      for (const receipt of [{ type: "rarebit_other" }, {}, { ...summaryReceipt(kit.branch, "s"), type: "rarebit_head" }]) {
+      for (
+        const receipt of [{ type: "rarebit_other" }, {}, { ...summaryReceipt(kit.branch, "s"), type: "rarebit_head" }]
+      ) {
         const error = yield* Effect.flip(kit.store.settle(reservation, fromPlainCaller(receipt)))
         assert.strictEqual(error._tag, "ReceiptTypeUnsupported")
         assert.strictEqual(error.message, "Rarebit derivation receipt type is unsupported")
@@ -203,7 +208,9 @@ fileSystemSuite("RarebitStore.settle", (it) => {
       const duplicate = yield* kit.store.reserve({ jobId: JOB, sessionFile: kit.sessionFile })
       assert.strictEqual(duplicate._tag, "Duplicate")
       for (const outcome of [duplicate, { ...duplicate, _tag: "InFlight" }, null, {}]) {
-        const error = yield* Effect.flip(kit.store.settle(outcome as unknown as Acquired, summaryReceipt(kit.branch, "s")))
+        const error = yield* Effect.flip(
+          kit.store.settle(outcome as unknown as Acquired, summaryReceipt(kit.branch, "s"))
+        )
         assert.strictEqual(error._tag, "ReservationNotAcquired")
         assert.strictEqual(error.message, "An acquired Rarebit reservation is required")
       }
@@ -244,7 +251,10 @@ fileSystemSuite("RarebitStore.settle", (it) => {
       // Unlike the seed, which appends right after the fragment, the store ends it with a newline first.
       const offset = bytesOf(fragment).length + 1
       const line = receiptLine(receipt)
-      assert.strictEqual(yield* readIfExists(kit.fs, kit.sidecar), `${fragment}\n${line}${headLine(headFor("s", offset, line))}`)
+      assert.strictEqual(
+        yield* readIfExists(kit.fs, kit.sidecar),
+        `${fragment}\n${line}${headLine(headFor("s", offset, line))}`
+      )
       const current = yield* kit.store.readCurrent({ sessionFile: kit.sessionFile })
       assert.strictEqual(current.availability, "available")
       assert.deepStrictEqual(current.receipt, receipt)
@@ -297,7 +307,15 @@ fileSystemSuite("RarebitStore.settle", (it) => {
       // During the hook, another worker's claim replaces ours (as a takeover would).
       const takeover = Effect.orDie(kit.fs.writeFileString(
         kit.claimPath(JOB),
-        `${JSON.stringify({ jobId: JOB, state: "active", leaseToken: "newer", claimedAt: new Date(0).toISOString(), leaseMs: LEASE_MS })}\n`
+        `${
+          JSON.stringify({
+            jobId: JOB,
+            state: "active",
+            leaseToken: "newer",
+            claimedAt: new Date(0).toISOString(),
+            leaseMs: LEASE_MS
+          })
+        }\n`
       ))
       const error = yield* Effect.flip(
         kit.store.settle(reservation, summaryReceipt(kit.branch, "s"), { hooks: { afterLeaseValidated: takeover } })
@@ -429,9 +447,15 @@ fileSystemSuite("RarebitStore.withJob", (it) => {
       let derived = 0
       const derive = () => Effect.sync(() => (derived++, summaryReceipt(kit.branch, "s")))
       yield* reserveAcquired(kit, jobId(2))
-      assert.strictEqual((yield* kit.store.withJob({ jobId: jobId(2), sessionFile: kit.sessionFile }, derive))._tag, "InFlight")
+      assert.strictEqual(
+        (yield* kit.store.withJob({ jobId: jobId(2), sessionFile: kit.sessionFile }, derive))._tag,
+        "InFlight"
+      )
       yield* kit.store.withJob({ jobId: JOB, sessionFile: kit.sessionFile }, derive)
-      assert.strictEqual((yield* kit.store.withJob({ jobId: JOB, sessionFile: kit.sessionFile }, derive))._tag, "Duplicate")
+      assert.strictEqual(
+        (yield* kit.store.withJob({ jobId: JOB, sessionFile: kit.sessionFile }, derive))._tag,
+        "Duplicate"
+      )
       assert.strictEqual(derived, 1)
     }))
 

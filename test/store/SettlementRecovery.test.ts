@@ -8,11 +8,7 @@ import { Effect, FileSystem, Path } from "effect"
 import { SecureRandom } from "effect/crypto/SecureRandom"
 import { makeContext } from "../../src/store/RarebitStore.js"
 import type { ReservationLocation } from "../../src/store/Reservation.js"
-import {
-  completeSettlement,
-  receiptSinceClaim,
-  recoverSettlement
-} from "../../src/store/SettlementRecovery.js"
+import { completeSettlement, receiptSinceClaim, recoverSettlement } from "../../src/store/SettlementRecovery.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { jobId, summaryReceipt, titleReceipt } from "../support/Receipts.js"
 import { tokensSeededFromRandom } from "../support/Tokens.js"
@@ -56,7 +52,10 @@ fileSystemSuite("SettlementRecovery", (it) => {
     Effect.gen(function*() {
       const kit = yield* setup(root)
       const ctx = yield* contextOf(kit)
-      const before = yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, "s", { jobId: JOB, summary: "earlier lease" }))
+      const before = yield* appendReceiptWithHead(
+        kit,
+        summaryReceipt(kit.branch, "s", { jobId: JOB, summary: "earlier lease" })
+      )
       const sidecarOffset = yield* sizeOf(kit.fs, kit.sidecar)
       yield* appendRaw(kit, receiptLine(titleReceipt(kit.branch, "s", { jobId: jobId(2) })))
       const ours = yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, "s", { jobId: JOB }), { head: false })
@@ -87,7 +86,10 @@ fileSystemSuite("SettlementRecovery", (it) => {
       assert.isDefined(found)
       yield* ctx.withTokens(completeSettlement(ctx, reservation, reservation.claimPath, reservation.leaseToken, found!))
       yield* assertSettledPointer(kit, JOB, receipt)
-      assert.deepStrictEqual((yield* sidecarRecords(kit)).map((record) => record.type), ["rarebit_summary", "rarebit_head"])
+      assert.deepStrictEqual((yield* sidecarRecords(kit)).map((record) => record.type), [
+        "rarebit_summary",
+        "rarebit_head"
+      ])
       const current = yield* kit.store.readCurrent({ sessionFile: kit.sessionFile })
       assert.strictEqual(current.availability, "available")
       // Completed again (a retry), the head already points at it: nothing more is appended.
@@ -102,13 +104,24 @@ fileSystemSuite("SettlementRecovery", (it) => {
       yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, "s", { jobId: JOB }))
       yield* kit.fs.makeDirectory(kit.jobsDir, { recursive: true })
       const claimPath = kit.claimPath(JOB)
-      const reference = { jobId: JOB, state: "active", leaseToken: "t".repeat(48), claimedAt: "2026-01-01T00:00:00.000Z", leaseMs: 1 }
-      for (const read of [
-        { _tag: "Parsed", claim: reference } as const,
-        { _tag: "Parsed", claim: { ...reference, sidecarOffset: 0, leaseToken: 42 } } as const,
-        { _tag: "Torn", modifiedAtMs: 0 } as const
-      ]) {
-        assert.isUndefined(yield* ctx.withTokens(recoverSettlement(ctx, read, locationOf(kit, JOB), claimPath)), read._tag)
+      const reference = {
+        jobId: JOB,
+        state: "active",
+        leaseToken: "t".repeat(48),
+        claimedAt: "2026-01-01T00:00:00.000Z",
+        leaseMs: 1
+      }
+      for (
+        const read of [
+          { _tag: "Parsed", claim: reference } as const,
+          { _tag: "Parsed", claim: { ...reference, sidecarOffset: 0, leaseToken: 42 } } as const,
+          { _tag: "Torn", modifiedAtMs: 0 } as const
+        ]
+      ) {
+        assert.isUndefined(
+          yield* ctx.withTokens(recoverSettlement(ctx, read, locationOf(kit, JOB), claimPath)),
+          read._tag
+        )
       }
       assert.isFalse(yield* kit.fs.exists(claimPath), "no claim was written")
       const recovered = yield* ctx.withTokens(recoverSettlement(

@@ -63,7 +63,11 @@ fileSystemSuite("SidecarAppend", (it) => {
         let built = false
         const error = yield* Effect.flip(appendToSidecar(fs, `${root}/${name}`, () => ((built = true), bytes("x\n"))))
         assert.strictEqual(error._tag, "StoreIo", name)
-        assert.strictEqual((error.cause as { readonly _tag?: unknown; readonly type?: unknown })._tag, "FileNotRegular", name)
+        assert.strictEqual(
+          (error.cause as { readonly _tag?: unknown; readonly type?: unknown })._tag,
+          "FileNotRegular",
+          name
+        )
         assert.strictEqual((error.cause as { readonly type?: unknown }).type, type, name)
         assert.isFalse(built, `${name}: nothing built`)
       }

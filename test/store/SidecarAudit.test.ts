@@ -16,8 +16,8 @@ import { type NonBlockingOpenCapable, nonBlockingOpenOf, NonBlockingOpenTypeId }
 import { makeHead } from "../../src/protocol/Head.js"
 import { encodeClaimLine, makeSettledClaim } from "../../src/protocol/JobClaim.js"
 import { MAX_HISTORY_BYTES } from "../../src/protocol/Limits.js"
-import { LockOwner, makeLockOwnerProbe } from "../../src/store/LockOwner.js"
 import { inspectCommitLock, removeCommitLock } from "../../src/store/CommitLockRepair.js"
+import { LockOwner, makeLockOwnerProbe } from "../../src/store/LockOwner.js"
 import { type AuditFinding, auditStore, auditStoreCompactly } from "../../src/store/SidecarAudit.js"
 import { readSidecarCurrent } from "../../src/store/SidecarReader.js"
 import { MemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
@@ -152,7 +152,9 @@ fileSystemSuite("SidecarAudit", (it) => {
       const fs = yield* FileSystem.FileSystem
       const { claims, sidecars } = yield* writeSettledStore(root, 6, 3)
       const counting = makeCountingFileSystem(fs)
-      const report = yield* auditStore({ rarebitRoot: root }).pipe(Effect.provideService(FileSystem.FileSystem, counting.fs))
+      const report = yield* auditStore({ rarebitRoot: root }).pipe(
+        Effect.provideService(FileSystem.FileSystem, counting.fs)
+      )
       assert.isTrue(report.ok)
       assert.deepStrictEqual(report.findings, [])
       assert.deepStrictEqual(report.claims.map((claim) => claim.pointer), claims.map((): string | null => "verified"))
@@ -167,8 +169,13 @@ fileSystemSuite("SidecarAudit", (it) => {
       const fs = yield* FileSystem.FileSystem
       const { claims, sidecars } = yield* writeSettledStore(root, 40, 2)
       // Damage among them: garbage and a torn tail, a claim whose pointer names other bytes, an orphan.
-      for (const sidecar of sidecars.slice(5, 9)) yield* fs.writeFile(sidecar.path, encoder.encode("{\"not\": 1}\n{\"ty"), { flag: "a" })
-      yield* fs.writeFileString(claims[3], encodeClaimLine(makeSettledClaim(hex(4), "0".repeat(32), makeHead(session.id, 1, encoder.encode("x\n")))))
+      for (const sidecar of sidecars.slice(5, 9)) {
+        yield* fs.writeFile(sidecar.path, encoder.encode("{\"not\": 1}\n{\"ty"), { flag: "a" })
+      }
+      yield* fs.writeFileString(
+        claims[3],
+        encodeClaimLine(makeSettledClaim(hex(4), "0".repeat(32), makeHead(session.id, 1, encoder.encode("x\n"))))
+      )
       yield* fs.writeFileString(
         `${root}/jobs-v4/${hex(999)}.json`,
         encodeClaimLine(makeSettledClaim(hex(999), "0".repeat(32), makeHead(session.id, 0, encoder.encode("x\n"))))
@@ -221,7 +228,10 @@ fileSystemSuite("SidecarAudit", (it) => {
       const walkOrder = sequential.sidecars.map((item) => item.path)
       assert.strictEqual(walkOrder.length, 24)
       assert.deepStrictEqual(kindsAndOffsets(sequential.findings), ["claim_pointer_invalid@null"])
-      assert.strictEqual(sequential.findings[0].detail, `receiptRef does not verify against ${walkOrder.join(", ")}`.slice(0, 299) + "…")
+      assert.strictEqual(
+        sequential.findings[0].detail,
+        `receiptRef does not verify against ${walkOrder.join(", ")}`.slice(0, 299) + "…"
+      )
       assert.strictEqual(sequential.claims[0].sidecar, walkOrder[0])
       for (let round = 0; round < 3; round++) {
         const shuffled = makeCountingFileSystem(fs, { shuffle: true })
@@ -238,7 +248,10 @@ fileSystemSuite("SidecarAudit", (it) => {
       const { claims, sidecars } = yield* writeSettledStore(root, 12, 3)
       // Verified claims are packed; the damaged and the orphan ones are kept as they are.
       yield* fs.writeFile(sidecars[2].path, encoder.encode("{\"ty"), { flag: "a" })
-      yield* fs.writeFileString(claims[3], encodeClaimLine(makeSettledClaim(hex(4), "0".repeat(32), makeHead(session.id, 1, encoder.encode("x\n")))))
+      yield* fs.writeFileString(
+        claims[3],
+        encodeClaimLine(makeSettledClaim(hex(4), "0".repeat(32), makeHead(session.id, 1, encoder.encode("x\n"))))
+      )
       yield* fs.writeFileString(
         `${root}/jobs-v4/${hex(999)}.json`,
         encodeClaimLine(makeSettledClaim(hex(999), "0".repeat(32), makeHead(session.id, 0, encoder.encode("x\n"))))
@@ -319,14 +332,19 @@ fileSystemSuite("SidecarAudit", (it) => {
         assert.strictEqual(yield* fs.readFileString(lockPath), text, `${label}: kept`)
         assert.deepStrictEqual(yield* fs.readDirectory(directory), ["session.jsonl.commit-lock"], label)
         assert.deepStrictEqual(
-          yield* removeCommitLock(lockPath, inspected!.key, { force: true }).pipe(Effect.provideService(LockOwner, probe)),
+          yield* removeCommitLock(lockPath, inspected!.key, { force: true }).pipe(
+            Effect.provideService(LockOwner, probe)
+          ),
           { _tag: "Removed" },
           `${label}: forced`
         )
       }
       // The same dead owner in our own namespace is reported dead and removed unforced.
       const lockPath = `${root}/session.jsonl.commit-lock`
-      yield* fs.writeFileString(lockPath, `${JSON.stringify({ token: "d".repeat(48), claimedAt: "2026-01-01T00:00:00.000Z", owner: gone })}\n`)
+      yield* fs.writeFileString(
+        lockPath,
+        `${JSON.stringify({ token: "d".repeat(48), claimedAt: "2026-01-01T00:00:00.000Z", owner: gone })}\n`
+      )
       const inspected = yield* inspectCommitLock(lockPath).pipe(Effect.provideService(LockOwner, probe))
       assert.strictEqual(inspected!.lock.liveness, "dead")
       assert.deepStrictEqual(
@@ -473,7 +491,10 @@ describe("SidecarAudit against a model of the protocol", () => {
     ([segments, torn, large]) =>
       Effect.gen(function*() {
         // About 130 KiB of commits first: the reader's window then starts inside the file.
-        const { bytes } = plant(large ? [...Array.from({ length: 150 }, () => "commit" as const), ...segments] : segments, torn)
+        const { bytes } = plant(
+          large ? [...Array.from({ length: 150 }, () => "commit" as const), ...segments] : segments,
+          torn
+        )
         const sidecar = yield* writeSidecar("/store", bytes)
         const report = yield* auditStore({ rarebitRoot: "/store" })
         const current = yield* readSidecarCurrent(yield* FileSystem.FileSystem, sidecar)

@@ -13,10 +13,20 @@ import { currentOf, openRegularFile, readSidecarCurrent } from "../../src/store/
 import { makeMemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
+import { jobId, summaryReceipt, titleReceipt } from "../support/Receipts.js"
 import { makeStallingFileSystem } from "../support/StallingFileSystem.js"
 import { makeSwappingFileSystem } from "../support/SwappingFileSystem.js"
-import { jobId, summaryReceipt, titleReceipt } from "../support/Receipts.js"
-import { appendRaw, appendReceiptWithHead, bytesOf, headFor, headLine, type Kit, receiptLine, setup, sizeOf } from "./StoreKit.js"
+import {
+  appendRaw,
+  appendReceiptWithHead,
+  bytesOf,
+  headFor,
+  headLine,
+  type Kit,
+  receiptLine,
+  setup,
+  sizeOf
+} from "./StoreKit.js"
 
 type Step =
   | { readonly kind: "summary"; readonly n: number }
@@ -32,11 +42,30 @@ type Step =
 const steps: fc.Arbitrary<Step> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ kind: fc.constant("summary" as const), n: fc.integer({ min: 1, max: 50 }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("title" as const), n: fc.integer({ min: 1, max: 50 }) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("receiptOnly" as const), n: fc.integer({ min: 1, max: 50 }) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("garbage" as const), text: fc.constantFrom("{}\n", "not json\n", "{\"type\":\"rarebit_head\"}\n", "\n") }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant("receiptOnly" as const), n: fc.integer({ min: 1, max: 50 }) })
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant("garbage" as const),
+      text: fc.constantFrom("{}\n", "not json\n", "{\"type\":\"rarebit_head\"}\n", "\n")
+    })
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("torn" as const), cut: fc.integer({ min: 1, max: 120 }) }) },
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant("flip" as const), fromEnd: fc.integer({ min: 1, max: 3000 }), byte: fc.integer({ min: 32, max: 126 }) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("truncate" as const), fromEnd: fc.integer({ min: 1, max: 400 }) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant("flip" as const),
+      fromEnd: fc.integer({ min: 1, max: 3000 }),
+      byte: fc.integer({ min: 32, max: 126 })
+    })
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant("truncate" as const), fromEnd: fc.integer({ min: 1, max: 400 }) })
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("replace" as const) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("remove" as const) }) }
 )
@@ -56,15 +85,26 @@ const apply = (kit: Kit, step: Step) =>
     const exists = yield* Effect.map(Effect.result(kit.fs.stat(kit.sidecar)), (result) => result._tag === "Success")
     switch (step.kind) {
       case "summary":
-        return yield* Effect.asVoid(appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(step.n) })))
+        return yield* Effect.asVoid(
+          appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(step.n) }))
+        )
       case "title":
-        return yield* Effect.asVoid(appendReceiptWithHead(kit, titleReceipt(kit.branch, kit.sessionId, { jobId: jobId(step.n) })))
+        return yield* Effect.asVoid(
+          appendReceiptWithHead(kit, titleReceipt(kit.branch, kit.sessionId, { jobId: jobId(step.n) }))
+        )
       case "receiptOnly":
-        return yield* Effect.asVoid(appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(step.n) }), { head: false }))
+        return yield* Effect.asVoid(
+          appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(step.n) }), {
+            head: false
+          })
+        )
       case "garbage":
         return yield* appendRaw(kit, step.text)
       case "torn":
-        return yield* appendRaw(kit, JSON.stringify(summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(99) })).slice(0, step.cut))
+        return yield* appendRaw(
+          kit,
+          JSON.stringify(summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(99) })).slice(0, step.cut)
+        )
       case "flip":
         return exists ? yield* overwriteByte(kit, step.fromEnd, step.byte) : undefined
       case "truncate": {
@@ -109,16 +149,27 @@ fileSystemSuite("sidecar current cache", (it) => {
             for (const pass of ["first", "again"]) {
               const cached = yield* cache.read(kit.sidecar)
               const fresh = yield* readSidecarCurrent(kit.fs, kit.sidecar)
-              assert.deepStrictEqual(cached, fresh, `before step ${index} (${pass}): ${JSON.stringify(sequence.slice(0, index))}`)
+              assert.deepStrictEqual(
+                cached,
+                fresh,
+                `before step ${index} (${pass}): ${JSON.stringify(sequence.slice(0, index))}`
+              )
             }
             yield* apply(kit, step)
           }
-          assert.deepStrictEqual(yield* cache.read(kit.sidecar), yield* readSidecarCurrent(kit.fs, kit.sidecar), JSON.stringify(sequence))
+          assert.deepStrictEqual(
+            yield* cache.read(kit.sidecar),
+            yield* readSidecarCurrent(kit.fs, kit.sidecar),
+            JSON.stringify(sequence)
+          )
           confirmed += (yield* cache.stats).confirmed
         }).pipe(Effect.provide(services))
       yield* Effect.promise(() =>
         fc.assert(
-          fc.asyncProperty(fc.array(steps, { minLength: 1, maxLength: 30 }), (sequence) => Effect.runPromise(Effect.scoped(run(sequence)))),
+          fc.asyncProperty(
+            fc.array(steps, { minLength: 1, maxLength: 30 }),
+            (sequence) => Effect.runPromise(Effect.scoped(run(sequence)))
+          ),
           { numRuns: fuzzRuns(60) }
         )
       )
@@ -141,7 +192,10 @@ fileSystemSuite("sidecar current cache", (it) => {
       for (const target of ["receipt", "head"] as const) {
         const kit = yield* setup(`${root}/${target}`)
         const cache = yield* makeSidecarCurrentCache(kit.fs)
-        const { line } = yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) }))
+        const { line } = yield* appendReceiptWithHead(
+          kit,
+          summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) })
+        )
         assert.strictEqual((yield* cache.read(kit.sidecar)).availability, "available", target)
         const size = yield* sizeOf(kit.fs, kit.sidecar)
         if (target === "receipt") {
@@ -169,7 +223,9 @@ fileSystemSuite("sidecar current cache", (it) => {
         const receiptOffset = yield* sizeOf(kit.fs, kit.sidecar)
         const line = receiptLine(summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(2) }))
         // Over 64 KiB of other lines between the receipt and its head put the receipt outside the tail window.
-        const filler = receiptAt === "before the window" ? `${JSON.stringify({ pad: "x".repeat(1000) })}\n`.repeat(70) : ""
+        const filler = receiptAt === "before the window"
+          ? `${JSON.stringify({ pad: "x".repeat(1000) })}\n`.repeat(70)
+          : ""
         const head = headLine(headFor(kit.sessionId, receiptOffset, line))
         yield* appendRaw(kit, line + filler + head)
         assert.strictEqual((yield* cache.read(kit.sidecar)).availability, "available", receiptAt)
@@ -273,7 +329,9 @@ fileSystemSuite("sidecar current cache", (it) => {
   it.effect("a proof keeps only the bytes it rests on, in buffers of their own", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
-      for (const n of [1, 2, 3]) yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(n) }))
+      for (const n of [1, 2, 3]) {
+        yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(n) }))
+      }
       const size = yield* sizeOf(kit.fs, kit.sidecar)
       const { proof } = yield* Effect.scoped(Effect.flatMap(
         openRegularFile(kit.fs, kit.sidecar),
@@ -310,7 +368,12 @@ fileSystemSuite("sidecar current cache", (it) => {
 
 describe("sidecar current cache holds each sidecar open between reads", () => {
   /** A memory world whose open descriptors can be listed, and a kit with one receipt on it. */
-  const world = <A, E>(body: (memory: ReturnType<typeof makeMemoryFileSystem>, kit: Kit) => Effect.Effect<A, E, FileSystem.FileSystem | Path.Path>) => {
+  const world = <A, E>(
+    body: (
+      memory: ReturnType<typeof makeMemoryFileSystem>,
+      kit: Kit
+    ) => Effect.Effect<A, E, FileSystem.FileSystem | Path.Path>
+  ) => {
     const memory = makeMemoryFileSystem()
     return Effect.gen(function*() {
       const kit = yield* setup("/w")
@@ -374,7 +437,9 @@ describe("sidecar current cache holds each sidecar open between reads", () => {
           const bytes = yield* kit.fs.readFile(kit.sidecar)
           const copies = ["a", "b"].map((name) => `${kit.sidecar}.${name}`)
           for (const copy of copies) yield* kit.fs.writeFile(copy, bytes, { mode: 0o600 })
-          for (const path of [kit.sidecar, ...copies]) assert.strictEqual((yield* cache.read(path)).availability, "available")
+          for (const path of [kit.sidecar, ...copies]) {
+            assert.strictEqual((yield* cache.read(path)).availability, "available")
+          }
           assert.deepStrictEqual(reads(memory).sort(), [...copies].sort())
           assert.strictEqual((yield* cache.stats).held, 2)
         })
@@ -422,11 +487,18 @@ describe("sidecar current cache holds each sidecar open between reads", () => {
             if (variant === "replaced") yield* replace(kit)
             arm()
             const read = yield* Effect.forkChild(cache.read(kit.sidecar))
-            yield* Effect.raceFirst(Effect.andThen(Deferred.await(reached), Effect.sync(() => stalled[variant]++)), Fiber.await(read))
+            yield* Effect.raceFirst(
+              Effect.andThen(Deferred.await(reached), Effect.sync(() => stalled[variant]++)),
+              Fiber.await(read)
+            )
             yield* Fiber.interrupt(read)
             disarm()
             assert.isAtMost(reads(memory).length, 1, `cut ${cut}: ${reads(memory).join(", ")}`)
-            assert.deepStrictEqual(yield* cache.read(kit.sidecar), yield* readSidecarCurrent(kit.fs, kit.sidecar), `after cut ${cut}`)
+            assert.deepStrictEqual(
+              yield* cache.read(kit.sidecar),
+              yield* readSidecarCurrent(kit.fs, kit.sidecar),
+              `after cut ${cut}`
+            )
             assert.deepStrictEqual(reads(memory), [kit.sidecar])
           }))
           assert.deepStrictEqual(reads(memory), [], `run ${run}: the cache's end`)

@@ -24,7 +24,14 @@ fileSystemSuite("SidecarScan", (it) => {
       const scan = yield* scanSidecar(kit.fs, kit.sidecar, new Set([jobId(2), jobId(3)]))
       assert.deepStrictEqual(
         { ...scan.summary, current: undefined },
-        { path: kit.sidecar, bytes: yield* sizeOf(kit.fs, kit.sidecar), lines: 3, receipts: 2, heads: 1, current: undefined }
+        {
+          path: kit.sidecar,
+          bytes: yield* sizeOf(kit.fs, kit.sidecar),
+          lines: 3,
+          receipts: 2,
+          heads: 1,
+          current: undefined
+        }
       )
       assert.deepStrictEqual(scan.summary.current, { availability: "available", reason: "sidecar_uncommitted_tail" })
       assert.deepStrictEqual([...scan.jobIds], [jobId(2)])
@@ -112,7 +119,10 @@ fileSystemSuite("SidecarScan", (it) => {
       yield* appendRaw(kit, headLine({ ...first.head, receiptHash: "0".repeat(64) }))
       const broken = yield* scanSidecar(kit.fs, kit.sidecar, new Set())
       assert.deepStrictEqual(broken.findings.map((f) => `${f.kind}@${f.offset}`), [
-        `head_range_invalid@${yield* Effect.map(sizeOf(kit.fs, kit.sidecar), (end) => end - headLine(first.head).length)}`
+        `head_range_invalid@${yield* Effect.map(
+          sizeOf(kit.fs, kit.sidecar),
+          (end) => end - headLine(first.head).length
+        )}`
       ])
       assert.deepStrictEqual(broken.summary.current, { availability: "unreadable", reason: "sidecar_head_invalid" })
     }))

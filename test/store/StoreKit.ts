@@ -125,8 +125,10 @@ export const claimOf = (kit: Kit, jobId: string) =>
 
 /** The sidecar's complete lines, parsed. */
 export const sidecarRecords = (kit: Kit) =>
-  Effect.map(readIfExists(kit.fs, kit.sidecar), (text) =>
-    (text ?? "").split("\n").filter((line) => line.length > 0).map((line) => JSON.parse(line) as Json))
+  Effect.map(
+    readIfExists(kit.fs, kit.sidecar),
+    (text) => (text ?? "").split("\n").filter((line) => line.length > 0).map((line) => JSON.parse(line) as Json)
+  )
 
 /** Appends raw text to the sidecar (creating it and its folder 0700/0600 like the store). */
 export const appendRaw = (kit: Kit, text: string | Uint8Array) =>
@@ -137,7 +139,8 @@ export const appendRaw = (kit: Kit, text: string | Uint8Array) =>
   })
 
 /** The size of a file in bytes. */
-export const sizeOf = (fs: FileSystem.FileSystem, file: string) => Effect.map(fs.stat(file), (info) => Number(info.size))
+export const sizeOf = (fs: FileSystem.FileSystem, file: string) =>
+  Effect.map(fs.stat(file), (info) => Number(info.size))
 
 /** A receipt line exactly as settle writes it. */
 export const receiptLine = (receipt: Json): string => `${JSON.stringify(receipt)}\n`
@@ -173,11 +176,14 @@ export const filesUnder = (fs: FileSystem.FileSystem, dir: string) =>
 
 /** Temp files (`*.tmp`) and break files left anywhere under the Rarebit root. */
 export const strayFiles = (kit: Kit) =>
-  Effect.map(filesUnder(kit.fs, kit.rarebitRoot), (files) =>
-    files.filter((file) => file.endsWith(".tmp") || file.includes(".break-")))
+  Effect.map(
+    filesUnder(kit.fs, kit.rarebitRoot),
+    (files) => files.filter((file) => file.endsWith(".tmp") || file.includes(".break-"))
+  )
 
 /** Permission bits of a path (not following symlinks). */
-export const modeOf = (fs: FileSystem.FileSystem, file: string) => Effect.map(fs.stat(file), (info) => info.mode & 0o777)
+export const modeOf = (fs: FileSystem.FileSystem, file: string) =>
+  Effect.map(fs.stat(file), (info) => info.mode & 0o777)
 
 /**
  * In the memory world, asserts that no file handle is open; on the real disk

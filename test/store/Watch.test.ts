@@ -314,16 +314,19 @@ fileSystemSuite("RarebitStore.watch", (it) => {
       yield* settleJob(writer, 1)
       let failing = false
       // While `failing`, the sidecar cannot be examined, as under EMFILE or EIO.
-      const flaky = interceptFileSystem(world, (method, args) =>
-        failing && method === "lstat" && args[0] === writer.sidecar
-          ? Effect.fail(PlatformError.systemError({
-            _tag: "Unknown",
-            module: "FileSystem",
-            method: "lstat",
-            pathOrDescriptor: writer.sidecar,
-            description: "EIO"
-          }))
-          : Effect.void)
+      const flaky = interceptFileSystem(
+        world,
+        (method, args) =>
+          failing && method === "lstat" && args[0] === writer.sidecar
+            ? Effect.fail(PlatformError.systemError({
+              _tag: "Unknown",
+              module: "FileSystem",
+              method: "lstat",
+              pathOrDescriptor: writer.sidecar,
+              description: "EIO"
+            }))
+            : Effect.void
+      )
       const kit = yield* setup(root, { fs: flaky, writeSession: false })
       const watch = yield* drive(watchReads(kit, { pollInterval: "100 millis", maxPollInterval: "400 millis" }), {
         polls: true
@@ -350,11 +353,13 @@ fileSystemSuite("RarebitStore.watch", (it) => {
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
       const modes: Array<unknown> = []
-      for (const [label, kitFs, mode] of [
-        ["events", fs, "auto"],
-        ["forced", fs, "poll"],
-        ["fallback", withoutWatch(fs, "fail"), "auto"]
-      ] as const) {
+      for (
+        const [label, kitFs, mode] of [
+          ["events", fs, "auto"],
+          ["forced", fs, "poll"],
+          ["fallback", withoutWatch(fs, "fail"), "auto"]
+        ] as const
+      ) {
         const kit = yield* setup(`${root}/${label}`, { fs: kitFs })
         const { spans, tracer } = spanRecorder()
         yield* kit.store.watch({ sessionFile: kit.sessionFile, mode }).pipe(

@@ -15,10 +15,10 @@ import {
   observe,
   type WatchedCurrent,
   type WatchObservation,
-  watchSessionsSpecs,
+  type WatchOptions,
   type WatchSessionsOptions,
-  watchSpec,
-  type WatchOptions
+  watchSessionsSpecs,
+  watchSpec
 } from "../../src/store/CurrentWatch.js"
 import type { MemoryFileSystemShape } from "../../src/testing/MemoryFileSystem.js"
 import { jobId, summaryReceipt } from "../support/Receipts.js"
@@ -52,8 +52,9 @@ export const drive = <E>(observations: Stream.Stream<WatchObservation, E>, optio
     const probe = yield* makeSleepProbe
     const reads = yield* Queue.unbounded<WatchObservation>()
     const run = probe.instrument(Stream.runForEach(observations, (observation) => Queue.offer(reads, observation)))
-    const fiber: Fiber.Fiber<void, unknown> = yield* (options.tracer === undefined ? run : Effect.withTracer(run, options.tracer))
-      .pipe(Effect.forkScoped)
+    const fiber: Fiber.Fiber<void, unknown> =
+      yield* (options.tracer === undefined ? run : Effect.withTracer(run, options.tracer))
+        .pipe(Effect.forkScoped)
     const waits: Array<number> = []
     const next = Effect.gen(function*() {
       for (;;) {
@@ -96,7 +97,10 @@ export const drive = <E>(observations: Stream.Stream<WatchObservation, E>, optio
   })
 
 /** The reads of `watch(options)` on a kit's store. */
-export const watchReads = (kit: Kit, options: Omit<WatchOptions, "sessionFile"> & { readonly sessionFile?: string } = {}) =>
+export const watchReads = (
+  kit: Kit,
+  options: Omit<WatchOptions, "sessionFile"> & { readonly sessionFile?: string } = {}
+) =>
   observe(
     dependenciesOf(kit.store, kit.fs, kit.path),
     [watchSpec({ sessionFile: kit.sessionFile, debounce: `${DEBOUNCE_MS} millis`, ...options })],

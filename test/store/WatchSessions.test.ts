@@ -24,63 +24,70 @@ const settleFor = (kit: Kit, index: number, summary: string, job: number) =>
   })
 
 fileSystemSuite("RarebitStore.watchSessions", (it) => {
-  it.effect("1,000 Sessions: one watch per folder, and only the Session that changed is read and emitted", ({ root }) =>
-    Effect.gen(function*() {
-      const counted = countingWatches(yield* FileSystem.FileSystem)
-      const kit = yield* setup(root, { fs: counted.fs, writeSession: false })
-      const sessionFiles: Array<string> = []
-      for (let index = 0; index < SESSIONS; index++) {
-        const file = sessionFileOf(kit, index)
-        yield* kit.fs.makeDirectory(kit.path.dirname(file), { recursive: true })
-        yield* kit.fs.writeFileString(file, sessionText(`session-${index}`, kit.branch).text)
-        sessionFiles.push(file)
-      }
-      // One settled Session per folder, so every sidecar folder exists.
-      for (let folder = 0; folder < FOLDERS; folder++) yield* settleFor(kit, folder, `first ${folder}`, folder + 1)
-
-      const watch = yield* drive(watchSessionsReads(kit, { sessionFiles }))
-      const initial = new Map<string, string>()
-      for (let index = 0; index < SESSIONS; index++) {
-        const read = yield* watch.next
-        assert.strictEqual(read.decision, "initial")
-        initial.set(read.sessionFile, read.current.availability)
-      }
-      assert.strictEqual(initial.size, SESSIONS)
-      assert.strictEqual([...initial.values()].filter((availability) => availability === "available").length, FOLDERS)
-
-      // Ten Session folders and ten sidecar folders, whatever the number of Sessions.
-      assert.strictEqual(counted.open(), 2 * FOLDERS)
-      const memory = memoryWatchers(kit.fs)
-      if (memory !== undefined) assert.strictEqual(memory.length, 2 * FOLDERS)
-      if (tracksHandles(kit.fs)) {
-        // Only what the store's bounded caches hold (64 sidecars, 32 Sessions).
-        const open = (kit.fs as unknown as { openDescriptors: () => ReadonlyArray<unknown> }).openDescriptors()
-        assert.isAtMost(open.length, 64 + 32)
-      }
-
-      const changed = 517
-      yield* settleFor(kit, changed, "the one that changed", 1000)
-      const read = yield* watch.nextEmitted
-      assert.strictEqual(read.sessionFile, sessionFileOf(kit, changed))
-      assert.strictEqual(read.current.receipt?.status === "ok" ? read.current.receipt.summary : null, "the one that changed")
-      assert.deepStrictEqual({ epoch: read.epoch, sequence: read.sequence }, { epoch: 1, sequence: 1 })
-
-      // Another Session grows: again only that one.
-      const grown = sessionFileOf(kit, 42)
-      yield* kit.fs.writeFileString(grown, `${JSON.stringify(entry("u2", "user", "more", "e1"))}\n`, { flag: "a" })
-      let next = yield* watch.next
-      if (memory === undefined) {
-        // On the disk the first settle's last events may still come in: those reads are not emitted.
-        while (next.sessionFile !== grown) {
-          assert.strictEqual(next.decision, "identical")
-          next = yield* watch.next
+  it.effect(
+    "1,000 Sessions: one watch per folder, and only the Session that changed is read and emitted",
+    ({ root }) =>
+      Effect.gen(function*() {
+        const counted = countingWatches(yield* FileSystem.FileSystem)
+        const kit = yield* setup(root, { fs: counted.fs, writeSession: false })
+        const sessionFiles: Array<string> = []
+        for (let index = 0; index < SESSIONS; index++) {
+          const file = sessionFileOf(kit, index)
+          yield* kit.fs.makeDirectory(kit.path.dirname(file), { recursive: true })
+          yield* kit.fs.writeFileString(file, sessionText(`session-${index}`, kit.branch).text)
+          sessionFiles.push(file)
         }
-      }
-      assert.strictEqual(next.sessionFile, grown)
-      assert.strictEqual(next.decision, "changed")
-      yield* Fiber.interrupt(watch.fiber)
-      assert.strictEqual(counted.open(), 0)
-    }), 120_000)
+        // One settled Session per folder, so every sidecar folder exists.
+        for (let folder = 0; folder < FOLDERS; folder++) yield* settleFor(kit, folder, `first ${folder}`, folder + 1)
+
+        const watch = yield* drive(watchSessionsReads(kit, { sessionFiles }))
+        const initial = new Map<string, string>()
+        for (let index = 0; index < SESSIONS; index++) {
+          const read = yield* watch.next
+          assert.strictEqual(read.decision, "initial")
+          initial.set(read.sessionFile, read.current.availability)
+        }
+        assert.strictEqual(initial.size, SESSIONS)
+        assert.strictEqual([...initial.values()].filter((availability) => availability === "available").length, FOLDERS)
+
+        // Ten Session folders and ten sidecar folders, whatever the number of Sessions.
+        assert.strictEqual(counted.open(), 2 * FOLDERS)
+        const memory = memoryWatchers(kit.fs)
+        if (memory !== undefined) assert.strictEqual(memory.length, 2 * FOLDERS)
+        if (tracksHandles(kit.fs)) {
+          // Only what the store's bounded caches hold (64 sidecars, 32 Sessions).
+          const open = (kit.fs as unknown as { openDescriptors: () => ReadonlyArray<unknown> }).openDescriptors()
+          assert.isAtMost(open.length, 64 + 32)
+        }
+
+        const changed = 517
+        yield* settleFor(kit, changed, "the one that changed", 1000)
+        const read = yield* watch.nextEmitted
+        assert.strictEqual(read.sessionFile, sessionFileOf(kit, changed))
+        assert.strictEqual(
+          read.current.receipt?.status === "ok" ? read.current.receipt.summary : null,
+          "the one that changed"
+        )
+        assert.deepStrictEqual({ epoch: read.epoch, sequence: read.sequence }, { epoch: 1, sequence: 1 })
+
+        // Another Session grows: again only that one.
+        const grown = sessionFileOf(kit, 42)
+        yield* kit.fs.writeFileString(grown, `${JSON.stringify(entry("u2", "user", "more", "e1"))}\n`, { flag: "a" })
+        let next = yield* watch.next
+        if (memory === undefined) {
+          // On the disk the first settle's last events may still come in: those reads are not emitted.
+          while (next.sessionFile !== grown) {
+            assert.strictEqual(next.decision, "identical")
+            next = yield* watch.next
+          }
+        }
+        assert.strictEqual(next.sessionFile, grown)
+        assert.strictEqual(next.decision, "changed")
+        yield* Fiber.interrupt(watch.fiber)
+        assert.strictEqual(counted.open(), 0)
+      }),
+    120_000
+  )
 
   it.effect("a folder replaced under the Sessions it holds is watched anew, not through the old folder's watch", ({ root }) =>
     Effect.gen(function*() {
@@ -101,7 +108,11 @@ fileSystemSuite("RarebitStore.watchSessions", (it) => {
       yield* kit.fs.makeDirectory(folder, { mode: 0o700 })
       const moved = yield* watch.nextEmitted
       assert.deepStrictEqual([moved.sessionFile, moved.current.availability], [kit.sessionFile, "missing"])
-      assert.deepStrictEqual(counted.made().filter((made) => made === folder), [folder, folder], "the new folder is watched")
+      assert.deepStrictEqual(
+        counted.made().filter((made) => made === folder),
+        [folder, folder],
+        "the new folder is watched"
+      )
 
       const reservation = acquired(yield* kit.store.reserve({ jobId: jobId(2), sessionFile: other }))
       yield* kit.store.settle(reservation, summaryReceipt(kit.branch, "other"))
@@ -117,7 +128,10 @@ fileSystemSuite("RarebitStore.watchSessions", (it) => {
       const listed = [kit.sessionFile, other, kit.sessionFile]
 
       const fromStore = yield* kit.store.watchSessions({ sessionFiles: listed }).pipe(Stream.take(2), Stream.runCollect)
-      assert.deepStrictEqual(fromStore.map((state) => [state.sessionFile, state.sequence]), [[kit.sessionFile, 0], [other, 0]])
+      assert.deepStrictEqual(fromStore.map((state) => [state.sessionFile, state.sequence]), [[kit.sessionFile, 0], [
+        other,
+        0
+      ]])
 
       const watch = yield* drive(watchSessionsReads(kit, { sessionFiles: listed, initial: false }))
       const first = yield* watch.next

@@ -63,20 +63,23 @@ export const makeCountingFileSystem = (
       }
     })
   const opened = (path: string, opening: Effect.Effect<FileSystem.File, unknown, unknown>) =>
-    Effect.flatMap(options.oneAtATime === true ? Effect.andThen(onlyOne.takeScoped(1), opening) : opening, (file) =>
-      Effect.as(
-        Effect.acquireRelease(
-          Effect.sync(() => {
-            open++
-            mostOpen = Math.max(mostOpen, open)
-          }),
-          () =>
+    Effect.flatMap(
+      options.oneAtATime === true ? Effect.andThen(onlyOne.takeScoped(1), opening) : opening,
+      (file) =>
+        Effect.as(
+          Effect.acquireRelease(
             Effect.sync(() => {
-              open--
-            })
-        ),
-        countedFile(path, file)
-      ))
+              open++
+              mostOpen = Math.max(mostOpen, open)
+            }),
+            () =>
+              Effect.sync(() => {
+                open--
+              })
+          ),
+          countedFile(path, file)
+        )
+    )
   const countedSmallRead = (read: SmallRegularRead): SmallRegularRead => (path, limit, noFollow) => {
     open++
     mostOpen = Math.max(mostOpen, open)

@@ -83,8 +83,34 @@ export const trickyByteArray = (maxLength: number): fc.Arbitrary<Uint8Array> =>
   fc.array(
     fc.oneof(
       fc.constantFrom(
-        0x00, 0x0a, 0x0d, 0x22, 0x7b, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbb, 0xbf, 0xc0, 0xc1, 0xc2, 0xdf, 0xe0,
-        0xe1, 0xed, 0xef, 0xf0, 0xf4, 0xf5, 0xf8, 0xfc, 0xfe, 0xff
+        0x00,
+        0x0a,
+        0x0d,
+        0x22,
+        0x7b,
+        0x7f,
+        0x80,
+        0x8f,
+        0x90,
+        0x9f,
+        0xa0,
+        0xbb,
+        0xbf,
+        0xc0,
+        0xc1,
+        0xc2,
+        0xdf,
+        0xe0,
+        0xe1,
+        0xed,
+        0xef,
+        0xf0,
+        0xf4,
+        0xf5,
+        0xf8,
+        0xfc,
+        0xfe,
+        0xff
       ),
       fc.integer({ min: 0, max: 255 }),
       sensitiveBytes.map(({ bytes }) => bytes[0])
@@ -120,7 +146,9 @@ export type Spot =
   | { readonly kind: "overlong"; readonly pick: number; readonly length: 2 | 3 | 4 }
 
 /** The string values whose content an `inString` edit goes into: free text, else the session id. */
-const stringAnchors = ["\"summary\":\"", "\"title\":\"", "\"sessionId\":\""].map((anchor) => new TextEncoder().encode(anchor))
+const stringAnchors = ["\"summary\":\"", "\"title\":\"", "\"sessionId\":\""].map((anchor) =>
+  new TextEncoder().encode(anchor)
+)
 
 const indexOfBytes = (haystack: Uint8Array, needle: Uint8Array): number =>
   Buffer.from(haystack.buffer, haystack.byteOffset, haystack.length).indexOf(needle)
@@ -159,10 +187,16 @@ export const editLine = (line: Uint8Array, spot: Spot, inserted: Uint8Array): Ui
 /** Any spot; the start of the line (where a BOM goes) twice as often as each other. */
 export const spot: fc.Arbitrary<Spot> = fc.oneof(
   { weight: 2, arbitrary: fc.constant<Spot>({ kind: "start" }) },
-  { weight: 3, arbitrary: fc.constantFrom<Spot>({ kind: "afterBrace" }, { kind: "inString" }, { kind: "beforeNewline" }) },
+  {
+    weight: 3,
+    arbitrary: fc.constantFrom<Spot>({ kind: "afterBrace" }, { kind: "inString" }, { kind: "beforeNewline" })
+  },
   {
     weight: 1,
-    arbitrary: fc.record({ kind: fc.constant("overlong" as const), pick: fc.nat(), length: fc.constantFrom<2 | 3 | 4>(2, 3, 4) })
+    arbitrary: fc.record({
+      kind: fc.constant("overlong" as const),
+      pick: fc.nat(),
+      length: fc.constantFrom<2 | 3 | 4>(2, 3, 4)
+    })
   }
 )
-

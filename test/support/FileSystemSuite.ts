@@ -129,7 +129,9 @@ export const assertFailure = (error: unknown, expected: ExpectedFailure): void =
   if (reason._tag === "BadArgument") return
   if (expected.syscall !== undefined) assert.strictEqual(reason.syscall, expected.syscall)
   if (expected.pathOrDescriptor === "fd") assert.strictEqual(typeof reason.pathOrDescriptor, "number")
-  else if (expected.pathOrDescriptor !== undefined) assert.strictEqual(reason.pathOrDescriptor, expected.pathOrDescriptor)
+  else if (expected.pathOrDescriptor !== undefined) {
+    assert.strictEqual(reason.pathOrDescriptor, expected.pathOrDescriptor)
+  }
   if (expected.code !== undefined) {
     assert.strictEqual((reason.cause as { readonly code?: unknown } | undefined)?.code, expected.code)
   }

@@ -30,7 +30,9 @@ const writeAt = (file: string, secondsAgo: number) => {
 
 /** Sources and configuration written 100 s ago, and a build of them 50 s ago. */
 const freshBuild = () => {
-  for (const file of ["tsconfig.build.json", "tsconfig.base.json", "src/index.ts", "src/cli/main.ts", "src/types.d.ts"]) {
+  for (
+    const file of ["tsconfig.build.json", "tsconfig.base.json", "src/index.ts", "src/cli/main.ts", "src/types.d.ts"]
+  ) {
     writeAt(file, 100)
   }
   for (const file of ["dist/index.js", "dist/index.d.ts", "dist/cli/main.js", "dist/cli/main.js.map"]) writeAt(file, 50)

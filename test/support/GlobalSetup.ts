@@ -44,7 +44,9 @@ export const staleBuild = (repo: string = REPO): string | undefined => {
     const emitted = join(dist, relative(src, source)).replace(/\.ts$/, ".js")
     const built = statSync(emitted, { throwIfNoEntry: false })?.mtimeMs
     if (built === undefined) return `${relative(repo, emitted)} is missing`
-    if (built < statSync(source).mtimeMs) return `${relative(repo, source)} changed after ${relative(repo, emitted)} was built`
+    if (built < statSync(source).mtimeMs) {
+      return `${relative(repo, source)} changed after ${relative(repo, emitted)} was built`
+    }
     if (built < configured) return `the build configuration changed after ${relative(repo, emitted)} was built`
   }
   // Only where src/ emits: another build may put its own folder in dist/.
@@ -93,7 +95,9 @@ export default function setup(): () => void {
   return () => {
     const lines = reportsSince(startedAt)
     if (lines.length > 0) {
-      process.stdout.write(`\n Reports written by this run, in ${REPORT_DIRECTORY}/:\n${lines.map((line) => `   ${line}`).join("\n")}\n`)
+      process.stdout.write(
+        `\n Reports written by this run, in ${REPORT_DIRECTORY}/:\n${lines.map((line) => `   ${line}`).join("\n")}\n`
+      )
     }
   }
 }

@@ -4,8 +4,8 @@
  * descriptors are read from `/proc/self/fd` (Linux), where a file that was
  * open when it was removed or renamed over reads as `<path> (deleted)`.
  */
-import { readdirSync, readlinkSync } from "node:fs"
 import type { FileSystem } from "effect"
+import { readdirSync, readlinkSync } from "node:fs"
 import type { MemoryFileSystemShape } from "../../src/testing/MemoryFileSystem.js"
 
 const DELETED = " (deleted)"

@@ -17,7 +17,6 @@ export type Json = Record<string, unknown>
  */
 export const fromPlainCaller = <A = ReceiptInput>(value: unknown): A => value as A
 
-
 /** A 64-hex job id from a small number, so tests can name jobs `jobId(1)`, `jobId(2)`. */
 export const jobId = (n: number): string => n.toString(16).padStart(64, "0")
 
@@ -38,7 +37,8 @@ export const entry = (
 /** A linear branch: each entry's parent is the one before it. Ids are `e0`, `e1`, ... */
 export const branchOf = (
   messages: ReadonlyArray<readonly [role: "user" | "assistant", text: string]>
-): Array<Json> => messages.map(([role, text], index) => entry(`e${index}`, role, text, index === 0 ? null : `e${index - 1}`))
+): Array<Json> =>
+  messages.map(([role, text], index) => entry(`e${index}`, role, text, index === 0 ? null : `e${index - 1}`))
 
 /** The branch sessions get unless a test says otherwise: one request and its answer. */
 export const defaultBranch = (): Array<Json> => branchOf([["user", "first request"], ["assistant", "done"]])

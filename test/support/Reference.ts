@@ -17,9 +17,9 @@ import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import * as ModelModule from "../../node_modules/@hypercarrier/rarebit/src/rarebit-model.mjs"
 import * as StoreModule from "../../node_modules/@hypercarrier/rarebit/src/rarebit-store.mjs"
-import * as Receipts from "../../stress/receipts.mjs"
 import type { OkSummaryReceipt } from "../../src/protocol/SummaryReceipt.js"
 import type { TitledTitleReceipt } from "../../src/protocol/TitleReceipt.js"
+import * as Receipts from "../../stress/receipts.mjs"
 
 type Json = Record<string, unknown>
 

@@ -9,9 +9,9 @@
  * replaces the file, later ones append. Give each test file its own names,
  * since test files run in parallel workers.
  */
+import { Effect } from "effect"
 import { appendFileSync, mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { Effect } from "effect"
 
 /** Where the reports go, relative to the repository. */
 export const REPORT_DIRECTORY = "test-reports"

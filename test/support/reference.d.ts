@@ -34,5 +34,8 @@ declare module "*/rarebit-model.mjs" {
 
 declare module "*/rarebit-session.mjs" {
   export function resolveRarebitSessionFile(reference: unknown, options?: Record<string, unknown>): Promise<string>
-  export function readRarebitSession(reference: unknown, options?: Record<string, unknown>): Promise<Record<string, unknown>>
+  export function readRarebitSession(
+    reference: unknown,
+    options?: Record<string, unknown>
+  ): Promise<Record<string, unknown>>
 }

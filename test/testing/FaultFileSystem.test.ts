@@ -1,15 +1,15 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, FileSystem, Layer } from "effect"
+import { handleChmodOf, nonBlockingOpenOf, smallRegularReadOf } from "../../src/io/NonBlockingOpen.js"
+import * as DirectFileSystem from "../../src/platform/DirectFileSystem.js"
 import {
-  type FaultFileSystemShape,
   FaultFileSystem,
+  type FaultFileSystemShape,
   FaultPlan,
   isSimulatedCrash,
   makeFaultFileSystem,
   SimulatedCrash
 } from "../../src/testing/FaultFileSystem.js"
-import { handleChmodOf, nonBlockingOpenOf, smallRegularReadOf } from "../../src/io/NonBlockingOpen.js"
-import * as DirectFileSystem from "../../src/platform/DirectFileSystem.js"
 import { makeMemoryFileSystem, MemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { assertFailure, fileSystemSuite } from "../support/FileSystemSuite.js"
 
@@ -90,7 +90,9 @@ fileSystemSuite("FaultFileSystem", (it) => {
         { error: "EIO", reason: "Unknown" }
       ] as const
       for (const { error, reason } of plans) {
-        const fault = yield* faulty(FaultPlan.make({ kind: "sync", path: "/store/log", action: { _tag: "Fail", error } }))
+        const fault = yield* faulty(
+          FaultPlan.make({ kind: "sync", path: "/store/log", action: { _tag: "Fail", error } })
+        )
         const failure = yield* Effect.flip(run(fault, script(root)))
         assertFailure(failure, { reason, method: "sync", syscall: "fsync", pathOrDescriptor: "fd", code: error })
       }
@@ -99,19 +101,31 @@ fileSystemSuite("FaultFileSystem", (it) => {
   it.effect("nth counts within a rule's selection; times bounds how often it fires", ({ root }) =>
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
-      const second = makeFaultFileSystem(fs, FaultPlan.make({ kind: "writeFile", nth: 1, action: { _tag: "Fail", error: "EIO" } }))
+      const second = makeFaultFileSystem(
+        fs,
+        FaultPlan.make({ kind: "writeFile", nth: 1, action: { _tag: "Fail", error: "EIO" } })
+      )
       const writes = (prefix: string) =>
         Effect.forEach([1, 2, 3], (n) => Effect.result(fs.writeFileString(`${root}/${prefix}${n}`, "x")))
-      const first = yield* run(second, Effect.gen(function*() {
-        const fs = yield* FileSystem.FileSystem
-        return yield* Effect.forEach([1, 2, 3], (n) => Effect.result(fs.writeFileString(`${root}/a${n}`, "x")))
-      }))
+      const first = yield* run(
+        second,
+        Effect.gen(function*() {
+          const fs = yield* FileSystem.FileSystem
+          return yield* Effect.forEach([1, 2, 3], (n) => Effect.result(fs.writeFileString(`${root}/a${n}`, "x")))
+        })
+      )
       assert.deepStrictEqual(first.map((result) => result._tag), ["Success", "Failure", "Success"])
-      const twice = makeFaultFileSystem(fs, FaultPlan.make({ path: "/b", times: 2, action: { _tag: "Fail", error: "EIO" } }))
-      const outcomes = yield* run(twice, Effect.gen(function*() {
-        const fs = yield* FileSystem.FileSystem
-        return yield* Effect.forEach([1, 2, 3], (n) => Effect.result(fs.writeFileString(`${root}/b${n}`, "x")))
-      }))
+      const twice = makeFaultFileSystem(
+        fs,
+        FaultPlan.make({ path: "/b", times: 2, action: { _tag: "Fail", error: "EIO" } })
+      )
+      const outcomes = yield* run(
+        twice,
+        Effect.gen(function*() {
+          const fs = yield* FileSystem.FileSystem
+          return yield* Effect.forEach([1, 2, 3], (n) => Effect.result(fs.writeFileString(`${root}/b${n}`, "x")))
+        })
+      )
       assert.deepStrictEqual(outcomes.map((result) => result._tag), ["Failure", "Failure", "Success"])
       assert.deepStrictEqual((yield* writes("c")).map((result) => result._tag), ["Success", "Success", "Success"])
     }))
@@ -123,9 +137,13 @@ fileSystemSuite("FaultFileSystem", (it) => {
       const error = yield* Effect.flip(run(fault, script(root)))
       assertFailure(error, { reason: "Unknown", method: "writeAll", syscall: "write", code: "EIO" })
       assert.strictEqual(yield* fs.readFileString(`${root}/store/log`), "on")
-      const whole = makeFaultFileSystem(fs, FaultPlan.make({ kind: "writeFile", action: { _tag: "TornWrite", bytes: 3 } }))
-      const failure = yield* Effect.flip(run(whole, withFs((inner) =>
-        inner.writeFileString(`${root}/whole`, "abcdef"))))
+      const whole = makeFaultFileSystem(
+        fs,
+        FaultPlan.make({ kind: "writeFile", action: { _tag: "TornWrite", bytes: 3 } })
+      )
+      const failure = yield* Effect.flip(
+        run(whole, withFs((inner) => inner.writeFileString(`${root}/whole`, "abcdef")))
+      )
       assertFailure(failure, { reason: "Unknown", method: "writeFile", pathOrDescriptor: `${root}/whole`, code: "EIO" })
       assert.strictEqual(yield* fs.readFileString(`${root}/whole`), "abc")
     }))
@@ -140,8 +158,7 @@ fileSystemSuite("FaultFileSystem", (it) => {
       assert.strictEqual(fault.crashPoint()?.method, "writeFileString")
       assert.strictEqual(fault.operations().at(-1)?.method, "writeFileString")
       assert.isFalse(yield* fs.exists(`${root}/store/next.tmp`))
-      const later = yield* Effect.exit(run(fault, withFs((inner) =>
-        inner.readDirectory(root))))
+      const later = yield* Effect.exit(run(fault, withFs((inner) => inner.readDirectory(root))))
       assert.isTrue(Exit.isFailure(later) && isSimulatedCrash(later.cause))
       const defect = Exit.isFailure(later) ? Cause.squash(later.cause) : undefined
       assert.instanceOf(defect, SimulatedCrash)
@@ -158,16 +175,19 @@ describe("FaultFileSystem on memory", () => {
         memory,
         FaultPlan.make({ kind: "write", nth: 1, action: { _tag: "TornWrite", bytes: 3, then: "crash" } })
       )
-      const exit = yield* Effect.exit(run(fault, Effect.gen(function*() {
-        const fs = yield* FileSystem.FileSystem
-        yield* Effect.scoped(Effect.gen(function*() {
-          const file = yield* fs.open("/log", { flag: "a" })
-          yield* file.writeAll(bytes("first\n"))
-          yield* file.sync
-          yield* file.writeAll(bytes("second\n"))
-          yield* file.sync
-        }))
-      })))
+      const exit = yield* Effect.exit(run(
+        fault,
+        Effect.gen(function*() {
+          const fs = yield* FileSystem.FileSystem
+          yield* Effect.scoped(Effect.gen(function*() {
+            const file = yield* fs.open("/log", { flag: "a" })
+            yield* file.writeAll(bytes("first\n"))
+            yield* file.sync
+            yield* file.writeAll(bytes("second\n"))
+            yield* file.sync
+          }))
+        })
+      ))
       assert.isTrue(Exit.isFailure(exit) && isSimulatedCrash(exit.cause))
       const contents = (image: typeof memory) => new TextDecoder().decode(image.snapshot("/log")[0]?.data)
       assert.strictEqual(contents(memory.crashImage("process")), "first\nsec")
@@ -188,13 +208,16 @@ describe("FaultFileSystem on memory", () => {
       const trial = (plan: FaultPlan) =>
         Effect.gen(function*() {
           const fault = makeFaultFileSystem(makeMemoryFileSystem(), plan)
-          const outcomes = yield* run(fault, Effect.gen(function*() {
-            const fs = yield* FileSystem.FileSystem
-            return yield* Effect.forEach(
-              Array.from({ length: 60 }, (_, n) => n),
-              (n) => Effect.result(fs.writeFileString(`/f${n}`, "x")).pipe(Effect.map((r) => r._tag))
-            )
-          }))
+          const outcomes = yield* run(
+            fault,
+            Effect.gen(function*() {
+              const fs = yield* FileSystem.FileSystem
+              return yield* Effect.forEach(
+                Array.from({ length: 60 }, (_, n) => n),
+                (n) => Effect.result(fs.writeFileString(`/f${n}`, "x")).pipe(Effect.map((r) => r._tag))
+              )
+            })
+          )
           return { outcomes, faults: fault.operations().filter((op) => op.fault !== undefined).map((op) => op.index) }
         })
       const options = { probability: 0.3, kinds: ["writeFile"] as const }
@@ -208,21 +231,28 @@ describe("FaultFileSystem on memory", () => {
       assert.deepStrictEqual(a.outcomes.flatMap((tag, n) => tag === "Failure" ? [n] : []), a.faults)
       const never = yield* trial(FaultPlan.random({ seed: 1, probability: 0 }))
       assert.deepStrictEqual(never.faults, [])
-      const always = yield* trial(FaultPlan.random({ seed: 1, probability: 1, actions: [{ _tag: "Fail", error: "ENOSPC" }] }))
+      const always = yield* trial(
+        FaultPlan.random({ seed: 1, probability: 1, actions: [{ _tag: "Fail", error: "ENOSPC" }] })
+      )
       assert.strictEqual(always.faults.length, 60)
     }))
 
   it.effect("FaultFileSystem.layer wraps the FileSystem it is given", () =>
     Effect.gen(function*() {
-      const layer = FaultFileSystem.layer(FaultPlan.make({ kind: "mkdir", action: { _tag: "Fail", error: "EROFS" } })).pipe(
-        Layer.provideMerge(MemoryFileSystem.layer)
-      )
+      const layer = FaultFileSystem.layer(FaultPlan.make({ kind: "mkdir", action: { _tag: "Fail", error: "EROFS" } }))
+        .pipe(
+          Layer.provideMerge(MemoryFileSystem.layer)
+        )
       const result = yield* Effect.gen(function*() {
         const fs = yield* FileSystem.FileSystem
         const fault = yield* FaultFileSystem
         const memory = yield* MemoryFileSystem
         const error = yield* Effect.flip(fs.makeDirectory("/ro"))
-        return { reason: error.reason._tag, kinds: fault.operations().map((op) => op.kind), exists: memory.snapshot().length }
+        return {
+          reason: error.reason._tag,
+          kinds: fault.operations().map((op) => op.kind),
+          exists: memory.snapshot().length
+        }
       }).pipe(Effect.provide(layer))
       assert.deepStrictEqual(result, { reason: "Unknown", kinds: ["mkdir"], exists: 1 })
     }))

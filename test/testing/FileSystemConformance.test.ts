@@ -172,7 +172,10 @@ fileSystemSuite("FileSystem conformance", (it) => {
         assert.strictEqual(text(buffer), "2345")
         assert.strictEqual(yield* file.seek(1n, "current"), 7n)
         assert.strictEqual(optionText(yield* file.readAlloc(10)), "789")
-        assertFailure(yield* Effect.flip(file.read(buffer, { position: -1n })), { reason: "BadArgument", method: "read" })
+        assertFailure(yield* Effect.flip(file.read(buffer, { position: -1n })), {
+          reason: "BadArgument",
+          method: "read"
+        })
         assertFailure(yield* Effect.flip(file.seek(-1n, "start")), { reason: "BadArgument", method: "seek" })
       }))
     }))
@@ -191,7 +194,11 @@ fileSystemSuite("FileSystem conformance", (it) => {
           pathOrDescriptor: "fd",
           code: "EBADF"
         })
-        assertFailure(yield* Effect.flip(reader.write(bytes("x"))), { reason: "Unknown", method: "write", code: "EBADF" })
+        assertFailure(yield* Effect.flip(reader.write(bytes("x"))), {
+          reason: "Unknown",
+          method: "write",
+          code: "EBADF"
+        })
         assertFailure(yield* Effect.flip(reader.truncate(0)), {
           reason: "Unknown",
           method: "truncate",
@@ -216,9 +223,23 @@ fileSystemSuite("FileSystem conformance", (it) => {
       yield* fs.writeFileString(`${root}/f`, "data")
       const file = yield* Effect.scoped(fs.open(`${root}/f`, { flag: "r+" }))
       assertFailure(yield* Effect.flip(file.readAlloc(4)), { reason: "Unknown", method: "readAlloc", code: "EBADF" })
-      assertFailure(yield* Effect.flip(file.stat), { reason: "Unknown", method: "stat", syscall: "fstat", code: "EBADF" })
-      assertFailure(yield* Effect.flip(file.sync), { reason: "Unknown", method: "sync", syscall: "fsync", code: "EBADF" })
-      assertFailure(yield* Effect.flip(file.writeAll(bytes("x"))), { reason: "Unknown", method: "writeAll", code: "EBADF" })
+      assertFailure(yield* Effect.flip(file.stat), {
+        reason: "Unknown",
+        method: "stat",
+        syscall: "fstat",
+        code: "EBADF"
+      })
+      assertFailure(yield* Effect.flip(file.sync), {
+        reason: "Unknown",
+        method: "sync",
+        syscall: "fsync",
+        code: "EBADF"
+      })
+      assertFailure(yield* Effect.flip(file.writeAll(bytes("x"))), {
+        reason: "Unknown",
+        method: "writeAll",
+        code: "EBADF"
+      })
       assert.strictEqual(yield* fs.readFileString(`${root}/f`), "data")
     }))
 
@@ -812,7 +833,10 @@ fileSystemSuite("FileSystem conformance: special files", (it) => {
       const readOf = (path: string, size: number) =>
         Effect.scoped(Effect.flatMap(fs.open(path), (file) => file.readAlloc(size, { position: 1000n })))
       const zeros = yield* readOf(`${root}/zero`, 4096)
-      assert.deepStrictEqual(Option.map(zeros, (data) => [data.length, data.every((byte) => byte === 0)]), Option.some([4096, true]))
+      assert.deepStrictEqual(
+        Option.map(zeros, (data) => [data.length, data.every((byte) => byte === 0)]),
+        Option.some([4096, true])
+      )
       const random = Option.getOrThrow(yield* readOf(`${root}/urandom`, 4096))
       assert.strictEqual(random.length, 4096)
       assert.isAbove(new Set(random).size, 100, "random bytes")
@@ -833,8 +857,16 @@ fileSystemSuite("FileSystem conformance: the non-blocking open", (it) => {
         return { info: yield* file.stat, read: yield* Effect.flip(file.read(new Uint8Array(16))) }
       }))
       assert.strictEqual(read.info.type, "FIFO")
-      assertFailure(read.read, { reason: "Unknown", method: "read", syscall: "read", pathOrDescriptor: "fd", code: "ESPIPE" })
-      const readWrite = yield* Effect.scoped(Effect.flatMap(open(`${root}/fifo`, { flag: "a+", noFollow: true }), (f) => f.stat))
+      assertFailure(read.read, {
+        reason: "Unknown",
+        method: "read",
+        syscall: "read",
+        pathOrDescriptor: "fd",
+        code: "ESPIPE"
+      })
+      const readWrite = yield* Effect.scoped(
+        Effect.flatMap(open(`${root}/fifo`, { flag: "a+", noFollow: true }), (f) => f.stat)
+      )
       assert.strictEqual(readWrite.type, "FIFO")
       for (const flag of ["a", "w"] as const) {
         assertFailure(yield* Effect.flip(Effect.scoped(open(`${root}/fifo`, { flag, noFollow: true }))), {
@@ -858,7 +890,9 @@ fileSystemSuite("FileSystem conformance: the non-blocking open", (it) => {
         method: "open",
         code: "ENXIO"
       })
-      const zero = yield* Effect.scoped(Effect.flatMap(open(`${root}/zero`, { flag: "r", noFollow: false }), (f) => f.stat))
+      const zero = yield* Effect.scoped(
+        Effect.flatMap(open(`${root}/zero`, { flag: "r", noFollow: false }), (f) => f.stat)
+      )
       assert.strictEqual(zero.type, "CharacterDevice")
       assertFailure(yield* Effect.flip(Effect.scoped(open(`${root}/zero`, { flag: "r", noFollow: true }))), {
         reason: "BadResource",
@@ -878,16 +912,22 @@ fileSystemSuite("FileSystem conformance: the non-blocking open", (it) => {
         Effect.flatMap(open(`${root}/dir`, { flag: "r", noFollow: true, directory: true }), (file) => file.stat)
       )
       assert.strictEqual(info.type, "Directory")
-      assertFailure(yield* Effect.flip(Effect.scoped(open(`${root}/file`, { flag: "r", noFollow: true, directory: true }))), {
-        reason: "BadResource",
-        method: "open",
-        code: "ENOTDIR"
-      })
-      assertFailure(yield* Effect.flip(Effect.scoped(open(`${root}/link`, { flag: "r", noFollow: true, directory: true }))), {
-        reason: "BadResource",
-        method: "open",
-        code: "ENOTDIR"
-      })
+      assertFailure(
+        yield* Effect.flip(Effect.scoped(open(`${root}/file`, { flag: "r", noFollow: true, directory: true }))),
+        {
+          reason: "BadResource",
+          method: "open",
+          code: "ENOTDIR"
+        }
+      )
+      assertFailure(
+        yield* Effect.flip(Effect.scoped(open(`${root}/link`, { flag: "r", noFollow: true, directory: true }))),
+        {
+          reason: "BadResource",
+          method: "open",
+          code: "ENOTDIR"
+        }
+      )
     }))
 
   it.effect("a+ creates with the mode; reads and appends like open; the handle's chmod lands on the opened file", ({ root }) =>

@@ -1,11 +1,16 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, FileSystem, Option, Stream } from "effect"
 import { TestClock } from "effect/testing"
-import { makeMemoryFileSystem, MemoryFileSystem, type MemoryFileSystemShape } from "../../src/testing/MemoryFileSystem.js"
+import {
+  makeMemoryFileSystem,
+  MemoryFileSystem,
+  type MemoryFileSystemShape
+} from "../../src/testing/MemoryFileSystem.js"
 import { assertFailure } from "../support/FileSystemSuite.js"
 
 const bytes = (text: string): Uint8Array => new TextEncoder().encode(text)
-const text = (data: Uint8Array | undefined): string | undefined => data === undefined ? undefined : new TextDecoder().decode(data)
+const text = (data: Uint8Array | undefined): string | undefined =>
+  data === undefined ? undefined : new TextDecoder().decode(data)
 
 const on = <A, E>(fs: MemoryFileSystemShape, effect: Effect.Effect<A, E, FileSystem.FileSystem>) =>
   Effect.provideService(effect, FileSystem.FileSystem, fs)
@@ -28,7 +33,9 @@ const appendSynced = (path: string, data: string) =>
 const append = (path: string, data: string) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    yield* Effect.scoped(Effect.flatMap(fs.open(path, { flag: "a", mode: 0o600 }), (file) => file.writeAll(bytes(data))))
+    yield* Effect.scoped(
+      Effect.flatMap(fs.open(path, { flag: "a", mode: 0o600 }), (file) => file.writeAll(bytes(data)))
+    )
   })
 
 describe("MemoryFileSystem", () => {
@@ -68,12 +75,15 @@ describe("MemoryFileSystem", () => {
       assert.strictEqual(text(seed?.data), "seeded")
       assert.strictEqual(text(seed?.durable), "seeded")
       assert.strictEqual(seed?.mode, 0o644)
-      yield* on(fs, Effect.gen(function*() {
-        const service = yield* FileSystem.FileSystem
-        yield* service.writeFileString("sub.txt", "relative")
-        assert.strictEqual(yield* service.readFileString("/work/project/sub.txt"), "relative")
-        assert.strictEqual(yield* service.realPath("../project/./seed.txt"), "/work/project/seed.txt")
-      }))
+      yield* on(
+        fs,
+        Effect.gen(function*() {
+          const service = yield* FileSystem.FileSystem
+          yield* service.writeFileString("sub.txt", "relative")
+          assert.strictEqual(yield* service.readFileString("/work/project/sub.txt"), "relative")
+          assert.strictEqual(yield* service.realPath("../project/./seed.txt"), "/work/project/seed.txt")
+        })
+      )
       assert.deepStrictEqual(fs.snapshot("/work/project").map((entry) => entry.path), [
         "/work/project",
         "/work/project/seed.txt",
@@ -104,20 +114,23 @@ describe("MemoryFileSystem", () => {
   it.effect("sync is counted per path (directories too) and open handles are tracked", () =>
     Effect.gen(function*() {
       const fs = makeMemoryFileSystem()
-      yield* on(fs, Effect.gen(function*() {
-        const service = yield* FileSystem.FileSystem
-        yield* service.makeDirectory("/data", { mode: 0o700 })
-        yield* service.symlink("/data/log", "/link")
-        yield* Effect.scoped(Effect.gen(function*() {
-          const file = yield* service.open("/link", { flag: "a" })
-          assert.deepStrictEqual(fs.openDescriptors().map((d) => [d.path, d.flag]), [["/data/log", "a"]])
-          yield* file.sync
-          yield* file.sync
-          const dir = yield* service.open("/data/", { flag: "r" })
-          yield* dir.sync
-          assert.strictEqual(fs.openDescriptors().length, 2)
-        }))
-      }))
+      yield* on(
+        fs,
+        Effect.gen(function*() {
+          const service = yield* FileSystem.FileSystem
+          yield* service.makeDirectory("/data", { mode: 0o700 })
+          yield* service.symlink("/data/log", "/link")
+          yield* Effect.scoped(Effect.gen(function*() {
+            const file = yield* service.open("/link", { flag: "a" })
+            assert.deepStrictEqual(fs.openDescriptors().map((d) => [d.path, d.flag]), [["/data/log", "a"]])
+            yield* file.sync
+            yield* file.sync
+            const dir = yield* service.open("/data/", { flag: "r" })
+            yield* dir.sync
+            assert.strictEqual(fs.openDescriptors().length, 2)
+          }))
+        })
+      )
       assert.strictEqual(fs.syncCount("/data/log"), 2)
       assert.strictEqual(fs.syncCount("/data/./log"), 2)
       assert.strictEqual(fs.syncCount("/data"), 1)
@@ -140,13 +153,22 @@ describe("MemoryFileSystem", () => {
   it.effect("a symlink cycle is ELOOP", () =>
     Effect.gen(function*() {
       const fs = makeMemoryFileSystem()
-      const error = yield* on(fs, Effect.gen(function*() {
-        const service = yield* FileSystem.FileSystem
-        yield* service.symlink("/b", "/a")
-        yield* service.symlink("/a", "/b")
-        return yield* Effect.flip(service.readFile("/a"))
-      }))
-      assertFailure(error, { reason: "BadResource", method: "readFile", syscall: "open", pathOrDescriptor: "/a", code: "ELOOP" })
+      const error = yield* on(
+        fs,
+        Effect.gen(function*() {
+          const service = yield* FileSystem.FileSystem
+          yield* service.symlink("/b", "/a")
+          yield* service.symlink("/a", "/b")
+          return yield* Effect.flip(service.readFile("/a"))
+        })
+      )
+      assertFailure(error, {
+        reason: "BadResource",
+        method: "readFile",
+        syscall: "open",
+        pathOrDescriptor: "/a",
+        code: "ELOOP"
+      })
     }))
 
   it.effect("unimplemented methods die instead of pretending", () =>
@@ -163,13 +185,16 @@ describe("MemoryFileSystem", () => {
     it.effect("process keeps every completed write; power keeps only synced bytes", () =>
       Effect.gen(function*() {
         const fs = makeMemoryFileSystem()
-        yield* on(fs, Effect.gen(function*() {
-          const service = yield* FileSystem.FileSystem
-          yield* service.makeDirectory("/store", { mode: 0o700 })
-          yield* appendSynced("/store/log", "one\n")
-          yield* append("/store/log", "two\n")
-          yield* service.writeFileString("/store/never-synced", "lost")
-        }))
+        yield* on(
+          fs,
+          Effect.gen(function*() {
+            const service = yield* FileSystem.FileSystem
+            yield* service.makeDirectory("/store", { mode: 0o700 })
+            yield* appendSynced("/store/log", "one\n")
+            yield* append("/store/log", "two\n")
+            yield* service.writeFileString("/store/never-synced", "lost")
+          })
+        )
         const snapshotText = (image: MemoryFileSystemShape) =>
           Object.fromEntries(image.snapshot("/store").map((entry) => [entry.path, text(entry.data) ?? entry.type]))
         assert.deepStrictEqual(snapshotText(fs.crashImage("process")), {
@@ -190,20 +215,22 @@ describe("MemoryFileSystem", () => {
     it.effect("an image is a separate file system without handles or sync counts", () =>
       Effect.gen(function*() {
         const fs = makeMemoryFileSystem()
-        const image = yield* on(fs, Effect.gen(function*() {
-          const service = yield* FileSystem.FileSystem
-          yield* appendSynced("/log", "a")
-          const file = yield* service.open("/log", { flag: "a" })
-          const image = fs.crashImage("process")
-          yield* file.writeAll(bytes("b"))
-          return image
-        }).pipe(Effect.scoped))
+        const image = yield* on(
+          fs,
+          Effect.gen(function*() {
+            const service = yield* FileSystem.FileSystem
+            yield* appendSynced("/log", "a")
+            const file = yield* service.open("/log", { flag: "a" })
+            const image = fs.crashImage("process")
+            yield* file.writeAll(bytes("b"))
+            return image
+          }).pipe(Effect.scoped)
+        )
         assert.deepStrictEqual(image.openDescriptors(), [])
         assert.strictEqual(image.syncCount("/log"), 0)
         assert.strictEqual(fs.syncCount("/log"), 1)
         yield* on(image, append("/log", "c"))
-        const read = (target: MemoryFileSystemShape) =>
-          on(target, withFs((service) => service.readFileString("/log")))
+        const read = (target: MemoryFileSystemShape) => on(target, withFs((service) => service.readFileString("/log")))
         assert.strictEqual(yield* read(fs), "ab")
         assert.strictEqual(yield* read(image), "ac")
         assert.deepStrictEqual(
@@ -215,18 +242,21 @@ describe("MemoryFileSystem", () => {
     it.effect("metadata is durable at once: a rename survives power loss, the data behind it only if synced", () =>
       Effect.gen(function*() {
         const fs = makeMemoryFileSystem()
-        yield* on(fs, Effect.gen(function*() {
-          const service = yield* FileSystem.FileSystem
-          yield* appendSynced("/synced.tmp", "durable")
-          yield* service.rename("/synced.tmp", "/synced")
-          yield* append("/unsynced.tmp", "volatile")
-          yield* service.rename("/unsynced.tmp", "/unsynced")
-          yield* appendSynced("/shrunk", "0123456789")
-          yield* service.truncate("/shrunk", 3)
-          yield* service.link("/synced", "/hardlink")
-          yield* service.remove("/hardlink")
-          yield* service.link("/synced", "/second")
-        }))
+        yield* on(
+          fs,
+          Effect.gen(function*() {
+            const service = yield* FileSystem.FileSystem
+            yield* appendSynced("/synced.tmp", "durable")
+            yield* service.rename("/synced.tmp", "/synced")
+            yield* append("/unsynced.tmp", "volatile")
+            yield* service.rename("/unsynced.tmp", "/unsynced")
+            yield* appendSynced("/shrunk", "0123456789")
+            yield* service.truncate("/shrunk", 3)
+            yield* service.link("/synced", "/hardlink")
+            yield* service.remove("/hardlink")
+            yield* service.link("/synced", "/second")
+          })
+        )
         const power = fs.crashImage("power")
         const files = Object.fromEntries(
           power.snapshot().filter((entry) => entry.type === "File").map((entry) => [entry.path, text(entry.data)])
@@ -279,7 +309,10 @@ describe("MemoryFileSystem", () => {
           yield* fs.open("/fifo", { flag: "r+" })
           yield* fs.open("/fifo", { flag: "r" })
           yield* fs.open("/fifo", { flag: "a" })
-          assert.match(deathOf(yield* Effect.exit(fs.readFile("/fifo"))) ?? "", /reading the FIFO \/fifo to its end would block forever/)
+          assert.match(
+            deathOf(yield* Effect.exit(fs.readFile("/fifo"))) ?? "",
+            /reading the FIFO \/fifo to its end would block forever/
+          )
         }))
       }))
 

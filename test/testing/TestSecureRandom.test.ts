@@ -10,7 +10,9 @@ import * as TestSecureRandom from "../../src/testing/TestSecureRandom.js"
 const hex = (bytes: Uint8Array) => Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("")
 
 const draws = (random: SecureRandom["Service"]) =>
-  Effect.all([random.randomBytes(24), random.randomBytes(24), random.randomBytes(7)]).pipe(Effect.map((all) => all.map(hex)))
+  Effect.all([random.randomBytes(24), random.randomBytes(24), random.randomBytes(7)]).pipe(
+    Effect.map((all) => all.map(hex))
+  )
 
 describe("TestSecureRandom", () => {
   it.effect("the same seed gives the same bytes in the same order; each draw differs", () =>
@@ -25,7 +27,8 @@ describe("TestSecureRandom", () => {
   it.effect("other seeds give other bytes", () =>
     Effect.gen(function*() {
       const seeds = ["a", "b", "seed", "seed2", "random-1", "random-2"]
-      const firsts = yield* Effect.forEach(seeds, (seed) => TestSecureRandom.make(seed).randomBytes(24).pipe(Effect.map(hex)))
+      const firsts = yield* Effect.forEach(seeds, (seed) =>
+        TestSecureRandom.make(seed).randomBytes(24).pipe(Effect.map(hex)))
       assert.strictEqual(new Set(firsts).size, seeds.length)
     }))
 

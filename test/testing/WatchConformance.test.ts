@@ -13,8 +13,8 @@
  */
 import { assert } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, FileSystem, Queue, Stream } from "effect"
-import { assertFailure, fileSystemSuite, memoryWorld, nodeWorld, threadpoolWorld } from "../support/FileSystemSuite.js"
 import type { MemoryFileSystemShape } from "../../src/testing/MemoryFileSystem.js"
+import { assertFailure, fileSystemSuite, memoryWorld, nodeWorld, threadpoolWorld } from "../support/FileSystemSuite.js"
 
 type Event = `${FileSystem.WatchEvent["_tag"]} ${string}`
 
@@ -55,8 +55,7 @@ const watching = (path: string) =>
         const sentinel = `sentinel-${++sentinels}`
         yield* fs.writeFileString(`${sentinelDirectory}/${sentinel}`, "")
         const seen: Array<Event> = []
-        const complete = () =>
-          expected.every((event) => seen.includes(event)) && seen.includes(`Create ${sentinel}`)
+        const complete = () => expected.every((event) => seen.includes(event)) && seen.includes(`Create ${sentinel}`)
         while (!complete()) seen.push(describeEvent(yield* Queue.take(events)))
         return seen.filter((event) => !event.endsWith(` ${sentinel}`) && !event.includes(" sentinel-"))
       })
@@ -140,7 +139,11 @@ fileSystemSuite("FileSystem conformance: watch", (it) => {
       const { step } = yield* watching(dir)
       yield* Effect.scoped(Effect.gen(function*() {
         const file = yield* fs.open(`${dir}/a`, { flag: "a" })
-        assertOnly(yield* step(fs.rename(`${dir}/a`, `${dir}/b`), ["Remove a", "Create b"]), ["Remove a", "Create b"], "rename")
+        assertOnly(
+          yield* step(fs.rename(`${dir}/a`, `${dir}/b`), ["Remove a", "Create b"]),
+          ["Remove a", "Create b"],
+          "rename"
+        )
         assertOnly(yield* step(file.writeAll(new Uint8Array([1])), ["Update b"]), ["Update b"], "write after rename")
         assertOnly(yield* step(fs.remove(`${dir}/b`), ["Remove b"]), ["Remove b"], "unlink")
         assertOnly(yield* step(file.writeAll(new Uint8Array([2])), ["Update b"]), ["Update b"], "write after unlink")

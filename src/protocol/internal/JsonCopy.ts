@@ -27,8 +27,7 @@ const setMember = (target: Container, key: string | number, item: unknown) => {
  */
 export const copyJson = <A>(value: A): A => {
   if (typeof value !== "object" || value === null) return value
-  const emptyLike = (source: object): Container =>
-    Array.isArray(source) ? new Array(source.length) : {}
+  const emptyLike = (source: object): Container => Array.isArray(source) ? new Array(source.length) : {}
   const root = emptyLike(value)
   // Each entry copies the members of one source container into its target;
   // a nested container is created empty, assigned, and pushed to be filled.

@@ -58,13 +58,15 @@ export const observe = (sessionId: string, branch: unknown[]): RarebitNativeObse
 /** Polls the current Summary and renders one line. */
 export async function currentLine(sessionFile: string, branch: unknown[]): Promise<string> {
   const native = observe("session-1", branch)
-  const current = notAny(await readRarebitCurrent({
-    sessionFile,
-    native,
-    expectation: "agent_settled",
-    deadlineExpired: false,
-    ...roots
-  }))
+  const current = notAny(
+    await readRarebitCurrent({
+      sessionFile,
+      native,
+      expectation: "agent_settled",
+      deadlineExpired: false,
+      ...roots
+    })
+  )
   const typed: RarebitSidecarCurrent = current
   void typed
   const availability: RarebitArtifactAvailability = current.availability
@@ -89,7 +91,9 @@ export async function currentLine(sessionFile: string, branch: unknown[]): Promi
   const summary: string = receipt.summary
   const model: RarebitModel | null = receipt.model
   const branchRef: RarebitBranchRef = receipt.branch
-  return `${summary} [${receipt.sessionStatus}/${receipt.statusReason}] ${model?.id ?? "no model"} ${branchRef.entryCount}`
+  return `${summary} [${receipt.sessionStatus}/${receipt.statusReason}] ${
+    model?.id ?? "no model"
+  } ${branchRef.entryCount}`
 }
 
 /** Pages through the whole history, Summaries and Titles apart. */
