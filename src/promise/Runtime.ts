@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Cause, Effect, Exit, ManagedRuntime, Pull, Scope, Stream } from "effect"
+import { Cause, type Effect, Exit, ManagedRuntime, Pull, Scope, Stream } from "effect"
 import type { FileSystem } from "effect/FileSystem"
 import type { Path } from "effect/Path"
 import * as NodeStore from "../platform/NodeStore.js"

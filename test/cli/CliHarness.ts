@@ -15,7 +15,7 @@
  * `src/` (`test/support/GlobalSetup.ts`).
  */
 import * as NodeServices from "@effect/platform-node/NodeServices"
-import { Console, Effect, FileSystem, Layer, Path, Stdio, Terminal } from "effect"
+import { Console, Effect, type FileSystem, Layer, type Path, Stdio, Terminal } from "effect"
 import { ChildProcessSpawner } from "effect/process"
 import { TestConsole } from "effect/testing"
 import { spawn } from "node:child_process"

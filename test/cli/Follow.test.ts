@@ -7,8 +7,7 @@
  * exits 130 with the usual line; a reader closing the pipe ends it with 141.
  */
 import { afterEach, assert, beforeEach, describe, it } from "@effect/vitest"
-import { type Console, Effect, Fiber, Path, Queue } from "effect"
-import { Console as ConsoleService } from "effect"
+import { Console, Effect, Fiber, Path, Queue } from "effect"
 import { TestClock } from "effect/testing"
 import { spawn } from "node:child_process"
 import { mkdir } from "node:fs/promises"
@@ -57,7 +56,7 @@ const follow = (args: ReadonlyArray<string>) =>
     const { console, errors, lines } = yield* awaitableConsole
     const probe = yield* makeSleepProbe
     const fiber = yield* probe.instrument(runCliEffect(args)).pipe(
-      Effect.provideService(ConsoleService.Console, console),
+      Effect.provideService(Console.Console, console),
       Effect.provide(cliTestServices),
       Effect.forkScoped
     )

@@ -7,8 +7,19 @@
  * the scheduler).
  */
 import { assert } from "@effect/vitest"
-import { Clock, Duration, Effect, Fiber, FileSystem, Option, Path, type PlatformError, Queue, Scope } from "effect"
-import type { Exit } from "effect"
+import {
+  Clock,
+  Duration,
+  Effect,
+  type Exit,
+  Fiber,
+  FileSystem,
+  Option,
+  Path,
+  type PlatformError,
+  Queue,
+  Scope
+} from "effect"
 import { SecureRandom } from "effect/crypto/SecureRandom"
 import { TestClock } from "effect/testing"
 import { HandleChmodTypeId, NonBlockingOpenTypeId } from "../../src/io/NonBlockingOpen.js"

@@ -8,7 +8,7 @@
  * disk the events themselves arrive when the kernel reports them.
  */
 import { assert } from "@effect/vitest"
-import { Effect, Fiber, FileSystem, PlatformError, Queue, Stream, Tracer } from "effect"
+import { Effect, Fiber, type FileSystem, PlatformError, Queue, Stream, Tracer } from "effect"
 import { TestClock } from "effect/testing"
 import {
   dependenciesOf,

@@ -9,7 +9,7 @@
  * `/dev/<name>`, so the same path is a symlink to a character device in both
  * worlds.
  */
-import { Effect, FileSystem, Scope } from "effect"
+import { Effect, FileSystem, type Scope } from "effect"
 import { execFileSync } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import * as Net from "node:net"
