@@ -78,7 +78,7 @@ const branchRef = (branch) => ({
  */
 export const summaryReceipt = (branch, sessionId, { model, source, text }) => {
   const selected = selectRarebits(branch)
-  const latestUser = selected.occurrences.filter((occurrence) => occurrence.role === "user").at(-1)
+  const latestUser = selected.occurrences.findLast((occurrence) => occurrence.role === "user")
   return {
     schemaVersion: 4,
     type: "rarebit_summary",

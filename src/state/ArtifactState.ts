@@ -468,6 +468,8 @@ export const requestPrefixApplies = (
   return (count as number) <= selection!.occurrences.length &&
     prefixManifestHash(selection!, count as number) === receiptSelection!.manifestHash &&
     selection!.occurrences
+        // The reference filters every occurrence, so a malformed one throws here as there; findLast would stop early.
+        // oxlint-disable-next-line unicorn/prefer-array-find
         .filter((occurrence) => occurrence.role === "user" && occurrence.outcome === "user")
         .at(-1)?.sourceEntryId === receiptSelection!.latestUserSourceEntryId
 }

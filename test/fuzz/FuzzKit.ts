@@ -169,7 +169,7 @@ const lineStarts = (bytes: Uint8Array): Array<number> => {
 const paddingLine = (length: number) => encoder.encode(`{"pad":"${"x".repeat(Math.max(0, length - 11))}"}\n`)
 
 const lastHeadOf = (lines: ReadonlyArray<Line>): Uint8Array =>
-  lines.filter((line) => line.kind === "head").at(-1)?.bytes ?? encoder.encode("{\"type\":\"rarebit_head\"}\n")
+  lines.findLast((line) => line.kind === "head")?.bytes ?? encoder.encode("{\"type\":\"rarebit_head\"}\n")
 
 /**
  * `bytes` with `line` (edited: `inserted` at its start, or before its

@@ -95,7 +95,7 @@ const linesOf = (bytes: Buffer): Array<ParsedLine> => {
 
 /** The last head-shaped line of a sidecar, or a head made up for its first receipt. */
 const someHead = (lines: ReadonlyArray<ParsedLine>): Json => {
-  const head = lines.filter((line) => line.record?.type === "rarebit_head" && line.record?.protocolVersion === 1).at(-1)
+  const head = lines.findLast((line) => line.record?.type === "rarebit_head" && line.record?.protocolVersion === 1)
   if (head !== undefined) return head.record
   const receipt = lines.find((line) => line.record?.type === "rarebit_summary") ?? lines[0]
   return {
@@ -175,7 +175,7 @@ const mutations: Record<string, (lines: ReadonlyArray<ParsedLine>, size: number)
       : "\n"
   },
   receiptCopy: (lines) => {
-    const receipt = lines.filter((line) => line.record?.type === "rarebit_summary").at(0)
+    const receipt = lines.find((line) => line.record?.type === "rarebit_summary")
     return receipt ? receipt.bytes.toString("utf8") : "\n"
   },
   multibyte: () => "{\"note\":\"😀 é ✓\"}\n",

@@ -74,7 +74,7 @@ export const compactOf = (branch: ReadonlyArray<BranchEntry>): CompactSelection 
     occurrenceCount: selection.occurrences.length,
     uniquePayloadCount: selection.payloads.length,
     latestUserSourceEntryId:
-      selection.occurrences.filter((occurrence) => occurrence.role === "user" && occurrence.outcome === "user").at(-1)
+      selection.occurrences.findLast((occurrence) => occurrence.role === "user" && occurrence.outcome === "user")
         ?.sourceEntryId ?? null
   }
 }
