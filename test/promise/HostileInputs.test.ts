@@ -72,7 +72,7 @@ beforeAll(async () => {
   space = JSON.parse(drive(["--list"]))
 }, 120_000)
 
-const NON_STRING_TRUTHY = [
+const NON_STRING_TRUTHY = new Set([
   "number",
   "negative",
   "infinity",
@@ -83,7 +83,7 @@ const NON_STRING_TRUTHY = [
   "function",
   "bigint",
   "date"
-]
+])
 
 /**
  * The deliberate differences (README, "Compatibility with the reference"):
@@ -93,7 +93,7 @@ const deliberate = (c: Case): { readonly ours: Partial<Outcome>; readonly refere
   if (c.fn !== "release" || c.slot !== "materializationPath") return undefined
   // A hand-made reservation whose sidecar path is not a string: the reference
   // turns it into a lock file name relative to the working directory.
-  if (NON_STRING_TRUTHY.includes(c.value)) {
+  if (NON_STRING_TRUTHY.has(c.value)) {
     return { ours: { ok: false, errorClass: "TypeError", code: "ERR_INVALID_ARG_TYPE" }, reference: { ok: true } }
   }
   // A sidecar path that exists but cannot be read (no permission, or not a

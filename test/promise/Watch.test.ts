@@ -83,7 +83,7 @@ describe("watchRarebitCurrent", () => {
     const error = await pending.then(() => undefined, (e: unknown) => e as Error & { code?: string })
     assert.strictEqual(error?.name, "AbortError")
     assert.strictEqual(error?.code, "ABORT_ERR")
-    assert.strictEqual((error?.cause as Error).message, "enough")
+    assert.strictEqual((error?.cause as Error | undefined)?.message, "enough")
     assert.strictEqual(inotifyWatches(), before)
     // Ended for good.
     await iterator.next().then(

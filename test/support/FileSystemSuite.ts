@@ -102,7 +102,9 @@ export const fileSystemSuite = (
 ): void => {
   describe(name, () => {
     for (const world of inWorlds) {
-      describe(world.name, () => body(bind(world), world))
+      describe(world.name, () => {
+        body(bind(world), world)
+      })
     }
   })
 }

@@ -47,16 +47,16 @@ const notAny = <T>(value: T, ..._proof: NotAny<T> extends true ? [] : [never]): 
 const roots = { sessionRoot: "/home/user/.pi/agent/sessions", rarebitRoot: "/home/user/.pi/agent/rarebit" }
 
 /** The native observation a client builds from a branch it already holds. */
-export const observe = (sessionId: string, branch: unknown[]): RarebitNativeObservation => {
+export const observe = (sessionId: string, branch: Array<unknown>): RarebitNativeObservation => {
   const selection = notAny(selectRarebits(branch))
-  const occurrences: RarebitOccurrence[] = selection.occurrences
+  const occurrences: Array<RarebitOccurrence> = selection.occurrences
   const first: string | undefined = occurrences[0]?.text
   void first
   return { availability: "available", sessionId, selection: { ...selection, selectorVersion: "rarebit-selector-v1" } }
 }
 
 /** Polls the current Summary and renders one line. */
-export async function currentLine(sessionFile: string, branch: unknown[]): Promise<string> {
+export async function currentLine(sessionFile: string, branch: Array<unknown>): Promise<string> {
   const native = observe("session-1", branch)
   const current = notAny(
     await readRarebitCurrent({
@@ -73,7 +73,7 @@ export async function currentLine(sessionFile: string, branch: unknown[]): Promi
   const diagnostics: RarebitSidecarDiagnostics = current.diagnostics
   const head: RarebitHeadV1 | null = current.head
   const state: RarebitArtifactState = current.artifactState
-  const records: RarebitSummaryReceiptV4[] = current.records
+  const records: Array<RarebitSummaryReceiptV4> = current.records
   void records
 
   // @ts-expect-error the receipt is null unless a committed one was found
@@ -119,7 +119,7 @@ export async function historyTitles(sessionFile: string): Promise<Array<string>>
 }
 
 /** Validation, projection and selection helpers, as a client composes them. */
-export function assess(record: unknown, branch: unknown[], receiptSelection: RarebitSelectionRef): string {
+export function assess(record: unknown, branch: Array<unknown>, receiptSelection: RarebitSelectionRef): string {
   const summary = notAny(validateRarebitArtifactReceipt(record))
   // @ts-expect-error the record is there only when it is valid
   void summary.record
