@@ -102,6 +102,8 @@ const interrupt = (
       else resolve({ code, stdout, stderr, elapsedMs: Date.now() - sentAt })
     })
     const poll = async () => {
+      // The close handler sets `exited` while this loop awaits.
+      // oxlint-disable-next-line no-unmodified-loop-condition
       while (!exited) {
         if (await hasOpenUnder(child.pid!, roots.rarebitRoot)) {
           sentAt = Date.now()

@@ -251,6 +251,8 @@ const tornRuns = (scenario: Scenario, selection: Selection) =>
           if (gap !== (selection === "known gaps")) continue
           const at = `torn write (${bytes} bytes, then ${then}) at #${write.index} ${write.method} ${write.path}`
           const world = initial.crashImage("process")
+          // TornWrite's `then` is a string saying what follows the tear, so the action is no thenable.
+          // oxlint-disable-next-line unicorn/no-thenable
           const action: FaultAction = { _tag: "TornWrite", bytes, then }
           const fault = makeFaultFileSystem(world, { rules: [{ index: write.index, action }] })
           const exit = yield* Effect.exit(Effect.provideService(program, FileSystem.FileSystem, fault))

@@ -173,6 +173,8 @@ describe("FaultFileSystem on memory", () => {
       const memory = makeMemoryFileSystem()
       const fault = makeFaultFileSystem(
         memory,
+        // TornWrite's `then` is a string saying what follows the tear, so the action is no thenable.
+        // oxlint-disable-next-line unicorn/no-thenable
         FaultPlan.make({ kind: "write", nth: 1, action: { _tag: "TornWrite", bytes: 3, then: "crash" } })
       )
       const exit = yield* Effect.exit(run(
