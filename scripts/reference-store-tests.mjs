@@ -232,7 +232,10 @@ const parseResults = (dir, stdout) => {
 const counts = (results) => {
   let passed = 0
   let failed = 0
-  for (const { status } of results.values()) status === "pass" ? passed++ : failed++
+  for (const { status } of results.values()) {
+    if (status === "pass") passed++
+    else failed++
+  }
   return { passed, failed }
 }
 
