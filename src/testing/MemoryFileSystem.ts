@@ -763,6 +763,8 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
     if (volume.notices.length === 0) return
     const notices = volume.notices.splice(0)
     for (const notice of notices) {
+      // A copy: a delivery may start or end a watch while the others are told.
+      // oxlint-disable-next-line unicorn/no-useless-spread
       for (const watcher of [...volume.watchers.values()]) {
         if (!watcher.active) continue
         let name: string

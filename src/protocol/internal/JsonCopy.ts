@@ -27,6 +27,8 @@ const setMember = (target: Container, key: string | number, item: unknown) => {
  */
 export const copyJson = <A>(value: A): A => {
   if (typeof value !== "object" || value === null) return value
+  // Arrays are made at their final length (always a number here), then filled at every index below.
+  // oxlint-disable-next-line unicorn/no-new-array
   const emptyLike = (source: object): Container => Array.isArray(source) ? new Array(source.length) : {}
   const root = emptyLike(value)
   // Each entry copies the members of one source container into its target;
