@@ -151,6 +151,8 @@ export const makeDirectoryWatchers = Effect.fnUntraced(function*(
 
   const tell = (listeners: Iterable<Listener> | undefined, signal: (listener: Listener) => WatchSignal) => {
     if (listeners === undefined) return
+    // A copy: a listener's callback may subscribe or unsubscribe while the others are told.
+    // oxlint-disable-next-line unicorn/no-useless-spread
     for (const listener of [...listeners]) listener.signal(signal(listener))
   }
 
