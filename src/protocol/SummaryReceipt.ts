@@ -23,6 +23,10 @@
  * inherited from a prototype, a symbol key, a boxed string status) only the
  * guard follows the reference.
  *
+ * Why one module of this size: the Schemas and the guard must accept exactly
+ * the same records, so they stay in one module, to be changed together; the
+ * sub-records the Title receipt shares already live in `ReceiptParts.ts`.
+ *
  * @since 0.1.0
  */
 import { Schema } from "effect"

@@ -52,6 +52,11 @@
  * last synced bytes, so a never-synced file is empty). Both return a fresh
  * file system with no open handles and zeroed sync counters.
  *
+ * Why one module of this size: every `FileSystem` method (some forty, a few
+ * lines each) works on the same private volume of inodes, handles, watches
+ * and sync counters. Split up, the volume would become an internal other
+ * modules share and could each leave inconsistent.
+ *
  * @since 0.1.0
  */
 import { ByteSize, Clock, Context, Effect, FileSystem, Layer, Option, PlatformError, Queue, Stream } from "effect"
