@@ -21,6 +21,7 @@
  *
  * @since 0.1.0
  */
+// oxlint-disable max-lines -- the docblock says why this module stays whole
 import { Result, Schema } from "effect"
 import { sha256, SHA256_HEX_PATTERN } from "../protocol/CanonicalJson.js"
 import { memberOf } from "../protocol/internal/JsonShape.js"

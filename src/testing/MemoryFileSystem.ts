@@ -59,6 +59,7 @@
  *
  * @since 0.1.0
  */
+// oxlint-disable max-lines -- the docblock says why this module stays whole
 import { ByteSize, Clock, Context, Effect, FileSystem, Layer, Option, PlatformError, Queue, Stream } from "effect"
 import type { Scope } from "effect"
 import {
