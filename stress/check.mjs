@@ -82,12 +82,19 @@ const safely = async (f) => {
   }
 }
 
-/** The request both readers get. @typedef {{ readonly sessionFile: string; readonly rarebitRoot: string; readonly sessionRoot: string }} ReadRequest */
+/**
+ * The request both readers get.
+ * @typedef {{ readonly sessionFile: string; readonly rarebitRoot: string; readonly sessionRoot: string }} ReadRequest
+ */
 
 /**
  * Every page of a Session's history, following `nextOffset`.
  * @template {{ readonly nextOffset: number | null }} Page
- * @param {{ readonly readRarebitHistory: (input: ReadRequest & { readonly fromOffset: number; readonly limit: number }) => Promise<Page> }} api
+ * @param {{
+ *   readonly readRarebitHistory: (
+ *     input: ReadRequest & { readonly fromOffset: number; readonly limit: number }
+ *   ) => Promise<Page>
+ * }} api
  * @param {ReadRequest} input
  */
 const historyOf = async (api, input) => {
@@ -137,7 +144,12 @@ export const checkRun = async ({ rarebitRoot, sessionRoot, sessions, runDir }) =
   }
 
   const events = await readJournals(runDir)
-  /** @type {Map<string | undefined, { readonly impl: Impl; readonly worker: number | undefined; readonly job: string | undefined }>} */
+  /**
+   * @type {Map<
+   *   string | undefined,
+   *   { readonly impl: Impl; readonly worker: number | undefined; readonly job: string | undefined }
+   * >}
+   */
   const leases = new Map()
   /** @type {Map<string, string>} */
   const jobSidecar = new Map()

@@ -17,7 +17,10 @@ import { createHash } from "node:crypto"
 
 /** @import { RarebitHeadV1, RarebitSummaryReceiptV4, RarebitTitleReceiptV4 } from "@hypercarrier/rarebit/types" */
 
-/** A receipt of either kind, as the reference's validators accept it. @typedef {RarebitSummaryReceiptV4 | RarebitTitleReceiptV4} Receipt */
+/**
+ * A receipt of either kind, as the reference's validators accept it.
+ * @typedef {RarebitSummaryReceiptV4 | RarebitTitleReceiptV4} Receipt
+ */
 
 /**
  * One complete line of a sidecar; `record` is what the line parses to, typed
@@ -156,7 +159,8 @@ const isValidHead = (head) =>
  * @param {Uint8Array} bytes
  * @param {unknown} ref
  * @param {{ readonly requireSummaryOf?: string }} [options]
- * @returns {{ readonly error: string; readonly record?: undefined } | { readonly error?: undefined; readonly record: Receipt }}
+ * @returns {{ readonly error: string; readonly record?: undefined }
+ *   | { readonly error?: undefined; readonly record: Receipt }}
  */
 const verifyRange = (bytes, ref, { requireSummaryOf } = {}) => {
   if (!isObject(ref)) return { error: "not an object" }

@@ -35,7 +35,10 @@ const { readRarebitSession } =
    */
   (/** @type {unknown} */ (SessionModule))
 
-/** A Session entry on the active branch, as the reference parses it. @typedef {Readonly<Record<string, unknown>>} Entry */
+/**
+ * A Session entry on the active branch, as the reference parses it.
+ * @typedef {Readonly<Record<string, unknown>>} Entry
+ */
 
 /**
  * Who a receipt says derived it, and the text it carries (`summary` or `title`).
@@ -48,7 +51,10 @@ const { readRarebitSession } =
 
 /** @typedef {"ours" | "reference"} Impl */
 
-/** The lease a receipt names. @typedef {{ readonly impl: Impl; readonly worker: number; readonly token: string }} Lease */
+/**
+ * The lease a receipt names.
+ * @typedef {{ readonly impl: Impl; readonly worker: number; readonly token: string }} Lease
+ */
 
 const OBSERVED_AT = "2026-07-26T00:00:00.000Z"
 const STRESS = { model: { provider: "stress", id: "model" }, source: "stress" }

@@ -47,9 +47,21 @@ import { checkRun, readJournals } from "./check.mjs"
  * }} Options
  */
 
-/** The options set by a number. @typedef {"workers" | "referenceWorkers" | "duration" | "sessions" | "lease" | "killEvery" | "stallEvery" | "appendEvery" | "jobEvery" | "selfKill"} NumericOption */
+/**
+ * The options set by a number.
+ * @typedef {"workers" | "referenceWorkers" | "duration" | "sessions" | "lease"
+ *   | "killEvery" | "stallEvery" | "appendEvery" | "jobEvery" | "selfKill"} NumericOption
+ */
 
-/** A worker that exited when it should not have, or the drain worker's failure. @typedef {{ readonly slot: number | "spare" | "drain"; readonly impl: Impl; readonly code: number | null; readonly signal?: NodeJS.Signals | null }} UnexpectedExit */
+/**
+ * A worker that exited when it should not have, or the drain worker's failure.
+ * @typedef {{
+ *   readonly slot: number | "spare" | "drain"
+ *   readonly impl: Impl
+ *   readonly code: number | null
+ *   readonly signal?: NodeJS.Signals | null
+ * }} UnexpectedExit
+ */
 
 const here = fileURLToPath(new URL(".", import.meta.url))
 
@@ -221,9 +233,18 @@ const runConfiguration = async (name, options) => {
     unexpectedExits: [],
     hung: 0
   }
-  /** Workers put to work, by process. @type {Map<ChildProcess, { readonly child: ChildProcess; readonly slot: number; readonly impl: Impl; stopped: boolean }>} */
+  /**
+   * Workers put to work, by process.
+   * @type {Map<
+   *   ChildProcess,
+   *   { readonly child: ChildProcess; readonly slot: number; readonly impl: Impl; stopped: boolean }
+   * >}
+   */
   const live = new Map()
-  /** Processes that have loaded everything and wait for a slot, by implementation. @type {Record<Impl, Array<ChildProcess>>} */
+  /**
+   * Processes that have loaded everything and wait for a slot, by implementation.
+   * @type {Record<Impl, Array<ChildProcess>>}
+   */
   const spares = { ours: [], reference: [] }
   /** Slots waiting for a spare, by implementation. @type {Record<Impl, Array<number>>} */
   const waiting = { ours: [], reference: [] }
@@ -473,7 +494,8 @@ const print = (result) => {
   /** @param {string} label @param {string | number} value */
   const line = (label, value) => console.log(`  ${label.padEnd(28)} ${value}`)
   console.log(
-    `\n== ${result.configuration}: ${result.workers} workers (${result.referenceWorkers} reference), ${result.durationS} s, ` +
+    `\n== ${result.configuration}: ${result.workers} workers (${result.referenceWorkers} reference), ` +
+      `${result.durationS} s, ` +
       `lease ${result.leaseMs} ms, ${result.sessions} Sessions (${result.cpus} CPUs, load average ${
         result.loadAverage.join(" ")
       })`
@@ -485,11 +507,13 @@ const print = (result) => {
   )
   line(
     "reservations",
-    `${result.reservations.acquired} acquired, ${result.reservations.duplicate} duplicate, ${result.reservations.inFlight} in flight`
+    `${result.reservations.acquired} acquired, ${result.reservations.duplicate} duplicate, ` +
+      `${result.reservations.inFlight} in flight`
   )
   line(
     "kills",
-    `${result.kills} (${result.killsBySignal} by signal; in locks K1 ${result.killsInside.K1}, K2a ${result.killsInside.K2a}, K2b ${result.killsInside.K2b})`
+    `${result.kills} (${result.killsBySignal} by signal; ` +
+      `in locks K1 ${result.killsInside.K1}, K2a ${result.killsInside.K2a}, K2b ${result.killsInside.K2b})`
   )
   line("stalls past the lease", result.stalls)
   line("Session appends", result.sessionAppends)

@@ -24,9 +24,15 @@ import { receiptFor } from "./receipts.mjs"
 
 /** @import { Impl } from "./receipts.mjs" */
 
-/** Chances of each in-lock crash point per settle. @typedef {{ readonly K1: number; readonly K2a: number; readonly K2b: number }} KillChances */
+/**
+ * Chances of each in-lock crash point per settle.
+ * @typedef {{ readonly K1: number; readonly K2a: number; readonly K2b: number }} KillChances
+ */
 
-/** A Session under contention; `name` is how journals and jobs refer to it. @typedef {{ readonly name: string; readonly file: string }} StressSession */
+/**
+ * A Session under contention; `name` is how journals and jobs refer to it.
+ * @typedef {{ readonly name: string; readonly file: string }} StressSession
+ */
 
 /**
  * What the orchestrator passes in `STRESS_CONFIG`. A spare learns `worker`,
@@ -50,9 +56,15 @@ import { receiptFor } from "./receipts.mjs"
  * }} WorkerConfig
  */
 
-/** What the orchestrator sends a spare to put it to work. @typedef {{ readonly slot: number; readonly start: number; readonly deadline: number }} Assignment */
+/**
+ * What the orchestrator sends a spare to put it to work.
+ * @typedef {{ readonly slot: number; readonly start: number; readonly deadline: number }} Assignment
+ */
 
-/** How a store call failed, as far as the checker cares. @typedef {"fenced" | "lockTimeout" | "tornClaim" | "error"} Failure */
+/**
+ * How a store call failed, as far as the checker cares.
+ * @typedef {"fenced" | "lockTimeout" | "tornClaim" | "error"} Failure
+ */
 
 /**
  * What a worker does, one journal line each; which fields an event carries
@@ -82,7 +94,8 @@ import { receiptFor } from "./receipts.mjs"
 /**
  * One line of a journal: when, which implementation, worker slot (absent
  * before a spare is put to work) and process, then the event.
- * @typedef {{ readonly t: number; readonly impl: Impl; readonly worker?: number; readonly pid: number } & WorkerEvent} JournalEvent
+ * @typedef {{ readonly t: number; readonly impl: Impl; readonly worker?: number; readonly pid: number }
+ *   & WorkerEvent} JournalEvent
  */
 
 const configText = process.env.STRESS_CONFIG
@@ -129,7 +142,10 @@ const resetSeen = () => {
 
 // ---- the two stores behind one shape ----------------------------------------
 
-/** A receipt of the stress kit's, for the Session as it was read. @typedef {NonNullable<Awaited<ReturnType<typeof receiptFor>>>} StressReceipt */
+/**
+ * A receipt of the stress kit's, for the Session as it was read.
+ * @typedef {NonNullable<Awaited<ReturnType<typeof receiptFor>>>} StressReceipt
+ */
 
 /**
  * What a reserve came to. An acquired reservation carries its own settle
@@ -166,7 +182,10 @@ const fieldsOf = (error) =>
     ? undefined
     : /** @type {{ readonly _tag?: unknown; readonly name?: unknown; readonly message?: unknown }} */ (error)
 
-/** What the journal says a failure was: its message, or the thrown value itself when it has none. @param {unknown} error */
+/**
+ * What the journal says a failure was: its message, or the thrown value itself when it has none.
+ * @param {unknown} error
+ */
 const messageOf = (error) => String(fieldsOf(error)?.message ?? error)
 
 /** @returns {Promise<StoreAdapter>} */
@@ -255,7 +274,9 @@ const oursAdapter = async () => {
   const runtime = ManagedRuntime.make(layer)
   /**
    * @template A, E
-   * @param {(store: import("../dist/store/RarebitStore.js").RarebitStore["Service"]) => import("effect").Effect.Effect<A, E>} f
+   * @param {(
+   *   store: import("../dist/store/RarebitStore.js").RarebitStore["Service"]
+   * ) => import("effect").Effect.Effect<A, E>} f
    */
   const run = (f) => runtime.runPromise(RarebitStore.use(f))
   const location = { rarebitRoot: config.rarebitRoot, sessionRoot: config.sessionRoot }
@@ -294,7 +315,8 @@ const oursAdapter = async () => {
 
 /**
  * The reference's reservation, as far as the worker reads it.
- * @typedef {{ readonly acquired: true; readonly leaseToken: string } | { readonly acquired: false; readonly duplicate?: true }} ReferenceReservation
+ * @typedef {{ readonly acquired: true; readonly leaseToken: string }
+ *   | { readonly acquired: false; readonly duplicate?: true }} ReferenceReservation
  */
 
 /** @returns {Promise<StoreAdapter>} */

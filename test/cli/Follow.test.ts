@@ -50,7 +50,10 @@ const awaitableConsole = Effect.gen(function*() {
   return { console, lines, errors }
 })
 
-/** Runs the CLI in a fiber with a clock that announces its waits; `line` takes the next printed line, passing those waits. */
+/**
+ * Runs the CLI in a fiber with a clock that announces its waits; `line` takes the next printed line, passing
+ * those waits.
+ */
 const follow = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const { console, errors, lines } = yield* awaitableConsole

@@ -95,7 +95,10 @@ interface Planted {
   readonly flags: ReadonlyArray<string>
   /** A Session whose sidecar holds every hostile line, and whose lock is hostile. */
   readonly hostile: string
-  /** A Session with deep lines, a sidecar with a valid receipt whose sessionStatus nests 3,000 deep, and an oversized lock. */
+  /**
+   * A Session with deep lines, a sidecar with a valid receipt whose sessionStatus nests 3,000 deep, and an
+   * oversized lock.
+   */
   readonly deep: string
   readonly hostileLock: string
   readonly oversizedLock: string

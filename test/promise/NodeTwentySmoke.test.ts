@@ -1,7 +1,8 @@
 /**
  * The built package on Node 20, which `engines` no longer promises (the
  * Effect peers require 22.19) but which this project's machines run as their
- * system Node, so a break there is seen at once: a Node 20 binary from PATH (never the pinned one under `node_modules`) imports
+ * system Node, so a break there is seen at once: a Node 20 binary from PATH
+ * (never the pinned one under `node_modules`) imports
  * `dist/promise/index.js` and `dist/index.js`, reserves, settles and reads
  * the current receipt in a temporary directory. The machine must have a
  * Node 20; without one the test fails and says so.

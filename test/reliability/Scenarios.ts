@@ -84,7 +84,10 @@ const writeDurably = (world: MemoryFileSystemShape, path: string, content: strin
     yield* file.sync
   }))
 
-/** The jobs that must each end with one settled claim and one receipt: the seed, the scenario's, and the next writer's. */
+/**
+ * The jobs that must each end with one settled claim and one receipt: the seed, the scenario's, and the next
+ * writer's.
+ */
 export const finalJobs = (scenario: Scenario): ReadonlyArray<string> =>
   scenario.unseeded === true ? [scenario.job, JOB2] : [JOB0, scenario.job, JOB2]
 
@@ -139,7 +142,8 @@ export const scenarios: ReadonlyArray<Scenario> = [
     job: JOB1,
     receipt: currentSummary,
     finalCurrent: JOB1,
-    // Settle: lock 6 (temp open, write, fsync, link, temp removal, release), append 4 (open, write, fsync, chmod), settled claim 5.
+    // Settle: lock 6 (temp open, write, fsync, link, temp removal, release), append 4 (open, write, fsync, chmod),
+    // settled claim 5.
     expectedPoints: 16
   },
   {
@@ -187,7 +191,8 @@ export const scenarios: ReadonlyArray<Scenario> = [
     job: JOB1,
     receipt: currentSummary,
     finalCurrent: JOB1,
-    // Settle 15, plus a failed link, the break file, the dead lock's removal, the break file's removal and a second link.
+    // Settle 15, plus a failed link, the break file, the dead lock's removal, the break file's removal and a
+    // second link.
     expectedPoints: 20
   },
   {

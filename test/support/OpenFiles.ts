@@ -10,7 +10,10 @@ import type { MemoryFileSystemShape } from "../../src/testing/MemoryFileSystem.j
 
 const DELETED = " (deleted)"
 
-/** The paths of every open descriptor, as each was opened (the disk: as it is named now, or was before it was removed). */
+/**
+ * The paths of every open descriptor, as each was opened (the disk: as it is named now, or was before it was
+ * removed).
+ */
 export const openPaths = (fs: FileSystem.FileSystem): ReadonlyArray<string> => {
   const memory = fs as Partial<MemoryFileSystemShape>
   if (typeof memory.openDescriptors === "function") return memory.openDescriptors().map(({ path }) => path)

@@ -53,7 +53,10 @@ export const sessionText = (
     .join("\n") + "\n"
 })
 
-/** Valid receipts for a branch, the same builders the interop tests use (reference-derived, so independent of our selector). */
+/**
+ * Valid receipts for a branch, the same builders the interop tests use (reference-derived, so independent of our
+ * selector).
+ */
 export { summaryReceipt, titleReceipt } from "./Reference.js"
 
 /** What the store observes of a readable Session with `branch`, as the reference's store builds it. */
