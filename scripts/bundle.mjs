@@ -185,7 +185,7 @@ const writeBundle = async (source, bundleFile) => {
   // The loader wraps the bundle in a function, where a `#!` line would not
   // parse: made a comment, so no position moves.
   const code = chunk.code.startsWith("#!") ? `//${chunk.code.slice(2)}` : chunk.code
-  if (!/^[\x00-\x7f]*$/.test(code)) throw new Error(`${source}: the bundle is not ASCII only`)
+  if (!/^\p{ASCII}*$/u.test(code)) throw new Error(`${source}: the bundle is not ASCII only`)
   writeFileSync(bundleFile, code)
   writeFileSync(`${bundleFile}.map`, JSON.stringify(mapIntoSources(chunk.map, `${bundleFile}.map`)))
   return { exports: chunk.exports, hash: createHash("sha256").update(code).digest("hex").slice(0, 16) }

@@ -205,7 +205,7 @@ export const loadBundle = (bundle: URL, key: BundleCacheKey): Record<string, unk
     __filename: string,
     __dirname: string
   ) => void
-  wrapped.call(undefined, module.exports, requireBuiltin, module, filename, path.dirname(filename))
+  wrapped(module.exports, requireBuiltin, module, filename, path.dirname(filename))
   return module.exports
 }
 

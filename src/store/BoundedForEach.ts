@@ -32,6 +32,8 @@ export const forEachBounded = <A, B>(
   f: (item: A) => Effect.Effect<B>
 ): Effect.Effect<Array<B>> =>
   Effect.suspend(() => {
+    // Sized up front: results land by index, in whatever order the fibers finish.
+    // oxlint-disable-next-line unicorn/no-new-array
     const results = new Array<B>(items.length)
     let next = 0
     // A chain of steps rather than a generator, which would allocate on
