@@ -17,6 +17,7 @@
 import { existsSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
+import type * as PromiseModule from "../src/promise/index.js"
 
 /** The store functions both implementations export. */
 export interface StoreApi {
@@ -43,7 +44,7 @@ export const projectRoot = (): string => {
 
 const importFile = (path: string): Promise<any> => import(pathToFileURL(path).href)
 
-type PromiseApi = typeof import("../src/promise/index.js")
+type PromiseApi = typeof PromiseModule
 
 /**
  * The specifier a user imports. Held in a variable so that type-checking the

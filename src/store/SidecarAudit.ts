@@ -382,6 +382,8 @@ export const auditStoreCompactly = Effect.fn("SidecarAudit.auditStoreCompactly")
   // Each scan is folded in as it ends, so what it made that the report
   // does not keep dies young instead of being promoted to the old
   // generation with ten thousand others.
+  // Sized up front: each scan lands at its file's index, in whatever order the scans end.
+  // oxlint-disable-next-line unicorn/no-new-array
   const sidecars = new Array<SidecarSummary>(sidecarFiles.length)
   const receiptsByJob = new Map<string, JobReceipts>()
   const fold = (index: number, scan: SidecarScan) => {

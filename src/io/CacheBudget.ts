@@ -1,0 +1,245 @@
+/**
+ * The budget the held-file caches share: bytes of cached state and files
+ * held open, over every `HeldFiles` set made with it (the Session cache and
+ * the sidecar cache of one store). Least recently got entries are dropped
+ * past the bytes, and once that thrashes (a round-robin over more paths
+ * than fit) entries are admitted by how often their paths are got.
+ *
+ * @since 0.1.0
+ */
+import { Effect } from "effect"
+
+/**
+ * What the caches sharing it may keep: bytes of state, and files held open.
+ *
+ * **Details**
+ *
+ * Every `HeldFiles` set made with the budget charges its entries to it:
+ * each entry costs a fixed overhead plus the bytes its cache says its state
+ * keeps (`setBytes`). When the total passes `maxBytes`, the least recently
+ * got entries of any of those sets are dropped (`fit`), and their files let
+ * go. Once 64 entries were dropped so without ever being got again after
+ * they were added (the paths are read round-robin, more of them than fit),
+ * the budget admits by frequency from then on: the entry whose charge
+ * pushed the total over is dropped itself, unless its path was got more
+ * often lately than the least recently got entry's. The entries kept are
+ * then reused on every round, and the states of the others die young. At
+ * most `maxOpenFiles` files are held over all of them: holding one
+ * more lets go of the file of the least recently got entry that holds one
+ * (the entry and its state stay; its next use opens the file again).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface CacheBudget {
+  readonly maxBytes: number
+  readonly maxOpenFiles: number
+  /** Bytes charged now, over every set sharing the budget. */
+  readonly bytes: () => number
+  /** Files held open now, over every set sharing the budget. */
+  readonly openFiles: () => number
+  /** Whether the budget has thrashed and admits by frequency now. */
+  readonly admitsByFrequency: () => boolean
+}
+
+/**
+ * Estimated bytes of an entry without its cache's state: the entry, its
+ * holder and their closures, and the set's and the budget's map slots.
+ * Measured in heap snapshots at about 0.9 KB; the path's characters come on
+ * top.
+ */
+export const ENTRY_OVERHEAD_BYTES = 1024
+
+/**
+ * Drops of entries never got again after they were kept, after which a
+ * budget admits by frequency (see `Ledger.fit`). Least-recently-used
+ * eviction serves a working set that fits; a working set read round-robin
+ * that does not fit drops every entry before it is read again, and each
+ * dropped state is garbage that lived long enough to be promoted.
+ */
+const THRASHING_DROPS = 64
+
+/**
+ * How often each path was got lately, approximately (a count-min sketch:
+ * four rows of 4-bit-range counters, the smallest of a path's four cells,
+ * never under its true count). Every `10 × width` increments every counter
+ * is halved, so that paths no longer read lose their standing. 256 KiB, made
+ * only once a budget thrashes.
+ */
+class FrequencySketch {
+  private static readonly WIDTH = 1 << 16
+  private readonly counters = new Uint8Array(4 * FrequencySketch.WIDTH)
+  private increments = 0
+
+  private static hashes(key: string): readonly [number, number] {
+    // FNV-1a, then a Murmur3 finalizer for a second, independent-enough hash (odd, for double hashing).
+    let h = 0x811c9dc5
+    for (let index = 0; index < key.length; index++) h = Math.imul(h ^ key.charCodeAt(index), 0x01000193)
+    let g = Math.imul(h ^ (h >>> 16), 0x85ebca6b)
+    g = Math.imul(g ^ (g >>> 13), 0xc2b2ae35)
+    return [h >>> 0, ((g ^ (g >>> 16)) | 1) >>> 0]
+  }
+
+  increment(key: string): void {
+    const [h, g] = FrequencySketch.hashes(key)
+    const mask = FrequencySketch.WIDTH - 1
+    for (let row = 0; row < 4; row++) {
+      const cell = row * FrequencySketch.WIDTH + ((h + row * g) & mask)
+      if (this.counters[cell] < 15) this.counters[cell]++
+    }
+    if (++this.increments >= 10 * FrequencySketch.WIDTH) {
+      this.increments = 0
+      for (let cell = 0; cell < this.counters.length; cell++) this.counters[cell] >>>= 1
+    }
+  }
+
+  estimate(key: string): number {
+    const [h, g] = FrequencySketch.hashes(key)
+    const mask = FrequencySketch.WIDTH - 1
+    let least = 15
+    for (let row = 0; row < 4; row++) {
+      least = Math.min(least, this.counters[row * FrequencySketch.WIDTH + ((h + row * g) & mask)])
+    }
+    return least
+  }
+}
+
+/** An entry as its budget sees it. @internal */
+export interface Charged {
+  /** The entry's path: what its budget counts the gets of, once it admits by frequency. */
+  readonly key: string
+  /** Got again since it was added: a drop of an entry never got again is a sign of thrashing. */
+  reused: boolean
+  /** Overhead plus the state's bytes. */
+  charged: number
+  /** Takes the entry out of its set and its budget at once. */
+  readonly detach: () => void
+  /** What dropping it does after `detach`: the cache's `onDrop`, then letting go of the file. */
+  readonly release: Effect.Effect<void>
+  readonly letGo: Effect.Effect<void>
+}
+
+/** The bookkeeping behind a `CacheBudget`, for `HeldFiles`. @internal */
+export class Ledger implements CacheBudget {
+  /** Least recently got first. */
+  private readonly used = new Map<Charged, undefined>()
+  /** Entries holding a file, least recently got first. */
+  private readonly holding = new Map<Charged, undefined>()
+  private total = 0
+  /** Entries dropped to fit that were never got again after they were added. */
+  private wasted = 0
+  /** Made once `wasted` reaches `THRASHING_DROPS`: from then on the budget admits by frequency. */
+  private frequencies: FrequencySketch | undefined = undefined
+
+  constructor(readonly maxBytes: number, readonly maxOpenFiles: number) {}
+
+  readonly bytes = (): number => this.total
+  readonly openFiles = (): number => this.holding.size
+  /** Whether the budget admits by frequency now (it has thrashed). */
+  readonly admitsByFrequency = (): boolean => this.frequencies !== undefined
+
+  add(entry: Charged): void {
+    this.used.set(entry, undefined)
+    this.total += entry.charged
+    this.frequencies?.increment(entry.key)
+  }
+
+  touch(entry: Charged): void {
+    if (!this.used.delete(entry)) return
+    this.used.set(entry, undefined)
+    entry.reused = true
+    if (this.holding.delete(entry)) this.holding.set(entry, undefined)
+    this.frequencies?.increment(entry.key)
+  }
+
+  remove(entry: Charged): void {
+    if (this.used.delete(entry)) this.total -= entry.charged
+    this.holding.delete(entry)
+  }
+
+  /** Sets what an entry is charged; once it is out of the budget, only the entry's own figure changes. */
+  charge(entry: Charged, charged: number): void {
+    if (this.used.has(entry)) this.total += charged - entry.charged
+    entry.charged = charged
+  }
+
+  /**
+   * Drops the least recently got entries, never `keep`, until the total
+   * fits; once the budget thrashes, drops `keep` instead when its path was
+   * not got more often than the least recently got entry's (TinyLFU's
+   * admission rule: in a round-robin every path is got equally often, so
+   * what is kept stays).
+   */
+  fit(keep: Charged): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      if (this.total <= this.maxBytes) return Effect.void
+      const frequencies = this.frequencies
+      if (frequencies !== undefined && this.used.has(keep)) {
+        const victim = this.leastRecentOther(keep)
+        if (victim !== undefined && frequencies.estimate(keep.key) <= frequencies.estimate(victim.key)) {
+          keep.detach()
+          return keep.release
+        }
+      }
+      const dropped: Array<Charged> = []
+      for (const entry of this.used.keys()) {
+        if (this.total <= this.maxBytes) break
+        if (entry === keep) continue
+        // Out of its set at once, so that nothing finds it while earlier ones are released.
+        entry.detach()
+        dropped.push(entry)
+        if (!entry.reused) this.wasted++
+      }
+      if (this.frequencies === undefined && this.wasted >= THRASHING_DROPS) this.startCountingFrequencies()
+      return Effect.forEach(dropped, (entry) => entry.release, { discard: true })
+    })
+  }
+
+  private leastRecentOther(keep: Charged): Charged | undefined {
+    for (const entry of this.used.keys()) if (entry !== keep) return entry
+    return undefined
+  }
+
+  /** Every entry kept now counts as got once, so that a path met for the first time does not outrank them. */
+  private startCountingFrequencies(): void {
+    const frequencies = new FrequencySketch()
+    for (const entry of this.used.keys()) frequencies.increment(entry.key)
+    this.frequencies = frequencies
+  }
+
+  /** `entry` holds a file now: lets go of the least recently got other files beyond the cap. */
+  held(entry: Charged): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      if (!this.used.has(entry)) return Effect.void
+      this.holding.set(entry, undefined)
+      if (this.holding.size <= this.maxOpenFiles) return Effect.void
+      const released: Array<Charged> = []
+      for (const other of this.holding.keys()) {
+        if (this.holding.size <= this.maxOpenFiles) break
+        if (other === entry) continue
+        this.holding.delete(other)
+        released.push(other)
+      }
+      return Effect.forEach(released, (other) => other.letGo, { discard: true })
+    })
+  }
+
+  released(entry: Charged): void {
+    this.holding.delete(entry)
+  }
+}
+
+/**
+ * Makes a budget for `HeldFiles` sets to share.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const makeBudget = (options: { readonly maxBytes: number; readonly maxOpenFiles: number }): CacheBudget =>
+  new Ledger(options.maxBytes, options.maxOpenFiles)
+
+/** The ledger of a budget made by `makeBudget`. @internal */
+export const ledgerOf = (budget: CacheBudget): Ledger => {
+  if (!(budget instanceof Ledger)) throw new TypeError("HeldFiles: a budget must come from makeBudget")
+  return budget
+}
