@@ -120,8 +120,7 @@ export const createClaimExclusive = (
   claim: JobClaim
 ): Effect.Effect<boolean, PlatformError, SecureRandom> =>
   Effect.gen(function*() {
-    const tempPath = `${claimPath}.${yield* randomToken(12)}.tmp`
-    yield* writeDurableTemp(fs, tempPath, encodeClaimLine(claim))
+    const { tempPath } = yield* prepareClaim(fs, claimPath, claim)
     return yield* fs.link(tempPath, claimPath).pipe(
       Effect.as(true),
       Effect.catchReason("PlatformError", "AlreadyExists", () => Effect.succeed(false)),
