@@ -14,6 +14,7 @@ import { TestClock } from "effect/testing"
 import { sampleSession, summaryReceipt, titleReceipt } from "../../src/cli/DemoSession.js"
 import { type NonBlockingOpenCapable, nonBlockingOpenOf, NonBlockingOpenTypeId } from "../../src/io/NonBlockingOpen.js"
 import { makeHead } from "../../src/protocol/Head.js"
+import { concatBytes } from "../../src/protocol/internal/Bytes.js"
 import { encodeClaimLine, makeSettledClaim } from "../../src/protocol/JobClaim.js"
 import { MAX_HISTORY_BYTES } from "../../src/protocol/Limits.js"
 import { inspectCommitLock, removeCommitLock } from "../../src/store/CommitLockRepair.js"
@@ -69,15 +70,7 @@ const sidecarBuilder = () => {
       const headOffset = lastHead === undefined ? undefined : push(lastHead)
       return { offset, headOffset }
     },
-    bytes: () => {
-      const all = new Uint8Array(size)
-      let at = 0
-      for (const part of parts) {
-        all.set(part, at)
-        at += part.length
-      }
-      return all
-    }
+    bytes: () => concatBytes(parts, size)
   }
 }
 
