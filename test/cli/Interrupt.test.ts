@@ -16,6 +16,13 @@ import { CLI, cliIn, REPO, rootFlags, settleWith } from "./CliHarness.js"
 
 const SIDECARS = 1000
 const CLAIMS = 1000
+/**
+ * Receipts in each sidecar. The scan has to outlast process start by far,
+ * on any machine: with three receipts a sidecar, 1,000 sidecars and claims
+ * were scanned in under 100 ms, and a fast machine finished before the
+ * signal could be sent.
+ */
+const RECEIPTS_PER_SIDECAR = 120
 const PROMPT_MS = 2000
 
 let roots: Roots
@@ -24,7 +31,7 @@ beforeAll(async () => {
   roots = await makeRoots("rarebit-cli-interrupt-")
   const branch = [entry("u1", "user", "a question"), entry("a1", "assistant", "an answer")]
   await writeSession(roots.sessionFile, "interrupt", branch)
-  for (let job = 1; job <= 3; job++) {
+  for (let job = 1; job <= RECEIPTS_PER_SIDECAR; job++) {
     await settleWith("ours", roots, roots.sessionFile, job, summaryReceipt(branch, "interrupt", { summary: `s${job}` }))
   }
   const sidecar = await readFile(join(roots.rarebitRoot, "materializations-v4", "project", "trace.jsonl"))
