@@ -16,27 +16,22 @@ import { CLI, cliIn, REPO, rootFlags, settleWith } from "./CliHarness.js"
 
 const SIDECARS = 1000
 const CLAIMS = 1000
-/**
- * Receipts in each sidecar. The scan has to outlast process start by far,
- * on any machine: with three receipts a sidecar, 1,000 sidecars and claims
- * were scanned in under 100 ms, and a fast machine finished before the
- * signal could be sent.
- */
-const RECEIPTS_PER_SIDECAR = 120
 const PROMPT_MS = 2000
 
-let roots: Roots
-
-beforeAll(async () => {
-  roots = await makeRoots("rarebit-cli-interrupt-")
+/**
+ * A store of 1,000 copies of one sidecar, holding `receiptsPerSidecar`
+ * receipts, and 1,000 claims whose leases ran out.
+ */
+const makeStore = async (prefix: string, receiptsPerSidecar: number): Promise<Roots> => {
+  const store = await makeRoots(prefix)
   const branch = [entry("u1", "user", "a question"), entry("a1", "assistant", "an answer")]
-  await writeSession(roots.sessionFile, "interrupt", branch)
-  for (let job = 1; job <= RECEIPTS_PER_SIDECAR; job++) {
-    await settleWith("ours", roots, roots.sessionFile, job, summaryReceipt(branch, "interrupt", { summary: `s${job}` }))
+  await writeSession(store.sessionFile, "interrupt", branch)
+  for (let job = 1; job <= receiptsPerSidecar; job++) {
+    await settleWith("ours", store, store.sessionFile, job, summaryReceipt(branch, "interrupt", { summary: `s${job}` }))
   }
-  const sidecar = await readFile(join(roots.rarebitRoot, "materializations-v4", "project", "trace.jsonl"))
+  const sidecar = await readFile(join(store.rarebitRoot, "materializations-v4", "project", "trace.jsonl"))
   for (let directory = 0; directory < SIDECARS / 100; directory++) {
-    const folder = join(roots.rarebitRoot, "materializations-v4", "bulk", String(directory))
+    const folder = join(store.rarebitRoot, "materializations-v4", "bulk", String(directory))
     await mkdir(folder, { recursive: true })
     await Promise.all(
       Array.from({ length: 100 }, (_, index) => writeFile(join(folder, `session-${index}.jsonl`), sidecar))
@@ -47,7 +42,7 @@ beforeAll(async () => {
     await Promise.all(
       claims.slice(start, start + 100).map((id) =>
         writeFile(
-          join(roots.rarebitRoot, "jobs-v4", `${id}.json`),
+          join(store.rarebitRoot, "jobs-v4", `${id}.json`),
           `${
             JSON.stringify({
               jobId: id,
@@ -61,10 +56,26 @@ beforeAll(async () => {
       )
     )
   }
+  return store
+}
+
+/**
+ * For the executable: a scan that outlasts process start by far on any
+ * machine. With three receipts a sidecar the executable scanned it in under
+ * 100 ms, and a fast machine finished before the signal could be sent.
+ */
+let roots: Roots
+/** For the in-process scan, which has no process start to outlast. */
+let smallRoots: Roots
+
+beforeAll(async () => {
+  roots = await makeStore("rarebit-cli-interrupt-", 120)
+  smallRoots = await makeStore("rarebit-cli-interrupt-small-", 3)
 }, 120_000)
 
 afterAll(async () => {
   await roots?.cleanup()
+  await smallRoots?.cleanup()
 })
 
 /** Whether the process has a file under `directory` open right now. */
@@ -152,7 +163,7 @@ describe("interrupting an in-process scan on the synchronous file system", () =>
     () =>
       Effect.gen(function*() {
         const fiber = yield* Effect.forkChild(
-          cliIn(["verify", ...rootFlags(roots)]).pipe(Effect.provide(nodeWorld.layer))
+          cliIn(["verify", ...rootFlags(smallRoots)]).pipe(Effect.provide(nodeWorld.layer))
         )
         // A signal is handled by the event loop, like this timer: both need the
         // scan to yield now and then, although each call it makes is synchronous.
