@@ -8,6 +8,14 @@
 import { Effect, Scheduler } from "effect"
 
 /**
+ * How long the items of one event-loop turn may run before the fibers let
+ * timers, I/O callbacks and signal handlers in.
+ *
+ * @internal
+ */
+export const TURN_SLICE_MS = 10
+
+/**
  * `f` over every item, at most `concurrency` at a time, the results in the
  * items' order.
  *
@@ -24,6 +32,15 @@ import { Effect, Scheduler } from "effect"
  * work on a synchronous file system would keep timers and signals waiting
  * `concurrency` times longer than one fiber does.
  *
+ * Operations are not time, though: one operation may parse a whole sidecar,
+ * so a shared budget of 2,048 still ran 16 fibers through hundreds of
+ * sidecars of 120 receipts in one turn, keeping a timer or a Ctrl-C waiting
+ * for up to 0.9 s. So the turn also ends once it has run for
+ * `TURN_SLICE_MS`: every fiber yields before its next item, and the first
+ * to run in the next turn starts the next slice. A slice is measured on the
+ * process's monotonic clock, not `Clock`, because it shares the real event
+ * loop, which a `TestClock` does not stand for.
+ *
  * @internal
  */
 export const forEachBounded = <A, B>(
@@ -36,10 +53,35 @@ export const forEachBounded = <A, B>(
     // oxlint-disable-next-line unicorn/no-new-array
     const results = new Array<B>(items.length)
     let next = 0
+    let slice = 0
+    let sliceStartedAt = performance.now()
+    let sliceOver = false
+    /**
+     * Yields to the event loop. The fibers that yielded resume one after
+     * another in the next turn; only the first starts a new slice, the others
+     * find it running (or already over, and yield again).
+     */
+    const yieldTurn = Effect.suspend(() => {
+      const yieldedIn = slice
+      return Effect.andThen(
+        Effect.yieldNow,
+        Effect.sync(() => {
+          if (slice === yieldedIn) {
+            slice++
+            sliceOver = false
+            sliceStartedAt = performance.now()
+          }
+        })
+      )
+    })
     // A chain of steps rather than a generator, which would allocate on
     // every item.
     const worker: Effect.Effect<void> = Effect.suspend(() => {
       if (next >= items.length) return Effect.void
+      if (sliceOver || performance.now() - sliceStartedAt > TURN_SLICE_MS) {
+        sliceOver = true
+        return Effect.andThen(yieldTurn, worker)
+      }
       const index = next++
       return Effect.flatMap(f(items[index]), (result) => {
         results[index] = result

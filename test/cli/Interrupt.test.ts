@@ -60,22 +60,18 @@ const makeStore = async (prefix: string, receiptsPerSidecar: number): Promise<Ro
 }
 
 /**
- * For the executable: a scan that outlasts process start by far on any
- * machine. With three receipts a sidecar the executable scanned it in under
- * 100 ms, and a fast machine finished before the signal could be sent.
+ * A scan that outlasts process start by far on any machine: with three
+ * receipts a sidecar the executable scanned it in under 100 ms, and a fast
+ * machine finished before the signal could be sent.
  */
 let roots: Roots
-/** For the in-process scan, which has no process start to outlast. */
-let smallRoots: Roots
 
 beforeAll(async () => {
   roots = await makeStore("rarebit-cli-interrupt-", 120)
-  smallRoots = await makeStore("rarebit-cli-interrupt-small-", 3)
 }, 120_000)
 
 afterAll(async () => {
   await roots?.cleanup()
-  await smallRoots?.cleanup()
 })
 
 /** Whether the process has a file under `directory` open right now. */
@@ -163,7 +159,7 @@ describe("interrupting an in-process scan on the synchronous file system", () =>
     () =>
       Effect.gen(function*() {
         const fiber = yield* Effect.forkChild(
-          cliIn(["verify", ...rootFlags(smallRoots)]).pipe(Effect.provide(nodeWorld.layer))
+          cliIn(["verify", ...rootFlags(roots)]).pipe(Effect.provide(nodeWorld.layer))
         )
         // A signal is handled by the event loop, like this timer: both need the
         // scan to yield now and then, although each call it makes is synchronous.

@@ -56,4 +56,24 @@ describe("forEachBounded", () => {
       const alone = yield* forEachBounded([1], 16, () => Effect.service(Scheduler.MaxOpsBeforeYield))
       assert.deepStrictEqual(alone, [budget])
     }))
+
+  it.live("a turn ends after a slice of time, however few operations its items take", () =>
+    Effect.gen(function*() {
+      // Each item is one operation of 1 ms (the items of a real scan are
+      // sidecars parsed in one step), so the operation budget alone would run
+      // all 400 in a single turn and the timer would fire only after them.
+      let done = 0
+      let doneWhenTimerFired = -1
+      const timer = setTimeout(() => (doneWhenTimerFired = done), 0)
+      const busy = () => {
+        const until = performance.now() + 1
+        while (performance.now() < until) { /* an item's synchronous work */ }
+        done++
+      }
+      yield* forEachBounded(Array.from({ length: 400 }, (_, index) => index), 16, () => Effect.sync(busy))
+      clearTimeout(timer)
+      // One slice is TURN_SLICE_MS of items, a few more when the machine is busy.
+      assert.isAtLeast(doneWhenTimerFired, 0, "the timer never fired")
+      assert.isBelow(doneWhenTimerFired, 100, `${doneWhenTimerFired} of 400 items ran before a 0 ms timer`)
+    }))
 })
