@@ -15,24 +15,28 @@
  */
 import type { ClaimReport } from "./ClaimInspection.js"
 
-const HEX64 = /^[0-9a-f]{64}$/
+/** 64 lowercase hex digits: a job id or SHA-256 the list and the audit's claim table pack into 32 bytes. @internal */
+export const HEX64 = /^[0-9a-f]{64}$/
 const HEX_DIGITS = "0123456789abcdef"
 const INITIAL_CAPACITY = 64
 
 const hexValue = (code: number): number => (code <= 57 ? code - 48 : code - 87)
 
-const packHex = (target: Uint8Array, at: number, hex: string) => {
+/** Writes the 64 lowercase hex digits `hex` as 32 bytes at `at`. @internal */
+export const packHex = (target: Uint8Array, at: number, hex: string) => {
   for (let index = 0; index < 32; index++) {
     target[at + index] = (hexValue(hex.charCodeAt(2 * index)) << 4) | hexValue(hex.charCodeAt(2 * index + 1))
   }
 }
 
-const HEX_CODES = Uint16Array.from(HEX_DIGITS, (digit) => digit.charCodeAt(0))
+/** The character codes of the hex digits, by value. @internal */
+export const HEX_CODES = Uint16Array.from(HEX_DIGITS, (digit) => digit.charCodeAt(0))
 const digitCodes = new Uint16Array(64)
 
 // Made in one piece: a string grown by `+=` is a chain of pieces V8 keeps
 // until something flattens it, many times the size of its 64 characters.
-const unpackHex = (source: Uint8Array, at: number): string => {
+/** The 32 bytes at `at`, as 64 lowercase hex digits. @internal */
+export const unpackHex = (source: Uint8Array, at: number): string => {
   for (let index = 0; index < 32; index++) {
     const byte = source[at + index]
     digitCodes[2 * index] = HEX_CODES[byte >> 4]
@@ -57,12 +61,17 @@ const unpackHex = (source: Uint8Array, at: number): string => {
  */
 export class ClaimReportList {
   private size = 0
-  private ids = new Uint8Array(INITIAL_CAPACITY * 64)
-  private ranges = new Float64Array(INITIAL_CAPACITY * 2)
+  private ids: Uint8Array
+  private ranges: Float64Array
   private sidecars: Array<string | undefined> = []
   private readonly others = new Map<number, ClaimReport>()
 
-  constructor(private readonly jobsDirectory: string) {}
+  /** `expected`: how many reports will be added, so that the list is made at its size once. */
+  constructor(private readonly jobsDirectory: string, expected: number = INITIAL_CAPACITY) {
+    const capacity = Math.max(1, expected)
+    this.ids = new Uint8Array(capacity * 64)
+    this.ranges = new Float64Array(capacity * 2)
+  }
 
   /** How many reports the list holds. */
   get length(): number {
@@ -84,6 +93,20 @@ export class ClaimReportList {
     this.ranges[index * 2] = ref.receiptOffset
     this.ranges[index * 2 + 1] = ref.receiptLength
     this.sidecars.push(report.sidecar!)
+  }
+
+  /**
+   * Adds, after the others, the verified settled claim whose job id and
+   * receipt hash are the 64 bytes at `at` of `ids` (as `packHex` writes
+   * them): what `push` would pack from its report.
+   */
+  pushVerified(ids: Uint8Array, at: number, receiptOffset: number, receiptLength: number, sidecar: string): void {
+    const index = this.size++
+    if (index * 2 >= this.ranges.length) this.grow()
+    this.ids.set(ids.subarray(at, at + 64), index * 64)
+    this.ranges[index * 2] = receiptOffset
+    this.ranges[index * 2 + 1] = receiptLength
+    this.sidecars.push(sidecar)
   }
 
   /** The report at `index` (from 0), a new object equal to the one added. */

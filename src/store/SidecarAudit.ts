@@ -26,27 +26,25 @@
  *
  * Whatever a file holds, the report stays small and serialisable
  * (`ReportFields`). Memory grows only with the number of files and claims,
- * never with sidecar size. The audit reads a store that writers may be
+ * never with sidecar size: a sidecar's summary and path (a few hundred
+ * bytes), and for a claim with nothing wrong whose job has one receipt,
+ * about 150 bytes from its read to its pointer check (`AuditClaimTable`),
+ * then 84 in the report (`ClaimReportList`). The audit reads a store that writers may be
  * using; a finding about something a writer was doing at that instant is
  * possible only for the tail of a sidecar being appended to, and for the
  * young files reported as notices.
  *
  * @since 0.1.0
  */
-import { Clock, Effect } from "effect"
+import { Clock, Effect, type Result } from "effect"
 import { FileSystem } from "effect/FileSystem"
 import { Path } from "effect/Path"
 import { isPlatformError, type PlatformError } from "effect/PlatformError"
 import { describeType } from "../io/RegularFile.js"
+import { AuditClaimTable } from "./AuditClaimTable.js"
 import { type AuditFinding, finding, judgedStrictly } from "./AuditFinding.js"
 import { forEachBounded } from "./BoundedForEach.js"
-import {
-  checkClaimPointer,
-  type ClaimReport,
-  inspectClaimEntry,
-  type InspectedClaim,
-  type KnownReceipt
-} from "./ClaimInspection.js"
+import { checkClaimPointer, type CheckedClaim, type ClaimReport, inspectClaimEntry } from "./ClaimInspection.js"
 import { ClaimReportList } from "./ClaimReportList.js"
 import { DEFAULT_STALE_AFTER_MS, inspectCommitLock, type LockReport } from "./CommitLockRepair.js"
 import { JOBS_DIR, MATERIALIZATIONS_DIR } from "./MirroredPath.js"
@@ -123,7 +121,7 @@ export interface AuditOptions {
 const LOCK_SUFFIX = ".commit-lock"
 const LOCK_TEMP = /\.commit-lock\.[0-9a-f]+\.tmp$/
 const LOCK_BREAK = /\.commit-lock\.break-[^/]*$/
-const CLAIM_FILE = /^([a-f0-9]{64})\.json$/
+const CLAIM_FILE = /^[a-f0-9]{64}\.json$/
 const CLAIM_TEMP = /^[a-f0-9]{64}\.json\.[0-9a-f]+\.tmp$/
 
 type TreeFile =
@@ -228,6 +226,21 @@ const unsafeDirectoryFinding = (directory: string, type: string) =>
     }; the store refuses to use it`
   )
 
+/**
+ * `path.join(directory, name)` for the entries of one directory, without
+ * normalising each: a name read from a directory is one segment, so its
+ * join is the directory's joined prefix and the name (tens of thousands of
+ * `path.join` calls were a tenth of what an audit allocated). A name that
+ * could be anything else is joined as usual.
+ */
+const childPaths = (path: Path, directory: string) => {
+  const prefix = path.join(directory, "x").slice(0, -1)
+  return (name: string): string =>
+    name === "" || name === "." || name === ".." || name.includes("/") || name.includes("\\")
+      ? path.join(directory, name)
+      : `${prefix}${name}`
+}
+
 const walkMaterializations = (fs: FileSystem, path: Path, root: string): Effect.Effect<Tree> =>
   Effect.gen(function*() {
     const tree: Tree = { files: [], findings: [] }
@@ -248,8 +261,9 @@ const walkMaterializations = (fs: FileSystem, path: Path, root: string): Effect.
           return
         }
         const entries = [...listed.success].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+        const childOf = childPaths(path, directory)
         for (const entry of entries) {
-          const child = path.join(directory, entry.name)
+          const child = childOf(entry.name)
           if (entry.type === "Directory") yield* visit(child)
           else tree.files.push(classify(child, entry.type === "File"))
         }
@@ -271,48 +285,64 @@ const walkMaterializations = (fs: FileSystem, path: Path, root: string): Effect.
 const AUDIT_READ_CONCURRENCY = 16
 
 /**
- * Every claim under `jobsDir`, inspected, and the claims' leftover temp
- * files. What the listing made is dropped when this returns: only the
- * inspected claims are kept through the audit.
+ * Every claim under `jobsDir`, inspected into a table (`AuditClaimTable`),
+ * and the claims' leftover temp files. What the listing made is dropped
+ * before the first claim is read: only the table is kept through the audit.
  */
-const inspectClaims = (fs: FileSystem, path: Path, jobsDir: string, now: number, findings: Array<AuditFinding>) =>
-  Effect.gen(function*() {
-    const claimEntries = yield* listStoreDirectory(fs, jobsDir)
-    const claimEntriesOfJobs: Array<{ readonly name: string; readonly type: string; readonly jobId: string }> = []
-    const claimLeftovers: Array<string> = []
-    if (claimEntries._tag === "Failure") {
-      findings.push(finding("directory_unreadable", "damage", jobsDir, describeError(claimEntries.failure)))
-    } else if (claimEntries.success._tag === "Unsafe") {
-      findings.push(unsafeDirectoryFinding(jobsDir, claimEntries.success.type))
-    } else {
-      const entries = [...claimEntries.success.entries].sort((a, b) => (a.name < b.name ? -1 : 1))
-      for (const entry of entries) {
-        const match = CLAIM_FILE.exec(entry.name)
-        if (match !== null) claimEntriesOfJobs.push({ name: entry.name, type: entry.type, jobId: match[1] })
-        else if (CLAIM_TEMP.test(entry.name)) claimLeftovers.push(path.join(jobsDir, entry.name))
-      }
-    }
-    const inspectedClaims: Array<InspectedClaim> = []
-    for (
-      const inspected of yield* forEachBounded(
-        claimEntriesOfJobs,
-        AUDIT_READ_CONCURRENCY,
-        // The path is made here, so the only copy is the one its report keeps.
-        (claim) => inspectClaimEntry(fs, path.join(jobsDir, claim.name), claim.jobId, claim.type, now)
+const inspectClaims = (
+  fs: FileSystem,
+  path: Path,
+  jobsDir: string,
+  now: number,
+  findings: Array<AuditFinding>,
+  sidecarAt: (walkIndex: number) => string
+) =>
+  Effect.flatMap(listStoreDirectory(fs, jobsDir), (listed) => {
+    // Only what this returns outlives the listing: nothing of it is held while the claims are read.
+    const { claimLeftovers, entryTypes, table } = tableOfListing(path, jobsDir, listed, findings, sidecarAt)
+    const slots = Array.from({ length: table.size }, (_, slot) => slot)
+    const claimPath = childPaths(path, jobsDir)
+    // Each claim is packed into the table as its read ends, so what the
+    // read made dies young instead of being promoted with twenty thousand others.
+    const inspected = forEachBounded(slots, AUDIT_READ_CONCURRENCY, (slot) => {
+      // The path and job id are made here, so the only copies are the ones a kept report holds.
+      const jobId = table.jobIdAt(slot)
+      return Effect.map(
+        inspectClaimEntry(fs, claimPath(`${jobId}.json`), jobId, entryTypes[slot], now),
+        (claim) => table.record(slot, claim)
       )
-    ) {
-      if (inspected !== undefined) inspectedClaims.push(inspected)
-    }
-    return { claimLeftovers, inspectedClaims }
+    })
+    return Effect.as(inspected, { claimLeftovers, table })
   })
 
-/** The sidecars that hold receipts of one claimed job, in walk order, and those receipts. */
-interface JobReceipts {
-  readonly sidecars: Array<string>
-  /** Each sidecar's place in the walk. */
-  readonly order: Array<number>
-  readonly known: Array<KnownReceipt>
+const tableOfListing = (
+  path: Path,
+  jobsDir: string,
+  listed: Result.Result<StoreDirectory, PlatformError>,
+  findings: Array<AuditFinding>,
+  sidecarAt: (walkIndex: number) => string
+) => {
+  const claimFiles: Array<string> = []
+  const entryTypes: Array<string> = []
+  const claimLeftovers: Array<string> = []
+  if (listed._tag === "Failure") {
+    findings.push(finding("directory_unreadable", "damage", jobsDir, describeError(listed.failure)))
+  } else if (listed.success._tag === "Unsafe") {
+    findings.push(unsafeDirectoryFinding(jobsDir, listed.success.type))
+  } else {
+    const entries = [...listed.success.entries].sort((a, b) => (a.name < b.name ? -1 : 1))
+    for (const entry of entries) {
+      if (CLAIM_FILE.test(entry.name)) {
+        claimFiles.push(entry.name)
+        entryTypes.push(entry.type)
+      } else if (CLAIM_TEMP.test(entry.name)) claimLeftovers.push(path.join(jobsDir, entry.name))
+    }
+  }
+  return { claimLeftovers, entryTypes, table: new AuditClaimTable(jobsDir, claimFiles, sidecarAt) }
 }
+
+/** The pointer check of a claim the table verified at once: nothing to read, nothing to report yet. */
+const VERIFIED_AT_ONCE: Effect.Effect<CheckedClaim | undefined> = Effect.succeed(undefined)
 
 const byPathAndOffset = (a: AuditFinding, b: AuditFinding) =>
   a.path < b.path ? -1 : a.path > b.path ? 1 : (a.offset ?? -1) - (b.offset ?? -1)
@@ -356,8 +386,15 @@ export const auditStoreCompactly = Effect.fn("SidecarAudit.auditStoreCompactly")
 
   // Claims first, so the sidecar scan can note which of their jobs it meets.
   const jobsDir = path.join(rarebitRoot, JOBS_DIR)
-  const { claimLeftovers, inspectedClaims } = yield* inspectClaims(fs, path, jobsDir, now, findings)
-  const wanted = new Set(inspectedClaims.map((inspected) => inspected.report.jobId))
+  let sidecars: Array<SidecarSummary> = []
+  const { claimLeftovers, table } = yield* inspectClaims(
+    fs,
+    path,
+    jobsDir,
+    now,
+    findings,
+    (walkIndex) => sidecars[walkIndex].path
+  )
 
   // Sidecars, locks and leftovers.
   const scope = options.sidecar === undefined ? "store" : "sidecar"
@@ -384,39 +421,19 @@ export const auditStoreCompactly = Effect.fn("SidecarAudit.auditStoreCompactly")
   // generation with ten thousand others.
   // Sized up front: each scan lands at its file's index, in whatever order the scans end.
   // oxlint-disable-next-line unicorn/no-new-array
-  const sidecars = new Array<SidecarSummary>(sidecarFiles.length)
-  const receiptsByJob = new Map<string, JobReceipts>()
+  sidecars = new Array<SidecarSummary>(sidecarFiles.length)
   const fold = (index: number, scan: SidecarScan) => {
-    const sidecar = scan.summary.path
     sidecars[index] = scan.summary
     // Findings are sorted by path and offset at the end; a sidecar's own keep their order.
     for (const found of scan.findings) findings.push(found)
-    for (const jobId of scan.jobIds) {
-      const held = receiptsByJob.get(jobId)
-      if (held === undefined) receiptsByJob.set(jobId, { sidecars: [sidecar], order: [index], known: [] })
-      else {
-        // Scans end in about walk order; the sidecars of a job are kept in walk order exactly.
-        let at = held.order.length
-        while (at > 0 && held.order[at - 1] > index) at--
-        held.order.splice(at, 0, index)
-        held.sidecars.splice(at, 0, sidecar)
-      }
-    }
-    for (const receipt of scan.receipts) {
-      receiptsByJob.get(receipt.jobId)!.known.push({
-        sidecar,
-        offset: receipt.offset,
-        length: receipt.length,
-        hash: receipt.hash
-      })
-    }
+    table.noteReceipts(index, scan.receipts)
   }
   let scanned = 0
   const onProgress = options.onProgress
   const indices = Array.from({ length: sidecarFiles.length }, (_, index) => index)
   yield* forEachBounded(indices, AUDIT_READ_CONCURRENCY, (index) => {
     const file = sidecarFiles[index]
-    const scan = Effect.map(scanSidecar(fs, file.path, wanted), (scan) => {
+    const scan = Effect.map(scanSidecar(fs, file.path, table), (scan) => {
       scanned++
       fold(index, scan)
     })
@@ -455,20 +472,28 @@ export const auditStoreCompactly = Effect.fn("SidecarAudit.auditStoreCompactly")
   }
 
   // Settled claims against the sidecars that hold receipts of their jobs.
-  const attributed = scope === "sidecar"
-    ? inspectedClaims.filter((inspected) => receiptsByJob.has(inspected.report.jobId))
-    : inspectedClaims
-  const checkedClaims = yield* forEachBounded(attributed, AUDIT_READ_CONCURRENCY, (inspected) => {
-    const held = receiptsByJob.get(inspected.report.jobId)
-    return checkClaimPointer(fs, inspected, held?.sidecars ?? [], held?.known)
-  })
-  const claims = new ClaimReportList(jobsDir)
-  for (let index = 0; index < attributed.length; index++) {
-    findings.push(...attributed[index].findings)
-    claims.push(checkedClaims[index].report)
-    findings.push(...checkedClaims[index].findings)
+  const attributed: Array<number> = []
+  for (let slot = 0; slot < table.size; slot++) {
+    if (table.isPresent(slot) && (scope === "store" || table.hasReceipts(slot))) attributed.push(slot)
   }
-  const unattributedClaims = inspectedClaims.length - attributed.length
+  const checkedClaims = yield* forEachBounded(attributed, AUDIT_READ_CONCURRENCY, (slot) => {
+    if (table.verifiesAtOnce(slot)) return VERIFIED_AT_ONCE
+    const held = table.receiptsOf(slot)
+    return checkClaimPointer(fs, table.inspected(slot), held?.sidecars ?? [], held?.known)
+  })
+  const claims = new ClaimReportList(jobsDir, attributed.length)
+  for (let index = 0; index < attributed.length; index++) {
+    const slot = attributed[index]
+    const checked = checkedClaims[index]
+    if (checked === undefined) {
+      table.pushVerified(slot, claims)
+      continue
+    }
+    findings.push(...table.inspected(slot).findings)
+    claims.push(checked.report)
+    findings.push(...checked.findings)
+  }
+  const unattributedClaims = table.present - attributed.length
 
   const judged = options.strict === true ? judgedStrictly(findings) : findings
   judged.sort(byPathAndOffset)

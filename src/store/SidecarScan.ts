@@ -101,6 +101,17 @@ export interface ScannedReceipt {
   readonly hash: string
 }
 
+/**
+ * The job ids whose receipts a scan keeps (a `Set` of them will do): the
+ * audit's claim table answers without holding them as strings.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface WantedJobs {
+  readonly has: (jobId: string) => boolean
+}
+
 /** What the scan of one sidecar found. @category models @since 0.1.0 */
 export interface SidecarScan {
   readonly summary: SidecarSummary
@@ -155,7 +166,7 @@ type CurrentView = SidecarSummary["current"]
  * findings about each line, the counts, the receipts of the wanted jobs, and
  * the heads whose range must still be read back.
  */
-const makeLineJudge = (path: string, wanted: ReadonlySet<string>) => {
+const makeLineJudge = (path: string, wanted: WantedJobs) => {
   const findings: Array<AuditFinding> = []
   const jobIds = new Set<string>()
   const receiptsOfWanted: Array<ScannedReceipt> = []
@@ -385,7 +396,7 @@ const unopenable = (fs: FileSystem, path: string, error: PlatformError) =>
 export const scanSidecar = (
   fs: FileSystem,
   path: string,
-  wanted: ReadonlySet<string>
+  wanted: WantedJobs
 ): Effect.Effect<SidecarScan> => {
   const readSmall = smallRegularReadOf(fs)
   if (readSmall === undefined) return scanThroughEffects(fs, path, wanted)
@@ -427,7 +438,7 @@ const concludeQuickly = (lines: LineJudge, path: string, size: number, torn: Tor
 const scanThroughEffects = (
   fs: FileSystem,
   path: string,
-  wanted: ReadonlySet<string>
+  wanted: WantedJobs
 ): Effect.Effect<SidecarScan> => {
   const lines = makeLineJudge(path, wanted)
   const result = (bytes: number | null, current: CurrentView, extra: ReadonlyArray<AuditFinding> = []): SidecarScan =>
