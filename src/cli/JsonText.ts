@@ -16,6 +16,7 @@
  */
 
 const INDENT_DEPTH = 64
+const MAX_KEY_TEXTS = 256
 
 /**
  * A list written as a JSON array whose items are made only as they are
@@ -96,7 +97,23 @@ function* containerText(top: object, indent: number, pieceChars: number): Genera
   // Indenting every level would make the text quadratic in the depth, so
   // containers nested deeper than INDENT_DEPTH are written compact.
   const pretty = (frame: Frame) => gap !== "" && frame.depth < INDENT_DEPTH
-  const newline = (depth: number) => `\n${gap.repeat(depth)}`
+  // Made once per depth and key: a large report writes the same few
+  // separators and keys hundreds of thousands of times.
+  const newlines: Array<string> = []
+  const commaNewlines: Array<string> = []
+  const newline = (depth: number) => (newlines[depth] ??= `\n${gap.repeat(depth)}`)
+  const commaNewline = (depth: number) => (commaNewlines[depth] ??= `,${newline(depth)}`)
+  const keyTexts = new Map<string, string>()
+  const keyText = (key: string, spaced: boolean) => {
+    if (!spaced) return `${JSON.stringify(key)}:`
+    let text = keyTexts.get(key)
+    if (text === undefined) {
+      text = `${JSON.stringify(key)}: `
+      // Keys of data read from disk can be anything: only the first few are kept.
+      if (keyTexts.size < MAX_KEY_TEXTS) keyTexts.set(key, text)
+    }
+    return text
+  }
   const enter = (container: object, depth: number) => {
     if (open.has(container)) throw new TypeError("Converting circular structure to JSON")
     open.add(container)
@@ -132,9 +149,13 @@ function* containerText(top: object, indent: number, pieceChars: number): Genera
     const isContainer = typeof member === "object" && member !== null
     const text = isContainer ? undefined : leafText(member)
     if (!isContainer && text === undefined && !frame.array) continue
-    write(`${frame.wrote ? "," : ""}${pretty(frame) ? newline(frame.depth + 1) : ""}`)
+    write(
+      pretty(frame)
+        ? (frame.wrote ? commaNewline(frame.depth + 1) : newline(frame.depth + 1))
+        : (frame.wrote ? "," : "")
+    )
     frame.wrote = true
-    if (!frame.array) write(`${JSON.stringify(key)}:${pretty(frame) ? " " : ""}`)
+    if (!frame.array) write(keyText(key, pretty(frame)))
     if (isContainer) enter(member, frame.depth + 1)
     else write(text ?? "null")
   }
