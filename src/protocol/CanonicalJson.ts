@@ -8,7 +8,7 @@
  *
  * @since 0.1.0
  */
-import { hash } from "node:crypto"
+import { createHash, hash } from "node:crypto"
 
 /**
  * Serializes a value with sorted object keys and `undefined` as `null`.
@@ -52,6 +52,91 @@ export const sha256Hex = (bytes: string | Uint8Array): string => hash("sha256", 
  * @since 0.1.0
  */
 export const sha256 = (value: unknown): string => sha256Hex(typeof value === "string" ? value : stableJson(value))
+
+/**
+ * How many UTF-16 code units of `stableJson` text `stableJsonPieces` gathers
+ * before handing them on.
+ *
+ * @category canonical json
+ * @since 0.1.0
+ */
+export const STABLE_JSON_PIECE_UNITS = 16 * 1024
+
+/**
+ * `stableJson(value)` handed to `onPiece` in order, a piece at a time,
+ * without ever holding the whole text: the pieces joined are exactly
+ * `stableJson(value)`.
+ *
+ * **Details**
+ *
+ * The walk is `stableJson`'s (same branches, same order, holes in arrays
+ * written as nothing between their commas), with leaves rendered by
+ * `stableJson` itself. A piece is whole tokens, so a character is never
+ * split between two pieces, and is shorter than `pieceUnits` plus the
+ * longest token (a string leaf, or an object key).
+ *
+ * @category canonical json
+ * @since 0.1.0
+ */
+export const stableJsonPieces = (
+  value: unknown,
+  onPiece: (piece: string) => void,
+  pieceUnits: number = STABLE_JSON_PIECE_UNITS
+): void => {
+  let pending = ""
+  const write = (text: string): void => {
+    pending += text
+    if (pending.length >= pieceUnits) {
+      onPiece(pending)
+      pending = ""
+    }
+  }
+  const walk = (value: unknown): void => {
+    if (value === null || typeof value !== "object") {
+      write(stableJson(value))
+    } else if (Array.isArray(value)) {
+      write("[")
+      for (let index = 0; index < value.length; index++) {
+        if (index > 0) write(",")
+        // `map` skips holes and `join` writes them as nothing.
+        if (index in value) walk(value[index])
+      }
+      write("]")
+    } else {
+      const record = value as Record<string, unknown>
+      write("{")
+      let first = true
+      for (const key of Object.keys(record).sort()) {
+        write(`${first ? "" : ","}${JSON.stringify(key)}:`)
+        first = false
+        walk(record[key])
+      }
+      write("}")
+    }
+  }
+  walk(value)
+  if (pending !== "") onPiece(pending)
+}
+
+/**
+ * `sha256(value)` for a value whose `stableJson` is large: the text is
+ * hashed piece by piece (`stableJsonPieces`), never built whole.
+ *
+ * **Details**
+ *
+ * A Session's manifest is hashed this way: its text is about a quarter of
+ * the selected prose, and rendered whole (with the member strings and
+ * arrays `stableJson` joins on the way) it was the largest transient of a
+ * Session read, made when every parsed entry is already held.
+ *
+ * @category hashing
+ * @since 0.1.0
+ */
+export const streamedStableJsonSha256 = (value: unknown): string => {
+  const hasher = createHash("sha256")
+  stableJsonPieces(value, (piece) => hasher.update(piece, "utf8"))
+  return hasher.digest("hex")
+}
 
 /** Lower-case 64-digit hex, the shape of every hash and job id. @category hashing @since 0.1.0 */
 export const SHA256_HEX_PATTERN = /^[a-f0-9]{64}$/

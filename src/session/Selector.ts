@@ -14,7 +14,7 @@
  *
  * @since 0.1.0
  */
-import { sha256, sha256Hex } from "../protocol/CanonicalJson.js"
+import { sha256Hex, streamedStableJsonSha256 } from "../protocol/CanonicalJson.js"
 import { memberOf } from "../protocol/internal/JsonShape.js"
 
 /**
@@ -189,7 +189,9 @@ export const rarebitText = (entry: unknown): string => messageTextBlocks(message
  *
  * `occurrenceId` is `<sourceEntryId or "message">:<branch index>`. Payloads
  * are deduplicated by the SHA-256 of the text; each lists every occurrence
- * carrying it, in branch order.
+ * carrying it, in branch order. `manifestHash` is `sha256(manifest)`, hashed
+ * piece by piece (`streamedStableJsonSha256`): a read selects when it holds
+ * every parsed entry, so the manifest's text is never built whole.
  *
  * @category selection
  * @since 0.1.0
@@ -226,5 +228,5 @@ export const selectRarebits = (branch: unknown): RarebitSelection => {
     occurrences: manifestOccurrences,
     payloads: payloads.map(({ contentHash, occurrenceIds }) => ({ contentHash, occurrenceIds }))
   }
-  return { occurrences, payloads, manifest, manifestHash: sha256(manifest) }
+  return { occurrences, payloads, manifest, manifestHash: streamedStableJsonSha256(manifest) }
 }

@@ -2,7 +2,13 @@ import { assert, describe, it } from "@effect/vitest"
 import * as RefCoreModule from "@hypercarrier/rarebit/core"
 import fc from "fast-check"
 import { createHash } from "node:crypto"
-import { sha256, sha256Hex, stableJson } from "../../src/protocol/CanonicalJson.js"
+import {
+  sha256,
+  sha256Hex,
+  stableJson,
+  stableJsonPieces,
+  streamedStableJsonSha256
+} from "../../src/protocol/CanonicalJson.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 
 // The shipped types.d.ts does not declare these two exports.
@@ -88,5 +94,56 @@ describe("CanonicalJson", () => {
     assert.strictEqual(sha256Hex(new TextEncoder().encode("é\n")), expected)
     assert.notStrictEqual(sha256({ a: 1 }), sha256("{\"a\":1} "))
     assert.strictEqual(sha256({ a: 1 }), createHash("sha256").update("{\"a\":1}").digest("hex"))
+  })
+
+  it("stableJsonPieces joins to stableJson and the streamed hash is sha256's, on arbitrary values", () => {
+    const anything = fc.anything({
+      withNullPrototype: true,
+      withBoxedValues: true,
+      withDate: true,
+      withSparseArray: true,
+      withUnicodeString: true,
+      withObjectString: true
+    })
+    fc.assert(
+      fc.property(fc.oneof(anything, value), fc.integer({ min: 1, max: 64 }), (v, pieceUnits) => {
+        const pieces: Array<string> = []
+        stableJsonPieces(v, (piece) => pieces.push(piece), pieceUnits)
+        assert.strictEqual(pieces.join(""), stableJson(v))
+        assert.strictEqual(streamedStableJsonSha256(v), sha256Hex(stableJson(v)))
+        if (typeof v !== "string") assert.strictEqual(streamedStableJsonSha256(v), RefCore.sha256(v))
+      }),
+      { numRuns: fuzzRuns(1000) }
+    )
+  })
+
+  it("a streamed manifest hash never holds more than a piece of the manifest's text", () => {
+    // A manifest the shape of a long Session's: 20,000 occurrences, ~6 MB of text.
+    const occurrences = Array.from({ length: 20_000 }, (_, order) => ({
+      occurrenceId: `entry-${order}:${order}`,
+      sourceEntryId: `entry-${order}`,
+      order,
+      role: order % 2 === 0 ? "user" : "assistant",
+      outcome: order % 2 === 0 ? "user" : "stop",
+      timestamp: "2026-01-01T00:00:00.000Z",
+      contentHash: sha256Hex(String(order))
+    }))
+    const manifest = {
+      selectorVersion: "rarebit-selector-v1",
+      occurrences,
+      payloads: occurrences.map(({ contentHash, occurrenceId }) => ({ contentHash, occurrenceIds: [occurrenceId] }))
+    }
+    const text = stableJson(manifest)
+    const longestToken = 100
+    let pieces = 0
+    let longest = 0
+    stableJsonPieces(manifest, (piece) => {
+      pieces++
+      longest = Math.max(longest, piece.length)
+    })
+    assert.isAbove(text.length, 5_000_000)
+    assert.isBelow(longest, 16 * 1024 + longestToken)
+    assert.isAtLeast(pieces, Math.floor(text.length / (16 * 1024 + longestToken)))
+    assert.strictEqual(streamedStableJsonSha256(manifest), sha256(manifest))
   })
 })
