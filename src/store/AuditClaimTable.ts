@@ -23,7 +23,16 @@
  * @since 0.1.0
  */
 import type { InspectedClaim, KnownReceipt } from "./ClaimInspection.js"
-import { type ClaimReportList, HEX64, HEX_CODES, packHex, unpackHex } from "./ClaimReportList.js"
+import {
+  type ClaimReportList,
+  hasReceiptRefKeys,
+  hasSettledReportKeys,
+  HEX64,
+  HEX_CODES,
+  packHex,
+  settledClaimReport,
+  unpackHex
+} from "./ClaimReportList.js"
 import type { ScannedReceipt } from "./SidecarScan.js"
 
 const NOT_READ = 0
@@ -41,26 +50,6 @@ interface JobReceipts {
   /** Each sidecar's place in the walk. */
   readonly order: Array<number>
   readonly known: Array<KnownReceipt>
-}
-
-const CLAIM_KEYS = [
-  "path",
-  "jobId",
-  "state",
-  "claimedAt",
-  "leaseMs",
-  "expiresAt",
-  "expired",
-  "receiptRef",
-  "pointer",
-  "sidecar",
-  "detail"
-] as const
-const REF_KEYS = ["receiptOffset", "receiptLength", "receiptHash"] as const
-
-const sameKeys = (value: object, keys: ReadonlyArray<string>): boolean => {
-  const own = Object.keys(value)
-  return own.length === keys.length && own.every((key, index) => key === keys[index])
 }
 
 /** FNV-1a over the characters: job ids in file names are anyone's, so not just their first digits. */
@@ -208,19 +197,7 @@ export class AuditClaimTable {
       receiptHash: unpackHex(this.ids, slot * 64 + 32)
     }
     return {
-      report: {
-        path: `${this.jobsDirectory}/${jobId}.json`,
-        jobId,
-        state: "settled",
-        claimedAt: null,
-        leaseMs: null,
-        expiresAt: null,
-        expired: null,
-        receiptRef,
-        pointer: null,
-        sidecar: null,
-        detail: null
-      },
+      report: settledClaimReport(this.jobsDirectory, jobId, receiptRef, null, null),
       findings: NO_FINDINGS,
       receiptRef: { ...receiptRef }
     }
@@ -337,8 +314,8 @@ export class AuditClaimTable {
       report.pointer === null && report.sidecar === null && report.detail === null &&
       report.claimedAt === null && report.leaseMs === null && report.expiresAt === null && report.expired === null &&
       equalsHex(this.ids, slot * 64, report.jobId) && report.path === `${this.jobsDirectory}/${report.jobId}.json` &&
-      HEX64.test(ref.receiptHash) && sameKeys(report, CLAIM_KEYS) && sameKeys(ref, REF_KEYS) &&
-      typeof found === "object" && found !== null && !Array.isArray(found) && sameKeys(found, REF_KEYS) &&
+      HEX64.test(ref.receiptHash) && hasSettledReportKeys(report) &&
+      typeof found === "object" && found !== null && !Array.isArray(found) && hasReceiptRefKeys(found) &&
       found.receiptHash === ref.receiptHash && found.receiptOffset === ref.receiptOffset &&
       found.receiptLength === ref.receiptLength
   }

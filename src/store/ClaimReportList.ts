@@ -115,23 +115,12 @@ export class ClaimReportList {
     const sidecar = this.sidecars[index]
     if (sidecar === undefined) return this.others.get(index)
     const jobId = unpackHex(this.ids, index * 64)
-    return {
-      path: `${this.jobsDirectory}/${jobId}.json`,
-      jobId,
-      state: "settled",
-      claimedAt: null,
-      leaseMs: null,
-      expiresAt: null,
-      expired: null,
-      receiptRef: {
-        receiptOffset: this.ranges[index * 2],
-        receiptLength: this.ranges[index * 2 + 1],
-        receiptHash: unpackHex(this.ids, index * 64 + 32)
-      },
-      pointer: "verified",
-      sidecar,
-      detail: null
+    const receiptRef = {
+      receiptOffset: this.ranges[index * 2],
+      receiptLength: this.ranges[index * 2 + 1],
+      receiptHash: unpackHex(this.ids, index * 64 + 32)
     }
+    return settledClaimReport(this.jobsDirectory, jobId, receiptRef, "verified", sidecar)
   }
 
   /** Every report, as objects. */
@@ -147,7 +136,7 @@ export class ClaimReportList {
       report.claimedAt === null && report.leaseMs === null && report.expiresAt === null &&
       report.expired === null && report.detail === null &&
       // Exactly the keys `at` writes, in its order: nothing added is lost.
-      sameKeys(report, CLAIM_KEYS) && sameKeys(ref, REF_KEYS)
+      hasSettledReportKeys(report)
   }
 
   private grow() {
@@ -181,3 +170,42 @@ const sameKeys = (value: object, keys: ReadonlyArray<string>): boolean => {
   const own = Object.keys(value)
   return own.length === keys.length && own.every((key, index) => key === keys[index])
 }
+
+/**
+ * The report of a settled claim with nothing else to say, as a packed one
+ * is made back: its path `<jobsDirectory>/<jobId>.json`, every other field
+ * `null`.
+ *
+ * @internal
+ */
+export const settledClaimReport = (
+  jobsDirectory: string,
+  jobId: string,
+  receiptRef: { readonly receiptOffset: number; readonly receiptLength: number; readonly receiptHash: string },
+  pointer: "verified" | null,
+  sidecar: string | null
+): ClaimReport => ({
+  path: `${jobsDirectory}/${jobId}.json`,
+  jobId,
+  state: "settled",
+  claimedAt: null,
+  leaseMs: null,
+  expiresAt: null,
+  expired: null,
+  receiptRef,
+  pointer,
+  sidecar,
+  detail: null
+})
+
+/** Whether `ref` has exactly a receipt pointer's three keys, in their order. @internal */
+export const hasReceiptRefKeys = (ref: object): boolean => sameKeys(ref, REF_KEYS)
+
+/**
+ * Whether `report` and its pointer have exactly the keys
+ * `settledClaimReport` writes, in its order: packing it loses nothing.
+ *
+ * @internal
+ */
+export const hasSettledReportKeys = (report: ClaimReport): boolean =>
+  sameKeys(report, CLAIM_KEYS) && report.receiptRef !== null && hasReceiptRefKeys(report.receiptRef)
