@@ -43,6 +43,15 @@
  *   is answered by a `stat` until it changes, and reads its fingerprints
  *   again, hashing them, only then. Either way the bytes compared are read
  *   again from the file.
+ * - An idle Session (at rest when read, projecting successfully) that is
+ *   observed through `observeEvidence`, as the store's current reads do,
+ *   keeps only its `SessionEvidence` (its id and its selection's manifest,
+ *   no texts) and its fingerprints' digests: charged 1.5 KiB plus 500 bytes
+ *   per selected message (besides its `HeldFiles` entry), against its parse's
+ *   tens of KiB. It is still answered by a `stat` alone while its identity,
+ *   size and mtime stay; anything else about it (a change, or a `read` that
+ *   wants its projection) parses it again in full, once, after which it is
+ *   extended incrementally again while it is being written.
  * - A Session the reference cannot read whole (`SessionLimits`: a file over
  *   2 GiB - 1, or text longer than V8's longest string) is `SessionTooLarge`,
  *   found without holding it. Appending cannot make it readable again, so a
@@ -93,7 +102,8 @@ import { sha256Hex } from "../protocol/CanonicalJson.js"
 import { concatBytes, sameBytes } from "../protocol/internal/Bytes.js"
 import { fileIdentity, modifiedMs } from "../protocol/internal/FileInfo.js"
 import { SessionAccumulator, type SessionOutcome } from "./SessionAccumulator.js"
-import { type SessionError, SessionTooLarge } from "./SessionErrors.js"
+import { isSessionMissing, type SessionError, SessionTooLarge } from "./SessionErrors.js"
+import { evidenceBytes, evidenceOf, type SessionEvidence } from "./SessionEvidence.js"
 import { holdSessionFiles } from "./SessionFile.js"
 import type { SessionProjection } from "./SessionProjection.js"
 import { observationOf, readSession, type SessionObservation, type SessionReaderOptions } from "./SessionReader.js"
@@ -178,14 +188,31 @@ interface CachedSession {
   readonly committedEnd: number
   /** UTF-16 code units of the text before `committedEnd`, for the text limit. */
   readonly committedUnits: number
-  /** Never fed again once the outcome is `SessionTooLarge`. */
-  readonly accumulator: SessionAccumulator
+  /** The parse and its outcome, or for an idle Session only its evidence. */
+  readonly kept: Parsed | Idle
   readonly prints: KeptPrints
   /** Bytes after `committedEnd` at read time, when few enough to keep. */
   readonly trailing: Print | undefined
-  readonly outcome: SessionOutcome
   readonly bytes: number
 }
+
+/** A Session's parse so far, to extend when it grows, and the outcome of the bytes it was built from. */
+interface Parsed {
+  /** Never fed again once the outcome is `SessionTooLarge`. */
+  readonly accumulator: SessionAccumulator
+  readonly outcome: SessionOutcome
+}
+
+/**
+ * What a Session keeps once it was at rest when a store observed it: the
+ * evidence its artifact state is projected from, nothing to extend. A read
+ * that needs more, or a change of the file, parses it again in full.
+ */
+interface Idle {
+  readonly evidence: SessionEvidence
+}
+
+const isParsed = (kept: Parsed | Idle): kept is Parsed => "accumulator" in kept
 
 /** What a scan of a Session found: where it ended and the prints of the committed prefix, or the too-large verdict. */
 interface Scanned {
@@ -274,6 +301,13 @@ export interface SessionCache {
   readonly read: (reference: unknown, options: SessionReaderOptions) => Effect.Effect<CachedSessionRead, SessionError>
   /** What the store observes of a native Session, like `nativeObservation`. */
   readonly observe: (reference: unknown, options: SessionReaderOptions) => Effect.Effect<SessionObservation>
+  /**
+   * What the artifact-state projection reads of a native Session:
+   * `nativeObservation` without the selected texts (`SessionEvidence`). A
+   * Session at rest keeps only this from then on, until it changes or is
+   * `read`.
+   */
+  readonly observeEvidence: (reference: unknown, options: SessionReaderOptions) => Effect.Effect<SessionEvidence>
   readonly stats: Effect.Effect<SessionCacheStats>
 }
 
@@ -313,6 +347,9 @@ const atRest = (mtimeMs: number, readAt: number): boolean => mtimeMs >= 0 && mti
  * slot objects, the outcome's projection wrapper, the lock.
  */
 const STATE_OVERHEAD_BYTES = 512
+
+/** Of `STATE_OVERHEAD_BYTES`, the outcome's projection wrapper (an idle Session keeps none). */
+const PROJECTION_BYTES = 256
 
 /**
  * Builds a Session cache over the `FileSystem` and `Path` in context.
@@ -465,10 +502,9 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
         readAt,
         committedEnd: end.committedEnd,
         committedUnits: end.committedUnits,
-        accumulator: kept,
+        kept: { accumulator: kept, outcome },
         prints: keptPrints,
         trailing,
-        outcome,
         bytes
       })
     }
@@ -490,6 +526,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
   const tryIncremental = (
     entry: Entry,
     prior: CachedSession,
+    parsed: Parsed,
     file: OpenFile,
     sessionFile: string,
     size: number,
@@ -513,17 +550,17 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
         if (read === undefined || !printMatches(prior.prints.head, read)) return undefined
         head = read
       }
-      const verdict = Result.isFailure(prior.outcome) && prior.outcome.failure._tag === "SessionTooLarge"
-        ? prior.outcome.failure
+      const verdict = Result.isFailure(parsed.outcome) && parsed.outcome.failure._tag === "SessionTooLarge"
+        ? parsed.outcome.failure
         : undefined
       if (verdict !== undefined) {
         // Appended text only adds code units: still too large, without reading what was appended.
         if (size === prior.size && mtimeMs === prior.mtimeMs) counters.unchanged++
         else counters.incremental++
-        const outcome: SessionOutcome = size === prior.size ? prior.outcome : Result.fail(
+        const outcome: SessionOutcome = size === prior.size ? parsed.outcome : Result.fail(
           new SessionTooLarge({ path: verdict.path, reason: verdict.reason, size, limit: verdict.limit })
         )
-        setState(entry, { ...prior, size, mtimeMs, readAt, outcome })
+        setState(entry, { ...prior, size, mtimeMs, readAt, kept: { accumulator: parsed.accumulator, outcome } })
         return outcome
       }
       const rest = verified.subarray(tailLength)
@@ -533,10 +570,10 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       ) {
         counters.unchanged++
         setState(entry, readAgain(prior, readAt))
-        return prior.outcome
+        return parsed.outcome
       }
       counters.incremental++
-      const accumulator = prior.accumulator
+      const accumulator = parsed.accumulator
       // The scan extends the prints from their bytes: the ones just verified, when only their digests were kept.
       const prints: Prints = {
         head: prior.prints.head instanceof Uint8Array ? prior.prints.head : head.slice(),
@@ -589,13 +626,15 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       // Decided by the size alone, before any read, as Node's `readFile` does; not kept, a stat decides it again.
       const tooLarge = fileTooLarge(sessionFile, size, limits)
       if (tooLarge !== undefined) return Result.fail(tooLarge) as SessionOutcome
+      // An idle Session kept nothing to extend: it is parsed again in full.
       if (
-        prior !== undefined && identity !== undefined && prior.identity === identity && size >= prior.size &&
-        !(size === prior.size && mtimeMs !== prior.mtimeMs)
+        prior !== undefined && isParsed(prior.kept) && identity !== undefined && prior.identity === identity &&
+        size >= prior.size && !(size === prior.size && mtimeMs !== prior.mtimeMs)
       ) {
+        const parsed = prior.kept
         const outcome = yield* Effect.acquireUseRelease(
           Effect.sync(takeScratch),
-          (scratch) => tryIncremental(entry, prior, file, sessionFile, size, mtimeMs, readAt, scratch),
+          (scratch) => tryIncremental(entry, prior, parsed, file, sessionFile, size, mtimeMs, readAt, scratch),
           (scratch) => Effect.sync(() => giveScratch(scratch))
         )
         if (outcome !== undefined) return outcome
@@ -617,9 +656,34 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
     )
   }
 
+  /**
+   * Keeps only the evidence of the entry's state if that state rests on a
+   * Session already at rest when read (answered by a `stat` until it
+   * changes) and projects successfully. Synchronous: no refresh can start or
+   * end in between.
+   */
+  const settleIdle = (entry: Entry): void => {
+    const state = entry.state.state
+    if (state === undefined || !isParsed(state.kept) || !atRest(state.mtimeMs, state.readAt)) return
+    const { accumulator, outcome } = state.kept
+    if (Result.isFailure(outcome)) return
+    const evidence = evidenceOf(outcome.success)
+    const bytes = state.bytes - accumulator.retainedBytes - PROJECTION_BYTES + evidenceBytes(evidence)
+    setState(entry, { ...state, kept: { evidence }, bytes })
+  }
+
   // Plain functions rather than `Effect.fn`: this runs on every poll, and a
   // span with its captured call site costs about a tenth of a whole current read.
-  const read = (reference: unknown, options: SessionReaderOptions): Effect.Effect<CachedSessionRead, SessionError> =>
+  /**
+   * A read of the Session: its projection, or with `idle` its evidence when
+   * the Session is idle (and then only its evidence is kept). The projection
+   * of an idle Session is parsed again.
+   */
+  const lookup = (
+    reference: unknown,
+    options: SessionReaderOptions,
+    idle: boolean
+  ): Effect.Effect<CachedSessionRead | SessionEvidence, SessionError> =>
     Effect.gen(function*() {
       if (typeof reference !== "string" || !reference.trim()) return yield* uncached(reference, options)
       const sessionFile = path.resolve(reference.trim())
@@ -634,15 +698,20 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       // The cache's scope has ended: read around it.
       if (entry === undefined) return yield* uncached(reference, options)
       const settled = entry.state.state
-      if (settled !== undefined && unmovedSince(settled, info.value)) {
+      if (settled !== undefined && unmovedSince(settled, info.value) && (idle || isParsed(settled.kept))) {
         counters.unchanged++
         counters.unopened++
-        const projection = yield* Effect.fromResult(settled.outcome)
+        if (!isParsed(settled.kept)) return settled.kept.evidence
+        if (idle) settleIdle(entry)
+        const projection = yield* Effect.fromResult(settled.kept.outcome)
         return { sessionFile, ...projection } satisfies CachedSessionRead
       }
       // After a failure the handle is not trusted again.
       const outcome = yield* entry.state.lock.withPermits(1)(
-        refresh(entry, sessionFile, info.value).pipe(Effect.onError(() => entry.file.letGo))
+        refresh(entry, sessionFile, info.value).pipe(
+          Effect.tap(() => Effect.sync(() => idle && settleIdle(entry))),
+          Effect.onError(() => entry.file.letGo)
+        )
       ).pipe(
         Effect.map(Option.some),
         Effect.catch((_: PlatformError | FileNotRegular) => Effect.succeedNone)
@@ -654,10 +723,20 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       return { sessionFile, ...projection } satisfies CachedSessionRead
     })
 
+  const read = (reference: unknown, options: SessionReaderOptions) =>
+    lookup(reference, options, false) as Effect.Effect<CachedSessionRead, SessionError>
+
   const observe = (reference: unknown, options: SessionReaderOptions): Effect.Effect<SessionObservation> =>
     observationOf(read(reference, options))
 
+  const observeEvidence = (reference: unknown, options: SessionReaderOptions): Effect.Effect<SessionEvidence> =>
+    Effect.match(lookup(reference, options, true), {
+      onFailure: (error): SessionEvidence =>
+        isSessionMissing(error) ? { availability: "missing" } : { availability: "unreadable" },
+      onSuccess: (answer) => ("availability" in answer ? answer : evidenceOf(answer))
+    })
+
   const stats = Effect.sync((): SessionCacheStats => ({ ...counters, retainedBytes: sessions.bytes() }))
 
-  return { read, observe, stats } satisfies SessionCache
+  return { read, observe, observeEvidence, stats } satisfies SessionCache
 })

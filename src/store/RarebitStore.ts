@@ -206,7 +206,7 @@ export const makeContext = Effect.fnUntraced(function*(config: StoreConfig) {
     readSidecar: sidecars.read,
     observeNative: (sessionFile: string, location: StoreLocation): Effect.Effect<NativeObservation> =>
       config.cacheSessions
-        ? sessions.observe(sessionFile, { sessionRoot: location.sessionRoot })
+        ? sessions.observeEvidence(sessionFile, { sessionRoot: location.sessionRoot })
         : nativeObservation(sessionFile, { sessionRoot: location.sessionRoot }).pipe(
           Effect.provideService(FileSystem, fs),
           Effect.provideService(Path, path)

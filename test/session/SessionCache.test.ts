@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, FileSystem, Option, Path, Result, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import fc from "fast-check"
+import { ENTRY_OVERHEAD_BYTES } from "../../src/io/CacheBudget.js"
 import { nativeObservation, readSession, type SessionError } from "../../src/session/index.js"
 import { make as makeSessionCache } from "../../src/session/SessionCache.js"
 import { makeFaultFileSystem } from "../../src/testing/FaultFileSystem.js"
@@ -85,6 +86,43 @@ const check = Effect.fnUntraced(function*(
   assertSameRead(actual, expected, label)
   return yield* cache.stats
 })
+
+/** What `observeEvidence` must answer: the uncached observation, its selection's texts left out. */
+const freshEvidence = (file: string, sessionRoot: string) =>
+  Effect.map(
+    nativeObservation(file, { sessionRoot }),
+    (observed) =>
+      observed.availability !== "available" ? observed : {
+        availability: observed.availability,
+        sessionId: observed.sessionId,
+        selection: {
+          occurrences: observed.selection.occurrences.map(({ text: _text, ...occurrence }) => occurrence),
+          payloads: observed.selection.payloads.map(({ text: _text, ...payload }) => payload),
+          manifestHash: observed.selection.manifestHash,
+          selectorVersion: observed.selection.selectorVersion
+        }
+      }
+  )
+
+/** Observes with the cache and fresh, asserts they agree, and returns the cache's counters. */
+const checkEvidence = Effect.fnUntraced(function*(
+  cache: Effect.Success<ReturnType<typeof makeSessionCache>>,
+  file: string,
+  root: string,
+  label: string
+) {
+  const actual = yield* cache.observeEvidence(file, { sessionRoot: root })
+  assert.deepStrictEqual(actual, yield* freshEvidence(file, root), label)
+  return yield* cache.stats
+})
+
+/**
+ * The most an idle Session may be charged, its entry included: the entry's
+ * overhead and path, 1.5 KiB, and 500 bytes per selected message (what the
+ * README and `StoreConfig` state).
+ */
+const idleBound = (file: string, occurrences: number) =>
+  ENTRY_OVERHEAD_BYTES + 2 * file.length + 1536 + 500 * occurrences
 
 const historyArb = fc.tuple(
   sessionTextArb,
@@ -360,6 +398,70 @@ fileSystemSuite("SessionCache", (it) => {
         `${again.slice(0, at)}OK${again.slice(at + 2)}${message("a6", "a5", "assistant", "ok")}\n`
       )
       assert.strictEqual((yield* check(cache, file, root, "tail rewritten")).full, 4)
+    }))
+
+  it.effect("an idle Session observed at rest keeps only its evidence, and every later write is still seen", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      // The store's clock must agree with the file system's: both run on real time here.
+      const now = Date.now()
+      yield* TestClock.setTime(now)
+      const aged = new Date(now - 60_000)
+      let idle = 0
+      for (const [run, [initial, operations]] of fc.sample(historyArb, { numRuns: fuzzRuns(40), seed: 11 }).entries()) {
+        const cache = yield* makeSessionCache()
+        const file = `${root}/idle${run}.jsonl`
+        const label = `run ${run} ${JSON.stringify(operations.map((operation) => operation.op))}`
+        const settle = Effect.fnUntraced(function*(step: string) {
+          yield* fs.utimes(file, aged, aged)
+          yield* checkEvidence(cache, file, root, `${label} ${step}`)
+          const observed = yield* checkEvidence(cache, file, root, `${label} ${step}, polled`)
+          const polled = yield* checkEvidence(cache, file, root, `${label} ${step}, polled again`)
+          assert.strictEqual(polled.unopened, observed.unopened + 1, `${label} ${step}: answered by a stat`)
+          const fresh = yield* freshRead(file, root)
+          if (Result.isSuccess(fresh)) {
+            idle++
+            const bound = idleBound(file, fresh.success.selection.occurrences.length)
+            assert.isAtMost(polled.retainedBytes, bound, `${label} ${step}: only the evidence is kept`)
+          }
+        })
+        yield* fs.writeFileString(file, initial)
+        yield* settle("initial")
+        for (const [index, operation] of operations.entries()) {
+          // Ordinary writes, which move the mtime to the time of writing.
+          yield* applyOperation(file, operation, (target, text) => fs.writeFileString(target, text))
+          yield* checkEvidence(cache, file, root, `${label} after ${index}: ${operation.op}`)
+          yield* settle(`after ${index}: ${operation.op}, aged`)
+          // A projection read of an idle Session parses it again, and answers as a fresh read.
+          yield* check(cache, file, root, `${label} after ${index}: ${operation.op}, read`)
+        }
+      }
+      assert.isAbove(idle, 0, "Sessions kept as evidence")
+    }))
+
+  it.effect("an idle Session is charged 1.5 KiB plus 500 bytes per selected message besides its entry", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const now = Date.now()
+      yield* TestClock.setTime(now)
+      const aged = new Date(now - 60_000)
+      const cache = yield* makeSessionCache()
+      const file = `${root}/s.jsonl`
+      // Like the benchmark's Sessions: a few questions and answers, most of the bytes in tool outputs.
+      const lines = [header("sess-a")]
+      for (let turn = 0; turn < 6; turn++) {
+        const parent = turn === 0 ? null : `a${turn - 1}`
+        lines.push(message(`u${turn}`, parent, "user", `question ${turn} ${"q".repeat(400)}`))
+        lines.push(toolOutput(`t${turn}`, `u${turn}`, 8_000))
+        lines.push(message(`a${turn}`, `t${turn}`, "assistant", `answer ${turn} ${"a".repeat(1_500)}`))
+      }
+      yield* fs.writeFileString(file, `${lines.join("\n")}\n`)
+      yield* fs.utimes(file, aged, aged)
+      const parsed = (yield* check(cache, file, root, "read")).retainedBytes
+      const observed = yield* checkEvidence(cache, file, root, "observed")
+      const bound = idleBound(file, 12)
+      assert.isAtMost(observed.retainedBytes, bound, `an idle Session is charged at most ${bound} bytes`)
+      assert.isBelow(observed.retainedBytes, parsed / 3, "a fraction of what its parse keeps")
     }))
 
   it.effect("within 2 s of its mtime a same-size rewrite that keeps the mtime is still seen", ({ root }) =>

@@ -4,6 +4,8 @@ import { assert, describe, it } from "@effect/vitest"
 import * as RefState from "@hypercarrier/rarebit/artifact-state"
 import fc from "fast-check"
 
+import { evidenceOf } from "../../src/session/SessionEvidence.js"
+import type { SessionProjection } from "../../src/session/SessionProjection.js"
 import type { ArtifactState, ProjectionInput } from "../../src/state/ArtifactState.js"
 import { exactSelectionApplies, projectArtifactState, requestPrefixApplies } from "../../src/state/ArtifactState.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
@@ -386,6 +388,30 @@ describe("ArtifactState against the reference", () => {
       assert.isTrue(errors.has(RefStateMessages.availability), "the availability TypeError was never exercised")
       assert.isTrue(errors.has(RefStateMessages.expectation), "the expectation TypeError was never exercised")
     }
+  })
+
+  it("a Session's evidence (its selection without the texts) projects as the whole selection does", () => {
+    const caseArb = branchArb.chain((branch) =>
+      fc.tuple(
+        fc.constant(branch),
+        materializationArb(branch),
+        fc.constantFrom("snapshot", "owner_request", "agent_settled"),
+        fc.boolean()
+      )
+    )
+    fc.assert(
+      fc.property(caseArb, ([branch, materialization, expectation, deadlineExpired]) => {
+        const selection = nativeSelectionOf(branch)
+        const session = { id: "session-1", activeLeafId: null, startedAt: null }
+        const evidence = evidenceOf({ session, selection } as unknown as SessionProjection)
+        const input = { materialization, expectation, deadlineExpired }
+        assertSameOutcome(
+          outcomeOf(() => ourProject({ ...input, native: evidence })),
+          outcomeOf(() => referenceProject({ ...input, native: available(selection, "session-1") }))
+        )
+      }),
+      { numRuns: RUNS }
+    )
   })
 
   it("exactSelectionApplies and requestPrefixApplies agree on generated receipt and native selections", () => {
