@@ -6,13 +6,16 @@
  * Guarantees:
  * - Every answer is what `readSidecarCurrent` answers for the bytes on disk
  *   at read time, as fresh objects the caller may change. After an available
- *   read the cache keeps the file's identity and size, the bytes from just
- *   before the head to the end, and the receipt's bytes. A later read of the
- *   same file at the same size reads exactly those bytes again and compares
- *   them; only if they are identical is the earlier answer rebuilt (so every
- *   answer still rests on bytes read this time). Anything else (another
- *   size, another inode, different bytes, an unavailable answer, a failed
- *   or interrupted read) is a full read.
+ *   read the cache keeps the file's identity and size, where the head and
+ *   the receipt lie, and the SHA-256 of the bytes from just before the head
+ *   (or from the receipt, when it lies that close) to the end. A later read
+ *   of the same file at the same size reads those bytes again and hashes
+ *   them, and a receipt before them is read again and checked against the
+ *   head's `receiptHash` as a full read checks it; only if all match is the
+ *   answer parsed again from the bytes just read (so every answer rests on
+ *   bytes read this time, and nothing parsed is kept). Anything else
+ *   (another size, another inode, different bytes, an unavailable answer, a
+ *   failed or interrupted read) is a full read.
  * - Each cached sidecar stays open for reading (`io/HeldFiles`): every read
  *   starts with an `lstat` of the path, and the held file is used only while
  *   that shows the same device and inode, so a sidecar replaced by a rename
@@ -20,8 +23,8 @@
  *   `lstat` and the open is read as the file opened and not kept. Reads in
  *   flight share the held file, which is never closed under them.
  * - Bounded by a `CacheBudget` (its own, or one shared with other caches):
- *   each sidecar is charged the bytes its proof keeps (a few KiB: the head
- *   line, the receipt's bytes and the two records parsed from them), the
+ *   each sidecar is charged the bytes its proof keeps (at most 512: offsets,
+ *   a digest and the diagnostics, whatever the size of its receipt), the
  *   least recently read are dropped beyond the budget's bytes (or beyond
  *   `capacity`, if given; once the budget thrashes, a sidecar read no more
  *   often than the least recently read one is not kept, see `CacheBudget`),
@@ -37,14 +40,12 @@ import { Effect } from "effect"
 import type { File, FileSystem } from "effect/FileSystem"
 import * as HeldFiles from "../io/HeldFiles.js"
 import type { CacheBudget } from "../io/HeldFiles.js"
-import { sameBytes } from "../protocol/internal/Bytes.js"
 import { fileIdentity } from "../protocol/internal/FileInfo.js"
-import { copyJson } from "../protocol/internal/JsonCopy.js"
 import { NotRegularFile } from "./Errors.js"
 import {
+  confirmCurrent,
   currentOf,
   type CurrentProof,
-  readRange,
   readSidecarCurrent,
   type SidecarCurrent,
   sidecarFailure
@@ -99,14 +100,10 @@ export interface SidecarCurrentCacheOptions {
 }
 
 /**
- * Bytes a proof keeps alive: its bytes, and the receipt and head records
- * parsed from them (objects take about twice their JSON).
+ * Bytes a proof keeps alive: its object, its digest's 64 characters, its
+ * diagnostics and (two bytes a character at most) its identity.
  */
-const proofBytes = (proof: CurrentProof): number =>
-  256 + proof.tail.length + proof.receipt.length + 2 * proof.headRecord.receiptLength + 600
-
-const sameBytesAt = (file: File, position: number, expected: Uint8Array) =>
-  Effect.map(readRange(file, position, expected.length), (actual) => sameBytes(actual, expected))
+const proofBytes = (proof: CurrentProof): number => 320 + 2 * proof.identity.length
 
 /**
  * A sidecar current cache over `fs`, for the current scope.
@@ -133,23 +130,6 @@ export const makeSidecarCurrentCache = Effect.fnUntraced(function*(
     sidecars.setBytes(entry, proof === undefined ? 0 : proofBytes(proof))
   }
 
-  /** The earlier answer, if the bytes it rests on are still there; fresh objects, since callers may change theirs. */
-  const confirm = (file: File, path: string, proof: CurrentProof) =>
-    Effect.gen(function*() {
-      if (!(yield* sameBytesAt(file, proof.tailStart, proof.tail))) return undefined
-      const receiptInTail = proof.receiptOffset >= proof.tailStart
-      if (!receiptInTail && !(yield* sameBytesAt(file, proof.receiptOffset, proof.receipt))) return undefined
-      const receipt = copyJson(proof.receiptRecord)
-      return {
-        availability: "available",
-        path,
-        receipt,
-        records: [receipt],
-        head: copyJson(proof.headRecord),
-        diagnostics: { ...proof.diagnostics }
-      } satisfies SidecarCurrent
-    })
-
   const readThrough = (
     entry: HeldFiles.HeldEntry<CurrentProof | undefined>,
     proof: CurrentProof | undefined,
@@ -161,7 +141,7 @@ export const makeSidecarCurrentCache = Effect.fnUntraced(function*(
         const size = Number(info.size)
         const identity = fileIdentity(info)
         if (proof !== undefined && proof.identity === identity && proof.size === size) {
-          const cached = yield* confirm(file, entry.path, proof)
+          const cached = yield* confirmCurrent(file, entry.path, proof)
           if (cached !== undefined) {
             counters.confirmed++
             entry.state = proof

@@ -26,7 +26,6 @@ import { type FileNotRegular, openRegular } from "../io/RegularFile.js"
 import { sha256Hex } from "../protocol/CanonicalJson.js"
 import { type Head, isValidHead, isValidReceiptReference } from "../protocol/Head.js"
 import { fileIdentity } from "../protocol/internal/FileInfo.js"
-import { copyJson } from "../protocol/internal/JsonCopy.js"
 import { parseJsonOrNull } from "../protocol/internal/JsonParse.js"
 import { isObjectRecord, memberOf } from "../protocol/internal/JsonShape.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
@@ -346,22 +345,24 @@ export const sidecarFailure = (path: string, error: PlatformError | NotRegularFi
 
 /**
  * What an available current read rests on: the file's identity and size,
- * the bytes from just before the head line to the end, and the verified
- * receipt's bytes. The same bytes at the same places give the same answer.
+ * where the bytes from just before the head line to the end start, and
+ * their SHA-256, with where the head and the verified receipt lie. The same
+ * bytes at the same places give the same answer, parsed from them again;
+ * a receipt before those bytes is verified again against its head's
+ * `receiptHash`. Nothing parsed is kept.
  *
  * @internal
  */
 export interface CurrentProof {
   readonly identity: string
   readonly size: number
+  /** The bytes from here to `size` (the head line, the newline before it, and the receipt if it lies among them). */
   readonly tailStart: number
-  readonly tail: Uint8Array
+  readonly tailSha256: string
+  readonly headOffset: number
   readonly receiptOffset: number
-  /** Empty when the receipt lies within `tail`, which confirms it too. */
-  readonly receipt: Uint8Array
-  /** Copies of the records parsed from those bytes, never handed out. */
-  readonly receiptRecord: SummaryReceipt
-  readonly headRecord: Head
+  /** The receipt line's bytes, newline included. */
+  readonly receiptLength: number
   readonly diagnostics: SidecarDiagnostics
 }
 
@@ -374,6 +375,42 @@ const unavailable = (
   current: { availability, path, receipt: null, records: [], head, diagnostics },
   proof: undefined
 })
+
+/**
+ * The answer `proof` stands for, if the file still holds the bytes it rests
+ * on: those bytes are read again and must hash as they did, a receipt
+ * before them must hash to its head's `receiptHash` as a full read checks
+ * it, and the head and receipt are parsed from the bytes just read (fresh
+ * objects, as a full read gives). `undefined` when anything differs.
+ *
+ * @internal
+ */
+export const confirmCurrent = (file: OpenFile, path: string, proof: CurrentProof) =>
+  Effect.gen(function*() {
+    const length = proof.size - proof.tailStart
+    const tail = yield* readRange(file, proof.tailStart, length)
+    if (tail.length !== length || sha256Hex(tail) !== proof.tailSha256) return undefined
+    const headAt = proof.headOffset - proof.tailStart
+    // The same bytes as when they parsed as a valid head, and the receipt as a valid Summary receipt.
+    const head = parseJsonOrNull(decodeUtf8(tail.subarray(headAt, tail.indexOf(NEWLINE, headAt)))) as Head
+    let receiptBytes: Uint8Array
+    if (proof.receiptOffset >= proof.tailStart) {
+      const receiptAt = proof.receiptOffset - proof.tailStart
+      receiptBytes = tail.subarray(receiptAt, receiptAt + proof.receiptLength)
+    } else {
+      receiptBytes = yield* readRange(file, proof.receiptOffset, proof.receiptLength)
+      if (receiptBytes.length !== proof.receiptLength || sha256Hex(receiptBytes) !== head.receiptHash) return undefined
+    }
+    const receipt = parseJsonOrNull(decodeUtf8(receiptBytes.subarray(0, -1))) as SummaryReceipt
+    return {
+      availability: "available",
+      path,
+      receipt,
+      records: [receipt],
+      head,
+      diagnostics: { ...proof.diagnostics }
+    } satisfies SidecarCurrent
+  })
 
 /**
  * A current read of `file`, open at `path` with `size` bytes and `identity`
@@ -415,9 +452,6 @@ export const currentOf = (file: OpenFile, path: string, size: number, identity: 
       tailOffset,
       verified.offset >= tailOffset ? Math.min(headOffset - 1, verified.offset) : headOffset - 1
     )
-    // Copied out of the 64 KiB window, which the proof must not keep alive
-    // (`slice` of a Node Buffer, as the live file system reads them, is a view).
-    const tail = new Uint8Array(bytes.subarray(tailStart - tailOffset))
     return {
       current: {
         availability: "available",
@@ -431,11 +465,10 @@ export const currentOf = (file: OpenFile, path: string, size: number, identity: 
         identity,
         size,
         tailStart,
-        tail,
+        tailSha256: sha256Hex(bytes.subarray(tailStart - tailOffset)),
+        headOffset,
         receiptOffset: verified.offset,
-        receipt: verified.offset >= tailStart ? new Uint8Array(0) : verified.bytes,
-        receiptRecord: copyJson(verified.record),
-        headRecord: copyJson(last.record),
+        receiptLength: verified.bytes.length,
         diagnostics
       } satisfies CurrentProof
     }
@@ -451,7 +484,8 @@ export const currentOf = (file: OpenFile, path: string, size: number, identity: 
 export const readSidecarCurrent = (fs: FileSystem, path: string): Effect.Effect<SidecarCurrent> =>
   Effect.scoped(Effect.flatMap(
     openRegularFile(fs, path),
-    ({ file, identity, size }) => Effect.map(currentOf(file, path, size, identity), ({ current }) => current)
+    // No identity: nothing keeps a proof of this answer, so none is made.
+    ({ file, size }) => Effect.map(currentOf(file, path, size, undefined), ({ current }) => current)
   )).pipe(
     Effect.catch((error) => Effect.succeed(sidecarFailure(path, error)))
   )

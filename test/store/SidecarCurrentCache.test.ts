@@ -7,6 +7,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, FileSystem, Path, Scope } from "effect"
 import fc from "fast-check"
+import { createHash } from "node:crypto"
+import { ENTRY_OVERHEAD_BYTES } from "../../src/io/CacheBudget.js"
 import * as HeldFiles from "../../src/io/HeldFiles.js"
 import { makeSidecarCurrentCache } from "../../src/store/SidecarCurrentCache.js"
 import { currentOf, openRegularFile, readSidecarCurrent } from "../../src/store/SidecarReader.js"
@@ -216,6 +218,26 @@ fileSystemSuite("sidecar current cache", (it) => {
       }
     }))
 
+  it.effect("a byte changed inside a receipt before the tail window is seen; the answer fails closed", ({ root }) =>
+    Effect.gen(function*() {
+      const { cache, kit } = yield* oneReceipt(root)
+      const receiptOffset = yield* sizeOf(kit.fs, kit.sidecar)
+      const line = receiptLine(summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(2) }))
+      // Over 64 KiB of other lines between the receipt and its head put the receipt outside the tail window.
+      const filler = `${JSON.stringify({ pad: "x".repeat(1000) })}\n`.repeat(70)
+      yield* appendRaw(kit, line + filler + headLine(headFor(kit.sessionId, receiptOffset, line)))
+      assert.strictEqual((yield* cache.read(kit.sidecar)).availability, "available")
+      assert.strictEqual((yield* cache.read(kit.sidecar)).availability, "available")
+      assert.strictEqual((yield* cache.stats).confirmed, 1, "confirmed while unchanged")
+      // Inside the receipt, far before the head: its hash no longer matches what the head names.
+      const size = yield* sizeOf(kit.fs, kit.sidecar)
+      yield* overwriteByte(kit, size - receiptOffset - Math.floor(bytesOf(line).length / 2), "Z".charCodeAt(0))
+      const after = yield* cache.read(kit.sidecar)
+      assert.strictEqual(after.availability, "unreadable")
+      assert.deepStrictEqual(after, yield* readSidecarCurrent(kit.fs, kit.sidecar))
+      assert.strictEqual((yield* cache.stats).confirmed, 1)
+    }))
+
   it.effect("the newline before the head is part of what is compared, the receipt in the window or before it", ({ root }) =>
     Effect.gen(function*() {
       for (const receiptAt of ["in the window", "before the window"] as const) {
@@ -280,7 +302,12 @@ fileSystemSuite("sidecar current cache", (it) => {
       const probe = HeldFiles.makeBudget({ maxBytes: Number.POSITIVE_INFINITY, maxOpenFiles: 8 })
       yield* (yield* makeSidecarCurrentCache(kit.fs, { budget: probe })).read(copies[0])
       const one = probe.bytes()
-      assert.isAbove(one, bytes.length, "a proof is charged at least its bytes")
+      // Its entry (a path's overhead) and at most 512 bytes of proof, whatever the size of the receipt and head.
+      assert.isAtMost(
+        one,
+        ENTRY_OVERHEAD_BYTES + 2 * copies[0].length + 512,
+        "a proof is charged its digest, not its bytes"
+      )
       const budget = HeldFiles.makeBudget({ maxBytes: Math.floor(one * 2.5), maxOpenFiles: 1 })
       const cache = yield* makeSidecarCurrentCache(kit.fs, { budget })
       yield* cache.read(copies[0])
@@ -326,7 +353,7 @@ fileSystemSuite("sidecar current cache", (it) => {
       assert.strictEqual((yield* cache.stats).kept, 2)
     }))
 
-  it.effect("a proof keeps only the bytes it rests on, in buffers of their own", ({ root }) =>
+  it.effect("a proof keeps a digest of the bytes it rests on, neither the bytes nor the records parsed from them", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
       for (const n of [1, 2, 3]) {
@@ -340,10 +367,12 @@ fileSystemSuite("sidecar current cache", (it) => {
       assert.isDefined(proof)
       // The receipt just before its head: the tail holds both, from the receipt's first byte.
       assert.strictEqual(proof!.tailStart, proof!.receiptOffset)
-      assert.strictEqual(proof!.tail.length, size - proof!.tailStart)
-      // Not a view of the whole window read, which held all three receipts.
-      assert.strictEqual(proof!.tail.buffer.byteLength, proof!.tail.length)
-      assert.strictEqual(proof!.receipt.length, 0, "the receipt's bytes are not kept twice")
+      const bytes = yield* kit.fs.readFile(kit.sidecar)
+      assert.strictEqual(proof!.tailSha256, createHash("sha256").update(bytes.subarray(proof!.tailStart)).digest("hex"))
+      // Nothing but numbers, strings and the diagnostics: no bytes, no parsed receipt or head.
+      for (const [key, value] of Object.entries(proof!)) {
+        if (key !== "diagnostics") assert.include(["number", "string"], typeof value, key)
+      }
     }))
 
   it.effect("keeps at most `capacity` sidecars, dropping the least recently read", ({ root }) =>
