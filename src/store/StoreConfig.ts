@@ -66,8 +66,9 @@ export interface StoreConfig extends StoreLocation {
   readonly cacheSessions: boolean
   /**
    * What the store's read caches may keep, together: the Session cache (the
-   * reduced parse of each Session read, with fingerprints of its bytes) and
-   * the sidecar cache (the bytes and records each current answer rests on).
+   * reduced parse of each Session read, or for an idle one only what its
+   * artifact state reads, with fingerprints of its bytes) and the sidecar
+   * cache (the digest and offsets of the bytes each current answer rests on).
    * Past `maxBytes` of estimated state, the least recently read Sessions and
    * sidecars are dropped (their next read is a full read), or, once that
    * thrashes (a round-robin over more than fit), the one just read unless
@@ -84,11 +85,17 @@ export interface StoreConfig extends StoreLocation {
  *
  * **Details**
  *
- * A polled Session costs its reduced parse and projection (about 19 KiB
- * for a 60 KiB Session with five selected messages; it grows with the
- * selected messages' text and the number of entries, not with tool
- * outputs) and its sidecar about 9 KiB: the default 32 MiB keeps about a
- * thousand such Sessions with their sidecars. Files
+ * An idle Session polled by `readCurrent` (last written more than 2 s
+ * before it was read) is charged at most 1.5 KiB plus 500 bytes per
+ * selected message, and its sidecar at most 512 bytes, each besides its
+ * entry (1 KiB plus twice its path's length): for the benchmark's Sessions
+ * (15–110 KiB, five or six selected messages) 5.0 KiB and 1.6 KiB are
+ * charged, whatever the size of the Session, its selected texts or its
+ * receipts (8 KiB of heap per pair, measured over 1,000 of them), so the
+ * default 32 MiB keeps about 5,000 of them. A Session being written keeps its reduced parse and projection
+ * instead, to extend it as it grows (about 19 KiB for a 60 KiB Session
+ * with five selected messages; it grows with the selected messages' text
+ * and the number of entries, not with tool outputs). Files
  * held open are a scarcer resource than memory (the soft limit of
  * descriptors per process is 1024 on most Linux systems, 256 on macOS): 64
  * by default, whatever the number of Sessions polled. A Session or sidecar
