@@ -679,12 +679,16 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
    * the Session is idle (and then only its evidence is kept). The projection
    * of an idle Session is parsed again.
    */
-  const lookup = (
+  // `fnUntraced`, not `Effect.gen` in an arrow: its generator function is made
+  // once. One made per call gives every read's generator a new hidden class in
+  // the old generation, which keeps that read's objects through young
+  // collections until a full one.
+  const lookup: (
     reference: unknown,
     options: SessionReaderOptions,
     idle: boolean
-  ): Effect.Effect<CachedSessionRead | SessionEvidence, SessionError> =>
-    Effect.gen(function*() {
+  ) => Effect.Effect<CachedSessionRead | SessionEvidence, SessionError> = Effect.fnUntraced(
+    function*(reference: unknown, options: SessionReaderOptions, idle: boolean) {
       if (typeof reference !== "string" || !reference.trim()) return yield* uncached(reference, options)
       const sessionFile = path.resolve(reference.trim())
       // `stat` follows symlinks exactly as the reader's resolution does.
@@ -721,7 +725,8 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       if (Option.isNone(outcome)) return yield* uncached(reference, options)
       const projection = yield* Effect.fromResult(outcome.value)
       return { sessionFile, ...projection } satisfies CachedSessionRead
-    })
+    }
+  )
 
   const read = (reference: unknown, options: SessionReaderOptions) =>
     lookup(reference, options, false) as Effect.Effect<CachedSessionRead, SessionError>

@@ -383,34 +383,38 @@ const unavailable = (
  * it, and the head and receipt are parsed from the bytes just read (fresh
  * objects, as a full read gives). `undefined` when anything differs.
  *
+ * `fnUntraced` rather than `Effect.gen` in an arrow: this runs on every
+ * poll, and a generator function made per call costs each read a new hidden
+ * class in the old generation, which keeps the read's garbage alive through
+ * young collections (see `test/store/PollGarbage.test.ts`).
+ *
  * @internal
  */
-export const confirmCurrent = (file: OpenFile, path: string, proof: CurrentProof) =>
-  Effect.gen(function*() {
-    const length = proof.size - proof.tailStart
-    const tail = yield* readRange(file, proof.tailStart, length)
-    if (tail.length !== length || sha256Hex(tail) !== proof.tailSha256) return undefined
-    const headAt = proof.headOffset - proof.tailStart
-    // The same bytes as when they parsed as a valid head, and the receipt as a valid Summary receipt.
-    const head = parseJsonOrNull(decodeUtf8(tail.subarray(headAt, tail.indexOf(NEWLINE, headAt)))) as Head
-    let receiptBytes: Uint8Array
-    if (proof.receiptOffset >= proof.tailStart) {
-      const receiptAt = proof.receiptOffset - proof.tailStart
-      receiptBytes = tail.subarray(receiptAt, receiptAt + proof.receiptLength)
-    } else {
-      receiptBytes = yield* readRange(file, proof.receiptOffset, proof.receiptLength)
-      if (receiptBytes.length !== proof.receiptLength || sha256Hex(receiptBytes) !== head.receiptHash) return undefined
-    }
-    const receipt = parseJsonOrNull(decodeUtf8(receiptBytes.subarray(0, -1))) as SummaryReceipt
-    return {
-      availability: "available",
-      path,
-      receipt,
-      records: [receipt],
-      head,
-      diagnostics: { ...proof.diagnostics }
-    } satisfies SidecarCurrent
-  })
+export const confirmCurrent = Effect.fnUntraced(function*(file: OpenFile, path: string, proof: CurrentProof) {
+  const length = proof.size - proof.tailStart
+  const tail = yield* readRange(file, proof.tailStart, length)
+  if (tail.length !== length || sha256Hex(tail) !== proof.tailSha256) return undefined
+  const headAt = proof.headOffset - proof.tailStart
+  // The same bytes as when they parsed as a valid head, and the receipt as a valid Summary receipt.
+  const head = parseJsonOrNull(decodeUtf8(tail.subarray(headAt, tail.indexOf(NEWLINE, headAt)))) as Head
+  let receiptBytes: Uint8Array
+  if (proof.receiptOffset >= proof.tailStart) {
+    const receiptAt = proof.receiptOffset - proof.tailStart
+    receiptBytes = tail.subarray(receiptAt, receiptAt + proof.receiptLength)
+  } else {
+    receiptBytes = yield* readRange(file, proof.receiptOffset, proof.receiptLength)
+    if (receiptBytes.length !== proof.receiptLength || sha256Hex(receiptBytes) !== head.receiptHash) return undefined
+  }
+  const receipt = parseJsonOrNull(decodeUtf8(receiptBytes.subarray(0, -1))) as SummaryReceipt
+  return {
+    availability: "available",
+    path,
+    receipt,
+    records: [receipt],
+    head,
+    diagnostics: { ...proof.diagnostics }
+  } satisfies SidecarCurrent
+})
 
 /**
  * A current read of `file`, open at `path` with `size` bytes and `identity`
@@ -418,61 +422,65 @@ export const confirmCurrent = (file: OpenFile, path: string, proof: CurrentProof
  *
  * @internal
  */
-export const currentOf = (file: OpenFile, path: string, size: number, identity: string | undefined) =>
-  Effect.gen(function*() {
-    const length = Math.min(size, MAX_TAIL_BYTES)
-    const bytes = yield* readRange(file, size - length, length)
-    const tailOffset = size - bytes.length
-    const parsed = lastHeadOf({ size, offset: tailOffset, bytes })
-    const last = parsed.head
-    const head = last?.record ?? null
-    if (invalidHeadAfter(parsed.after, last?.offset ?? -1)) {
-      return unavailable("unreadable", path, head, { tornTail: false, reason: "sidecar_head_invalid" })
-    }
-    if (last === undefined) {
-      return unavailable("missing", path, null, {
-        tornTail: parsed.tornTail,
-        reason: parsed.after.length > 0 ? "sidecar_head_missing" : "sidecar_empty"
-      })
-    }
-    const verified = yield* verifyReceiptBytes(file, size, last.record, true)
-    // `true` above required a Summary receipt; the type check narrows it for the answer.
-    if (verified === undefined || verified.record.type !== "rarebit_summary") {
-      return unavailable("unreadable", path, head, { tornTail: parsed.tornTail, reason: "sidecar_head_invalid" })
-    }
-    const headOffset = last.offset
-    const uncommitted = parsed.after.length > 0
-    const diagnostics: SidecarDiagnostics = uncommitted
-      ? { tornTail: parsed.tornTail, tailOffset, reason: "sidecar_uncommitted_tail" }
-      : { tornTail: parsed.tornTail, tailOffset }
-    // The byte before the head line is part of the proof: it is what makes the
-    // head a line of its own. A receipt inside the window is included too, so
-    // that one read confirms both.
-    const tailStart = Math.max(
-      tailOffset,
-      verified.offset >= tailOffset ? Math.min(headOffset - 1, verified.offset) : headOffset - 1
-    )
-    return {
-      current: {
-        availability: "available",
-        path,
-        receipt: verified.record,
-        records: [verified.record],
-        head: last.record,
-        diagnostics
-      } satisfies SidecarCurrent,
-      proof: identity === undefined ? undefined : {
-        identity,
-        size,
-        tailStart,
-        tailSha256: sha256Hex(bytes.subarray(tailStart - tailOffset)),
-        headOffset,
-        receiptOffset: verified.offset,
-        receiptLength: verified.bytes.length,
-        diagnostics
-      } satisfies CurrentProof
-    }
-  })
+export const currentOf = Effect.fnUntraced(function*(
+  file: OpenFile,
+  path: string,
+  size: number,
+  identity: string | undefined
+) {
+  const length = Math.min(size, MAX_TAIL_BYTES)
+  const bytes = yield* readRange(file, size - length, length)
+  const tailOffset = size - bytes.length
+  const parsed = lastHeadOf({ size, offset: tailOffset, bytes })
+  const last = parsed.head
+  const head = last?.record ?? null
+  if (invalidHeadAfter(parsed.after, last?.offset ?? -1)) {
+    return unavailable("unreadable", path, head, { tornTail: false, reason: "sidecar_head_invalid" })
+  }
+  if (last === undefined) {
+    return unavailable("missing", path, null, {
+      tornTail: parsed.tornTail,
+      reason: parsed.after.length > 0 ? "sidecar_head_missing" : "sidecar_empty"
+    })
+  }
+  const verified = yield* verifyReceiptBytes(file, size, last.record, true)
+  // `true` above required a Summary receipt; the type check narrows it for the answer.
+  if (verified === undefined || verified.record.type !== "rarebit_summary") {
+    return unavailable("unreadable", path, head, { tornTail: parsed.tornTail, reason: "sidecar_head_invalid" })
+  }
+  const headOffset = last.offset
+  const uncommitted = parsed.after.length > 0
+  const diagnostics: SidecarDiagnostics = uncommitted
+    ? { tornTail: parsed.tornTail, tailOffset, reason: "sidecar_uncommitted_tail" }
+    : { tornTail: parsed.tornTail, tailOffset }
+  // The byte before the head line is part of the proof: it is what makes the
+  // head a line of its own. A receipt inside the window is included too, so
+  // that one read confirms both.
+  const tailStart = Math.max(
+    tailOffset,
+    verified.offset >= tailOffset ? Math.min(headOffset - 1, verified.offset) : headOffset - 1
+  )
+  return {
+    current: {
+      availability: "available",
+      path,
+      receipt: verified.record,
+      records: [verified.record],
+      head: last.record,
+      diagnostics
+    } satisfies SidecarCurrent,
+    proof: identity === undefined ? undefined : {
+      identity,
+      size,
+      tailStart,
+      tailSha256: sha256Hex(bytes.subarray(tailStart - tailOffset)),
+      headOffset,
+      receiptOffset: verified.offset,
+      receiptLength: verified.bytes.length,
+      diagnostics
+    } satisfies CurrentProof
+  }
+})
 
 /**
  * Reads the current receipt of a sidecar: one tail window plus one verified
