@@ -141,23 +141,32 @@ const holder = (
     return retire(previous)
   })
 
-  const open = Effect.fnUntraced(function*(identity: string | undefined) {
-    const scope = yield* Scope.make()
-    const { file, info } = yield* Scope.provide(openRegular(fs, path, { flag: "r", ...options }), scope).pipe(
-      Effect.onError(() => Scope.close(scope, Exit.void))
-    )
-    const fresh: Opened = { file, identity: fileIdentity(info), scope, uses: 1, retired: false }
-    // Whatever was held is not the path's file any more.
-    yield* letGo
-    // Kept only if it is the file the path's stat showed: one swapped in after it is used once, as what it is.
-    if (!ended && identity !== undefined && fresh.identity === identity) {
-      held = fresh
-      if (hooks !== undefined) yield* hooks.onHold
-    } else {
+  /** Keeps `fresh` if it is the file the path's stat showed: one swapped in after it is used once, as what it is. */
+  const keep = (fresh: Opened, identity: string | undefined): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      if (!ended && identity !== undefined && fresh.identity === identity) {
+        held = fresh
+        return hooks === undefined ? Effect.void : hooks.onHold
+      }
       fresh.retired = true
-    }
-    return { opened: fresh, use: { file, info, opened: true } satisfies HeldUse }
-  })
+      return Effect.void
+    })
+
+  // Combinators rather than a generator function: one made per holder is one
+  // more hidden class per held path in the old generation.
+  const open = (identity: string | undefined) =>
+    Effect.flatMap(Scope.make(), (scope) =>
+      Scope.provide(openRegular(fs, path, { flag: "r", ...options }), scope).pipe(
+        Effect.onError(() => Scope.close(scope, Exit.void)),
+        Effect.flatMap(({ file, info }) => {
+          const fresh: Opened = { file, identity: fileIdentity(info), scope, uses: 1, retired: false }
+          // Whatever was held is not the path's file any more.
+          return Effect.as(
+            Effect.andThen(letGo, keep(fresh, identity)),
+            { opened: fresh, use: { file, info, opened: true } satisfies HeldUse }
+          )
+        })
+      ))
 
   const acquire = (pathInfo: FileSystem.File.Info) =>
     Effect.suspend(() => {
