@@ -74,9 +74,11 @@ const replace = (file: string, text: string) =>
     yield* fs.rename(`${file}.tmp`, file)
   })
 
+type Cache = Effect.Success<ReturnType<typeof makeSessionCache>>
+
 /** Reads with the cache and fresh, asserts they agree, and returns the cache's counters. */
 const check = Effect.fnUntraced(function*(
-  cache: Effect.Success<ReturnType<typeof makeSessionCache>>,
+  cache: Cache,
   file: string,
   root: string,
   label: string
@@ -106,7 +108,7 @@ const freshEvidence = (file: string, sessionRoot: string) =>
 
 /** Observes with the cache and fresh, asserts they agree, and returns the cache's counters. */
 const checkEvidence = Effect.fnUntraced(function*(
-  cache: Effect.Success<ReturnType<typeof makeSessionCache>>,
+  cache: Cache,
   file: string,
   root: string,
   label: string
@@ -168,6 +170,41 @@ const applyOperation = (
       }
       case "replace":
         return yield* replace(file, operation.text)
+    }
+  })
+
+/**
+ * Fuzzed histories of ordinary writes (which move the mtime to the time of
+ * writing), each on a Session of its own, `<root>/<name><run>.jsonl`, with a
+ * cache of its own. After its first write and after each later one, the
+ * file is aged (as if last written a minute ago) and `onAged` looks at it;
+ * `onWritten` looks at it right after each later write. The clock is set
+ * to the file system's: both run on real time here.
+ */
+const forEachAgedHistory = <E, R>(
+  root: string,
+  name: string,
+  seed: number,
+  onAged: (cache: Cache, file: string, label: string) => Effect.Effect<void, E, R>,
+  onWritten: (cache: Cache, file: string, label: string) => Effect.Effect<unknown, E, R>
+) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const now = Date.now()
+    yield* TestClock.setTime(now)
+    const aged = new Date(now - 60_000)
+    for (const [run, [initial, operations]] of fc.sample(historyArb, { numRuns: fuzzRuns(40), seed }).entries()) {
+      const cache = yield* makeSessionCache()
+      const file = `${root}/${name}${run}.jsonl`
+      const label = `run ${run} ${JSON.stringify(operations.map((operation) => operation.op))}`
+      const age = (step: string) => Effect.andThen(fs.utimes(file, aged, aged), onAged(cache, file, `${label} ${step}`))
+      yield* fs.writeFileString(file, initial)
+      yield* age("initial")
+      for (const [index, operation] of operations.entries()) {
+        yield* applyOperation(file, operation, (target, text) => fs.writeFileString(target, text))
+        yield* onWritten(cache, file, `${label} after ${index}: ${operation.op}`)
+        yield* age(`after ${index}: ${operation.op}, aged`)
+      }
     }
   })
 
@@ -326,33 +363,15 @@ fileSystemSuite("SessionCache", (it) => {
 
   it.effect("a Session whose mtime was old at the last read is answered by a stat, and every later write is seen", ({ root }) =>
     Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
-      // The store's clock must agree with the file system's: both run on real time here.
-      const now = Date.now()
-      yield* TestClock.setTime(now)
-      const aged = new Date(now - 60_000)
       let unopened = 0
-      for (const [run, [initial, operations]] of fc.sample(historyArb, { numRuns: fuzzRuns(40), seed: 7 }).entries()) {
-        const cache = yield* makeSessionCache()
-        const file = `${root}/aged${run}.jsonl`
-        const label = `run ${run} ${JSON.stringify(operations.map((operation) => operation.op))}`
-        const settle = Effect.fnUntraced(function*(step: string) {
-          // As if last written a minute ago: read once to remember that, then poll.
-          yield* fs.utimes(file, aged, aged)
-          const read = yield* check(cache, file, root, `${label} ${step}`)
-          const polled = yield* check(cache, file, root, `${label} ${step}, polled`)
-          assert.strictEqual(polled.unopened, read.unopened + 1, `${label} ${step}: answered by a stat`)
+      yield* forEachAgedHistory(root, "aged", 7, (cache, file, label) =>
+        Effect.gen(function*() {
+          // Read once to remember the old mtime, then poll.
+          const read = yield* check(cache, file, root, label)
+          const polled = yield* check(cache, file, root, `${label}, polled`)
+          assert.strictEqual(polled.unopened, read.unopened + 1, `${label}: answered by a stat`)
           unopened++
-        })
-        yield* fs.writeFileString(file, initial)
-        yield* settle("initial")
-        for (const [index, operation] of operations.entries()) {
-          // Ordinary writes, which move the mtime to the time of writing.
-          yield* applyOperation(file, operation, (target, text) => fs.writeFileString(target, text))
-          yield* check(cache, file, root, `${label} after ${index}: ${operation.op}`)
-          yield* settle(`after ${index}: ${operation.op}, aged`)
-        }
-      }
+        }), (cache, file, label) => check(cache, file, root, label))
       assert.isAbove(unopened, 0, "polls answered by a stat alone")
     }))
 
@@ -402,40 +421,22 @@ fileSystemSuite("SessionCache", (it) => {
 
   it.effect("an idle Session observed at rest keeps only its evidence, and every later write is still seen", ({ root }) =>
     Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
-      // The store's clock must agree with the file system's: both run on real time here.
-      const now = Date.now()
-      yield* TestClock.setTime(now)
-      const aged = new Date(now - 60_000)
       let idle = 0
-      for (const [run, [initial, operations]] of fc.sample(historyArb, { numRuns: fuzzRuns(40), seed: 11 }).entries()) {
-        const cache = yield* makeSessionCache()
-        const file = `${root}/idle${run}.jsonl`
-        const label = `run ${run} ${JSON.stringify(operations.map((operation) => operation.op))}`
-        const settle = Effect.fnUntraced(function*(step: string) {
-          yield* fs.utimes(file, aged, aged)
-          yield* checkEvidence(cache, file, root, `${label} ${step}`)
-          const observed = yield* checkEvidence(cache, file, root, `${label} ${step}, polled`)
-          const polled = yield* checkEvidence(cache, file, root, `${label} ${step}, polled again`)
-          assert.strictEqual(polled.unopened, observed.unopened + 1, `${label} ${step}: answered by a stat`)
+      yield* forEachAgedHistory(root, "idle", 11, (cache, file, label) =>
+        Effect.gen(function*() {
+          yield* checkEvidence(cache, file, root, label)
+          const observed = yield* checkEvidence(cache, file, root, `${label}, polled`)
+          const polled = yield* checkEvidence(cache, file, root, `${label}, polled again`)
+          assert.strictEqual(polled.unopened, observed.unopened + 1, `${label}: answered by a stat`)
           const fresh = yield* freshRead(file, root)
           if (Result.isSuccess(fresh)) {
             idle++
             const bound = idleBound(file, fresh.success.selection.occurrences.length)
-            assert.isAtMost(polled.retainedBytes, bound, `${label} ${step}: only the evidence is kept`)
+            assert.isAtMost(polled.retainedBytes, bound, `${label}: only the evidence is kept`)
           }
-        })
-        yield* fs.writeFileString(file, initial)
-        yield* settle("initial")
-        for (const [index, operation] of operations.entries()) {
-          // Ordinary writes, which move the mtime to the time of writing.
-          yield* applyOperation(file, operation, (target, text) => fs.writeFileString(target, text))
-          yield* checkEvidence(cache, file, root, `${label} after ${index}: ${operation.op}`)
-          yield* settle(`after ${index}: ${operation.op}, aged`)
           // A projection read of an idle Session parses it again, and answers as a fresh read.
-          yield* check(cache, file, root, `${label} after ${index}: ${operation.op}, read`)
-        }
-      }
+          yield* check(cache, file, root, `${label}, read`)
+        }), (cache, file, label) => checkEvidence(cache, file, root, label))
       assert.isAbove(idle, 0, "Sessions kept as evidence")
     }))
 
