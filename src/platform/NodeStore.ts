@@ -1,7 +1,7 @@
 /**
  * The store on the real disk, and the Node services it runs on: Node's file
- * system and path, tokens from `node:crypto` through Effect's `SecureRandom`,
- * and `/proc` owner evidence for commit locks.
+ * system and path, tokens from `node:crypto`'s `randomFillSync` through
+ * Effect's `SecureRandom`, and `/proc` owner evidence for commit locks.
  *
  * `layer(config)` is the one layer an Effect program provides: it gives the
  * program `RarebitStore` and the `FileSystem` and `Path` the store uses, so
@@ -16,9 +16,10 @@
  *
  * @since 0.1.0
  */
-import * as NodeCrypto from "@effect/platform-node/NodeCrypto"
 import * as NodePath from "@effect/platform-node/NodePath"
 import { type FileSystem, Layer, type Path } from "effect"
+import * as SecureRandom from "effect/crypto/SecureRandom"
+import { randomFillSync } from "node:crypto"
 import { RarebitStore } from "../store/RarebitStore.js"
 import type { StoreConfig } from "../store/StoreConfig.js"
 import * as DirectFileSystem from "./DirectFileSystem.js"
@@ -48,13 +49,34 @@ export const fileLayer = Layer.mergeAll(DirectFileSystem.layer, NodePath.layer)
 export const threadpoolFileLayer = Layer.mergeAll(DirectFileSystem.threadpoolLayer, NodePath.layer)
 
 /**
+ * `SecureRandom` from `node:crypto`'s `randomFillSync`, for lease and lock
+ * tokens.
+ *
+ * **Details**
+ *
+ * Not `NodeCrypto.layerSecureRandom`, which draws from WebCrypto's
+ * `getRandomValues`: reading `globalThis.crypto` makes Node load its
+ * WebCrypto module (about 60 KiB of heap and 130 KiB resident in a process
+ * that only reads), and a layer's build reads it. `randomFillSync` is the
+ * same kernel source, from `node:crypto`, which the store loads anyway for
+ * its hashes, and nothing is touched until a token is drawn.
+ *
+ * @category layers
+ * @since 0.1.0
+ */
+export const secureRandomLayer: Layer.Layer<SecureRandom.SecureRandom> = Layer.sync(
+  SecureRandom.SecureRandom,
+  () => SecureRandom.make((size) => randomFillSync(new Uint8Array(size)))
+)
+
+/**
  * `SecureRandom` from `node:crypto` for lease and lock tokens, and the
  * `/proc` lock owner probe.
  *
  * @category layers
  * @since 0.1.0
  */
-export const tokenAndOwnerLayer = Layer.mergeAll(NodeCrypto.layerSecureRandom, ProcessOwner.layer)
+export const tokenAndOwnerLayer = Layer.mergeAll(secureRandomLayer, ProcessOwner.layer)
 
 /**
  * Everything `RarebitStore.layer` needs on Node, without the store itself.
@@ -73,7 +95,7 @@ export const platformLayer = Layer.mergeAll(fileLayer, tokenAndOwnerLayer)
  * program because the store reads it when it takes a commit lock.
  */
 const storeOver = <E>(config: Partial<StoreConfig>, files: Layer.Layer<FileSystem.FileSystem | Path.Path, E>) =>
-  Layer.merge(RarebitStore.layer(config).pipe(Layer.provide(NodeCrypto.layerSecureRandom)), ProcessOwner.layer).pipe(
+  Layer.merge(RarebitStore.layer(config).pipe(Layer.provide(secureRandomLayer)), ProcessOwner.layer).pipe(
     Layer.provideMerge(files)
   )
 

@@ -1,0 +1,87 @@
+/**
+ * What a process pays for importing the Promise API (`dist/promise/index.js`,
+ * the launcher of the bundle) and reading one Session's current state, in a
+ * process of its own: the Node built-in modules it makes Node load.
+ *
+ * What must hold: a read loads nothing a read does not use. Node's
+ * WebCrypto module (what `globalThis.crypto` loads) is for writes' tokens
+ * at most, and the store draws those from `node:crypto` without it.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { execFile } from "node:child_process"
+import { mkdtemp, rm } from "node:fs/promises"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { pathToFileURL } from "node:url"
+import { REPO, settleWith } from "../cli/CliHarness.js"
+import { entry, makeRoots, type Roots, summaryReceipt, writeSession } from "../support/Reference.js"
+
+const PROMISE_API = join(REPO, "dist", "promise", "index.js")
+
+let roots: Roots
+let scratch = ""
+
+/**
+ * The child: imports the Promise API, reads the Session's current state,
+ * and prints the built-in modules Node loaded for each step.
+ */
+const CHILD = `
+const [api, sessionFile, sessionRoot, rarebitRoot] = process.argv.slice(1)
+const loadedBefore = new Set(process.moduleLoadList)
+const { readRarebitCurrent } = await import(api)
+const loadedByImport = process.moduleLoadList.filter((name) => !loadedBefore.has(name))
+const current = await readRarebitCurrent({ sessionFile, sessionRoot, rarebitRoot })
+const loadedByRead = process.moduleLoadList.filter((name) => !loadedBefore.has(name) && !loadedByImport.includes(name))
+process.stdout.write(JSON.stringify({ availability: current.availability, loadedByImport, loadedByRead }))
+`
+
+interface Footprint {
+  readonly availability: string
+  readonly loadedByImport: ReadonlyArray<string>
+  readonly loadedByRead: ReadonlyArray<string>
+}
+
+const importAndRead = (cache: string): Promise<Footprint> =>
+  new Promise((resolve, reject) =>
+    execFile(
+      process.execPath,
+      [
+        "--input-type=module",
+        "--eval",
+        CHILD,
+        pathToFileURL(PROMISE_API).href,
+        roots.sessionFile,
+        roots.sessionRoot,
+        roots.rarebitRoot
+      ],
+      { cwd: REPO, env: { ...process.env, RAREBIT_STORE_CODE_CACHE: cache } },
+      (error, stdout, stderr) => (error === null ? resolve(JSON.parse(stdout)) : reject(new Error(stderr)))
+    )
+  )
+
+beforeAll(async () => {
+  roots = await makeRoots("rarebit-load-footprint-")
+  scratch = await mkdtemp(join(tmpdir(), "rarebit-load-footprint-cache-"))
+  const branch = [entry("u1", "user", "a question"), entry("a1", "assistant", "an answer")]
+  await writeSession(roots.sessionFile, "footprint-session", branch)
+  await settleWith("ours", roots, roots.sessionFile, 1, summaryReceipt(branch, "footprint-session"))
+})
+
+afterAll(async () => {
+  await roots?.cleanup()
+  if (scratch !== "") await rm(scratch, { recursive: true, force: true })
+})
+
+describe("importing the Promise API and reading one Session", () => {
+  it("does not load Node's WebCrypto module, with or without a code cache", async () => {
+    // The first run writes the cache, the second starts from it.
+    for (const run of [1, 2]) {
+      const footprint = await importAndRead(scratch)
+      assert.strictEqual(footprint.availability, "available", `run ${run}`)
+      const loaded = [...footprint.loadedByImport, ...footprint.loadedByRead]
+      // The read did run on node:crypto (the Session's hashes): the check below is not vacuous.
+      assert.include(loaded, "NativeModule crypto", `run ${run}`)
+      assert.notInclude(loaded, "NativeModule internal/crypto/webcrypto", `run ${run}`)
+    }
+  })
+})
