@@ -50,6 +50,13 @@ const sourceOptions = {
   tsconfig: join(root, "tsconfig.build.json"),
   // The sources import each other as `./X.js`, the name tsc gives `X.ts`.
   resolve: { extensionAlias: { ".js": [".ts", ".js"] } },
+  // Reading a property is taken to do nothing but read it, so a read whose
+  // value is unused goes with it. Without this, what tree-shaking leaves of
+  // Effect's unused schemas still reads `globalThis.File` when the bundle
+  // loads, and Node then loads its `File` class for a process that never
+  // uses one. Nothing in this package or the Effect code it uses reads a
+  // property for a getter's side effect.
+  treeshake: { propertyReadSideEffects: /** @type {const} */ (false) },
   /**
    * @param {import("rolldown").LogLevel} level
    * @param {import("rolldown").RolldownLog} log

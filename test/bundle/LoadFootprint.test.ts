@@ -5,7 +5,8 @@
  *
  * What must hold: a read loads nothing a read does not use. Node's
  * WebCrypto module (what `globalThis.crypto` loads) is for writes' tokens
- * at most, and the store draws those from `node:crypto` without it.
+ * at most, and the store draws those from `node:crypto` without it; Node's
+ * `File` class is never used at all.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { execFile } from "node:child_process"
@@ -73,7 +74,7 @@ afterAll(async () => {
 })
 
 describe("importing the Promise API and reading one Session", () => {
-  it("does not load Node's WebCrypto module, with or without a code cache", async () => {
+  it("loads neither Node's WebCrypto module nor its File class, with or without a code cache", async () => {
     // The first run writes the cache, the second starts from it.
     for (const run of [1, 2]) {
       const footprint = await importAndRead(scratch)
@@ -82,6 +83,7 @@ describe("importing the Promise API and reading one Session", () => {
       // The read did run on node:crypto (the Session's hashes): the check below is not vacuous.
       assert.include(loaded, "NativeModule crypto", `run ${run}`)
       assert.notInclude(loaded, "NativeModule internal/crypto/webcrypto", `run ${run}`)
+      assert.notInclude(loaded, "NativeModule internal/file", `run ${run}`)
     }
   })
 })
