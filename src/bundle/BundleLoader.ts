@@ -128,6 +128,43 @@ const readBundle = (filename: string) => {
 }
 
 /**
+ * Frees a cache's bytes now rather than at some later collection: V8 has
+ * read them by the time the script is built, and they are as big as a
+ * fifth of the heap of a process that has just loaded the bundle. Running
+ * the bundle makes young collections, which would move a buffer still
+ * referenced to the old generation, where it stays until a full one.
+ * Where `ArrayBuffer.prototype.transfer` exists (Node 22), transferring to
+ * a length of 0 releases the memory at once; elsewhere the buffer is only
+ * unreachable, which the next young collection frees. Only a buffer that
+ * owns its whole `ArrayBuffer` is released: a small file's may share
+ * Node's pool with other buffers.
+ */
+const release = (bytes: Buffer) => {
+  const whole = bytes.buffer as ArrayBuffer & { transfer?: (length: number) => ArrayBuffer }
+  if (whole.transfer !== undefined && bytes.byteOffset === 0 && bytes.byteLength === whole.byteLength) {
+    whole.transfer(0)
+  }
+}
+
+/**
+ * The bundle compiled with the cache at `cacheFile` if there is one V8
+ * accepts. In a function of its own, so that nothing refers to the cache's
+ * bytes once it returns.
+ */
+const compile = (code: string, filename: string, cacheFile: string | undefined) => {
+  const cachedData = cacheFile === undefined ? undefined : readCache(cacheFile)
+  const script = new vm.Script(code, {
+    filename,
+    // The wrapper's first line is not the bundle's: positions stay the file's.
+    lineOffset: -1,
+    ...(cachedData === undefined ? {} : { cachedData })
+  })
+  const cacheUsed = cachedData !== undefined && script.cachedDataRejected !== true
+  if (cachedData !== undefined) release(cachedData)
+  return { script, cacheUsed }
+}
+
+/**
  * `require` for the bundle, which imports nothing but Node's built-in
  * modules (the build checks): without `createRequire`, which would load
  * Node's CommonJS resolution for nothing.
@@ -187,14 +224,8 @@ export const loadBundle = (bundle: URL, key: BundleCacheKey): Record<string, unk
   const cacheFile = directory === undefined
     ? undefined
     : path.join(directory, `${prefix}${key.build}-${size}-${Math.trunc(mtimeMs)}.v8cache`)
-  const cachedData = cacheFile === undefined ? undefined : readCache(cacheFile)
-  const script = new vm.Script(WRAPPER_HEAD + source + WRAPPER_TAIL, {
-    filename,
-    // The wrapper's first line is not the bundle's: positions stay the file's.
-    lineOffset: -1,
-    ...(cachedData === undefined ? {} : { cachedData })
-  })
-  if (cacheFile !== undefined && (cachedData === undefined || script.cachedDataRejected === true)) {
+  const { script, cacheUsed } = compile(WRAPPER_HEAD + source + WRAPPER_TAIL, filename, cacheFile)
+  if (cacheFile !== undefined && !cacheUsed) {
     process.once("exit", () => writeCache(script, directory!, cacheFile, prefix))
   }
   const module = { exports: {} as Record<string, unknown> }

@@ -1,16 +1,18 @@
 /**
  * What a process pays for importing the Promise API (`dist/promise/index.js`,
  * the launcher of the bundle) and reading one Session's current state, in a
- * process of its own: the Node built-in modules it makes Node load.
+ * process of its own: the Node built-in modules it makes Node load, and the
+ * memory outside the heap that the import keeps.
  *
  * What must hold: a read loads nothing a read does not use. Node's
  * WebCrypto module (what `globalThis.crypto` loads) is for writes' tokens
  * at most, and the store draws those from `node:crypto` without it; Node's
- * `File` class is never used at all.
+ * `File` class is never used at all. The code cache's bytes are released
+ * once the bundle is compiled from them, not held as external memory.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { execFile } from "node:child_process"
-import { mkdtemp, rm } from "node:fs/promises"
+import { mkdir, mkdtemp, readdir, rm, stat } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
@@ -29,15 +31,21 @@ let scratch = ""
 const CHILD = `
 const [api, sessionFile, sessionRoot, rarebitRoot] = process.argv.slice(1)
 const loadedBefore = new Set(process.moduleLoadList)
+const externalBefore = process.memoryUsage().external
 const { readRarebitCurrent } = await import(api)
+// A young collection frees what the import left unreachable (the bundle file's read buffer), not what it holds.
+globalThis.gc({ type: "minor" })
+const externalGrowth = process.memoryUsage().external - externalBefore
 const loadedByImport = process.moduleLoadList.filter((name) => !loadedBefore.has(name))
 const current = await readRarebitCurrent({ sessionFile, sessionRoot, rarebitRoot })
 const loadedByRead = process.moduleLoadList.filter((name) => !loadedBefore.has(name) && !loadedByImport.includes(name))
-process.stdout.write(JSON.stringify({ availability: current.availability, loadedByImport, loadedByRead }))
+process.stdout.write(JSON.stringify({ availability: current.availability, externalGrowth, loadedByImport, loadedByRead }))
 `
 
 interface Footprint {
   readonly availability: string
+  /** Bytes of external memory (outside V8's heap) the import added. */
+  readonly externalGrowth: number
   readonly loadedByImport: ReadonlyArray<string>
   readonly loadedByRead: ReadonlyArray<string>
 }
@@ -47,6 +55,7 @@ const importAndRead = (cache: string): Promise<Footprint> =>
     execFile(
       process.execPath,
       [
+        "--expose-gc",
         "--input-type=module",
         "--eval",
         CHILD,
@@ -85,5 +94,21 @@ describe("importing the Promise API and reading one Session", () => {
       assert.notInclude(loaded, "NativeModule internal/crypto/webcrypto", `run ${run}`)
       assert.notInclude(loaded, "NativeModule internal/file", `run ${run}`)
     }
+  })
+
+  it("does not keep the code cache's bytes once the bundle is compiled from them", async () => {
+    const cache = join(scratch, "released")
+    await mkdir(cache, { mode: 0o700 })
+    await importAndRead(cache)
+    const written = (await readdir(cache)).find((name) => name.endsWith(".v8cache"))
+    assert.isDefined(written, "the first run writes a cache")
+    const before = await stat(join(cache, written!))
+    const footprint = await importAndRead(cache)
+    assert.strictEqual(footprint.availability, "available")
+    // Not written again: the second run compiled from it.
+    assert.strictEqual((await stat(join(cache, written!))).mtimeMs, before.mtimeMs)
+    // Held, the cache would add its own size to what a run without one keeps.
+    const withoutCache = await importAndRead("off")
+    assert.isBelow(footprint.externalGrowth - withoutCache.externalGrowth, before.size / 2)
   })
 })
