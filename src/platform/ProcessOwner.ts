@@ -38,7 +38,7 @@
  *
  * @since 0.1.0
  */
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { readFileSync, readlinkSync } from "node:fs"
 import { hostname } from "node:os"
 import { encodeLockLine, MAX_LOCK_LINE_BYTES } from "../protocol/CommitLockFile.js"
@@ -150,16 +150,34 @@ export const readOwnerEvidence = (system: ProcessSystem = nodeProcessSystem): Ow
 /**
  * Makes the probe for this process.
  *
+ * **Details**
+ *
+ * The evidence is read from `/proc` the first time the probe is used (a
+ * commit lock taken or judged), once, not when the probe is made: the
+ * layer is built with the store, and a process that only reads never takes
+ * a lock.
+ *
  * @category constructors
  * @since 0.1.0
  */
 export const makeProcessOwnerProbe = (system: ProcessSystem = nodeProcessSystem): LockOwnerProbe => {
-  const current = readOwnerEvidence(system)
-  return makeLockOwnerProbe(current, (pid) => {
-    if (pid === system.pid) return current?.startTicks
-    if (!system.processExists(pid)) return "gone"
-    return startTicksOf(system, pid)
-  })
+  let probe: LockOwnerProbe | undefined
+  const made = (): LockOwnerProbe => {
+    if (probe !== undefined) return probe
+    const current = readOwnerEvidence(system)
+    probe = makeLockOwnerProbe(current, (pid) => {
+      if (pid === system.pid) return current?.startTicks
+      if (!system.processExists(pid)) return "gone"
+      return startTicksOf(system, pid)
+    })
+    return probe
+  }
+  return {
+    get current() {
+      return made().current
+    },
+    isProvablyDead: (owner) => Effect.suspend(() => made().isProvablyDead(owner))
+  }
 }
 
 /**

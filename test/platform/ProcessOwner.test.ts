@@ -105,6 +105,25 @@ const fakeSystem = (overrides: {
 }
 
 describe("ProcessOwner on a made-up /proc", () => {
+  it("reads nothing until the probe is first used, and then once", () => {
+    const reads: Array<string> = []
+    const system = fakeSystem()
+    const counted: ProcessSystem = {
+      ...system,
+      hostname: () => (reads.push("hostname"), system.hostname()),
+      readText: (path) => (reads.push(path), system.readText(path)),
+      readLink: (path) => (reads.push(path), system.readLink(path))
+    }
+    const fake = makeProcessOwnerProbe(counted)
+    assert.deepStrictEqual(reads, [], "made")
+    assert.strictEqual(fake.current?.bootId, "0f4a2b6c-1d2e-4f30-8a9b-0c1d2e3f4a5b")
+    const firstUse = reads.length
+    assert.include(reads, "/proc/sys/kernel/random/boot_id")
+    assert.deepStrictEqual(fake.current, makeProcessOwnerProbe(system).current)
+    assert.isTrue(Effect.runSync(fake.isProvablyDead({ ...fake.current!, pid: 2 })), "a gone pid of our namespace")
+    assert.strictEqual(reads.length, firstUse, "the evidence is read once")
+  })
+
   it("records the namespaces when /proc is its own, and judges pids only there", () => {
     const fake = makeProcessOwnerProbe(fakeSystem())
     assert.deepStrictEqual(fake.current, {
