@@ -2,13 +2,14 @@
  * What a process pays for importing the Promise API (`dist/promise/index.js`,
  * the launcher of the bundle) and reading one Session's current state, in a
  * process of its own: the Node built-in modules it makes Node load, and the
- * memory outside the heap that the import keeps.
+ * memory the import keeps outside the heap and in its large-object space.
  *
  * What must hold: a read loads nothing a read does not use. Node's
  * WebCrypto module (what `globalThis.crypto` loads) is for writes' tokens
  * at most, and the store draws those from `node:crypto` without it; Node's
  * `File` class is never used at all. The code cache's bytes are released
- * once the bundle is compiled from them, not held as external memory.
+ * once the bundle is compiled from them, not held as external memory, and
+ * the bundle's text is held once, not twice.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { execFile } from "node:child_process"
@@ -29,23 +30,29 @@ let scratch = ""
  * and prints the built-in modules Node loaded for each step.
  */
 const CHILD = `
+import v8 from "node:v8"
 const [api, sessionFile, sessionRoot, rarebitRoot] = process.argv.slice(1)
 const loadedBefore = new Set(process.moduleLoadList)
 const externalBefore = process.memoryUsage().external
+const largeObjects = () => v8.getHeapSpaceStatistics().find((space) => space.space_name === "large_object_space").space_used_size
+const largeObjectsBefore = largeObjects()
 const { readRarebitCurrent } = await import(api)
+const largeObjectGrowth = largeObjects() - largeObjectsBefore
 // A young collection frees what the import left unreachable (the bundle file's read buffer), not what it holds.
 globalThis.gc({ type: "minor" })
 const externalGrowth = process.memoryUsage().external - externalBefore
 const loadedByImport = process.moduleLoadList.filter((name) => !loadedBefore.has(name))
 const current = await readRarebitCurrent({ sessionFile, sessionRoot, rarebitRoot })
 const loadedByRead = process.moduleLoadList.filter((name) => !loadedBefore.has(name) && !loadedByImport.includes(name))
-process.stdout.write(JSON.stringify({ availability: current.availability, externalGrowth, loadedByImport, loadedByRead }))
+process.stdout.write(JSON.stringify({ availability: current.availability, externalGrowth, largeObjectGrowth, loadedByImport, loadedByRead }))
 `
 
 interface Footprint {
   readonly availability: string
   /** Bytes of external memory (outside V8's heap) the import added. */
   readonly externalGrowth: number
+  /** Bytes the import added to V8's large-object space, where strings the size of the bundle's text go. */
+  readonly largeObjectGrowth: number
   readonly loadedByImport: ReadonlyArray<string>
   readonly loadedByRead: ReadonlyArray<string>
 }
@@ -110,5 +117,14 @@ describe("importing the Promise API and reading one Session", () => {
     // Held, the cache would add its own size to what a run without one keeps.
     const withoutCache = await importAndRead("off")
     assert.isBelow(footprint.externalGrowth - withoutCache.externalGrowth, before.size / 2)
+  })
+
+  it("holds the bundle's text once", async () => {
+    const bundleBytes = (await stat(join(REPO, "dist", "promise", "index.bundle.cjs"))).size
+    for (const cache of [scratch, "off"]) {
+      const footprint = await importAndRead(cache)
+      // A second copy would double it.
+      assert.isBelow(footprint.largeObjectGrowth, 1.5 * bundleBytes, `cache ${cache}`)
+    }
   })
 })
