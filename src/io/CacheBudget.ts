@@ -113,18 +113,93 @@ export interface Charged {
   /** Overhead plus the state's bytes. */
   charged: number
   /** Takes the entry out of its set and its budget at once. */
-  readonly detach: () => void
+  detach(): void
   /** What dropping it does after `detach`: the cache's `onDrop`, then letting go of the file. */
   readonly release: Effect.Effect<void>
   readonly letGo: Effect.Effect<void>
+  /** The budget's links in its recency order of every entry (`used`) and of those holding a file (`held`). */
+  usedLinks: Links
+  heldLinks: Links
+}
+
+/**
+ * An entry's place in one of its budget's recency lists.
+ *
+ * **Details**
+ *
+ * The lists are linked through the entries themselves rather than kept as
+ * `Map`s in insertion order: a get that moves an entry to the end of a Map
+ * deletes and appends a table slot, and every few hundred of those the
+ * table (tens of KB at a thousand entries) is rebuilt. Relinking only
+ * rewrites pointers between entries that already exist.
+ *
+ * @internal
+ */
+export interface Links {
+  previous: Charged | undefined
+  next: Charged | undefined
+  linked: boolean
+}
+
+/** Fresh links, for an entry in no list. @internal */
+export const unlinked = (): Links => ({ previous: undefined, next: undefined, linked: false })
+
+/** A recency list of entries, least recently got first, through one of their `Links`. */
+class RecencyList {
+  first: Charged | undefined = undefined
+  last: Charged | undefined = undefined
+  size = 0
+
+  constructor(private readonly links: (entry: Charged) => Links) {}
+
+  has(entry: Charged): boolean {
+    return this.links(entry).linked
+  }
+
+  /** Appends `entry` as the most recently got, moving it there if it is in the list already. */
+  append(entry: Charged): void {
+    if (this.links(entry).linked) {
+      if (this.last === entry) return
+      this.remove(entry)
+    }
+    const links = this.links(entry)
+    links.previous = this.last
+    links.next = undefined
+    links.linked = true
+    if (this.last === undefined) this.first = entry
+    else this.links(this.last).next = entry
+    this.last = entry
+    this.size++
+  }
+
+  /** Takes `entry` out; false if it was not in the list. */
+  remove(entry: Charged): boolean {
+    const links = this.links(entry)
+    if (!links.linked) return false
+    const { next, previous } = links
+    if (previous === undefined) this.first = next
+    else this.links(previous).next = next
+    if (next === undefined) this.last = previous
+    else this.links(next).previous = previous
+    links.previous = undefined
+    links.next = undefined
+    links.linked = false
+    this.size--
+    return true
+  }
+
+  /** The entry after `entry`, read before `entry` is taken out. */
+  after(entry: Charged): Charged | undefined {
+    return this.links(entry).next
+  }
 }
 
 /** The bookkeeping behind a `CacheBudget`, for `HeldFiles`. @internal */
 export class Ledger implements CacheBudget {
   /** Least recently got first. */
-  private readonly used = new Map<Charged, undefined>()
+  private readonly used = new RecencyList((entry) => entry.usedLinks)
   /** Entries holding a file, least recently got first. */
-  private readonly holding = new Map<Charged, undefined>()
+  private readonly holding = new RecencyList((entry) => entry.heldLinks)
   private total = 0
   /** Entries dropped to fit that were never got again after they were added. */
   private wasted = 0
@@ -139,22 +214,22 @@ export class Ledger implements CacheBudget {
   readonly admitsByFrequency = (): boolean => this.frequencies !== undefined
 
   add(entry: Charged): void {
-    this.used.set(entry, undefined)
+    this.used.append(entry)
     this.total += entry.charged
     this.frequencies?.increment(entry.key)
   }
 
   touch(entry: Charged): void {
-    if (!this.used.delete(entry)) return
-    this.used.set(entry, undefined)
+    if (!this.used.has(entry)) return
+    this.used.append(entry)
     entry.reused = true
-    if (this.holding.delete(entry)) this.holding.set(entry, undefined)
+    if (this.holding.has(entry)) this.holding.append(entry)
     this.frequencies?.increment(entry.key)
   }
 
   remove(entry: Charged): void {
-    if (this.used.delete(entry)) this.total -= entry.charged
-    this.holding.delete(entry)
+    if (this.used.remove(entry)) this.total -= entry.charged
+    this.holding.remove(entry)
   }
 
   /** Sets what an entry is charged; once it is out of the budget, only the entry's own figure changes. */
@@ -182,13 +257,16 @@ export class Ledger implements CacheBudget {
         }
       }
       const dropped: Array<Charged> = []
-      for (const entry of this.used.keys()) {
-        if (this.total <= this.maxBytes) break
-        if (entry === keep) continue
-        // Out of its set at once, so that nothing finds it while earlier ones are released.
-        entry.detach()
-        dropped.push(entry)
-        if (!entry.reused) this.wasted++
+      let entry = this.used.first
+      while (entry !== undefined && this.total > this.maxBytes) {
+        const next = this.used.after(entry)
+        if (entry !== keep) {
+          // Out of its set at once, so that nothing finds it while earlier ones are released.
+          entry.detach()
+          dropped.push(entry)
+          if (!entry.reused) this.wasted++
+        }
+        entry = next
       }
       if (this.frequencies === undefined && this.wasted >= THRASHING_DROPS) this.startCountingFrequencies()
       return Effect.forEach(dropped, (entry) => entry.release, { discard: true })
@@ -196,14 +274,16 @@ export class Ledger implements CacheBudget {
   }
 
   private leastRecentOther(keep: Charged): Charged | undefined {
-    for (const entry of this.used.keys()) if (entry !== keep) return entry
-    return undefined
+    const first = this.used.first
+    return first === keep ? this.used.after(first) : first
   }
 
   /** Every entry kept now counts as got once, so that a path met for the first time does not outrank them. */
   private startCountingFrequencies(): void {
     const frequencies = new FrequencySketch()
-    for (const entry of this.used.keys()) frequencies.increment(entry.key)
+    for (let entry = this.used.first; entry !== undefined; entry = this.used.after(entry)) {
+      frequencies.increment(entry.key)
+    }
     this.frequencies = frequencies
   }
 
@@ -211,30 +291,27 @@ export class Ledger implements CacheBudget {
   held(entry: Charged): Effect.Effect<void> {
     return Effect.suspend(() => {
       if (!this.used.has(entry)) return Effect.void
-      this.holding.set(entry, undefined)
+      this.holding.append(entry)
       if (this.holding.size <= this.maxOpenFiles) return Effect.void
       const released: Array<Charged> = []
-      for (const other of this.holding.keys()) {
-        if (this.holding.size <= this.maxOpenFiles) break
-        if (other === entry) continue
-        this.holding.delete(other)
-        released.push(other)
+      let other = this.holding.first
+      while (other !== undefined && this.holding.size > this.maxOpenFiles) {
+        const next = this.holding.after(other)
+        if (other !== entry) {
+          this.holding.remove(other)
+          released.push(other)
+        }
+        other = next
       }
       return Effect.forEach(released, (other) => other.letGo, { discard: true })
     })
   }
 
   released(entry: Charged): void {
-    this.holding.delete(entry)
+    this.holding.remove(entry)
   }
 }
 
-/**
- * Makes a budget for `HeldFiles` sets to share.
- *
- * @category constructors
- * @since 0.1.0
- */
 export const makeBudget = (options: { readonly maxBytes: number; readonly maxOpenFiles: number }): CacheBudget =>
   new Ledger(options.maxBytes, options.maxOpenFiles)
 

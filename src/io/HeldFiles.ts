@@ -48,7 +48,15 @@
  */
 import { Effect, Exit, type FileSystem, type PlatformError, Scope } from "effect"
 import { fileIdentity } from "../protocol/internal/FileInfo.js"
-import { type CacheBudget, type Charged, ENTRY_OVERHEAD_BYTES, Ledger, ledgerOf } from "./CacheBudget.js"
+import {
+  type CacheBudget,
+  type Charged,
+  ENTRY_OVERHEAD_BYTES,
+  Ledger,
+  ledgerOf,
+  type Links,
+  unlinked
+} from "./CacheBudget.js"
 import { type FileNotRegular, openRegular } from "./RegularFile.js"
 
 /**
@@ -116,77 +124,104 @@ const endUse = (opened: Opened): Effect.Effect<void> =>
     return closeIfIdle(opened)
   })
 
-/** What a holder tells the set it belongs to, to count the files held over every set of a budget. */
-interface HolderHooks {
-  /** A file was opened and is held from now on. */
-  readonly onHold: Effect.Effect<void>
-  /** The held file was let go. */
-  readonly onRelease: () => void
-}
+/**
+ * Holds one path's file. A class, not closures made per holder: a cache
+ * keeps one per path it knows (a thousand polled Sessions keep two
+ * thousand), and each closure with its context would be kept as long.
+ * Subclassed by a set's entries, which count the files held over a budget
+ * (`onHold`, `onRelease`).
+ */
+class Holder implements HeldFile {
+  private held: Opened | undefined = undefined
+  private ended = false
 
-/** A holder and how to end it: let go of its file, and keep none from then on. */
-const holder = (
-  fs: FileSystem.FileSystem,
-  path: string,
-  options: { readonly followSymlinks: boolean },
-  hooks?: HolderHooks
-): { readonly file: HeldFile; readonly end: Effect.Effect<void> } => {
-  let held: Opened | undefined = undefined
-  let ended = false
-  const letGo = Effect.suspend(() => {
-    const previous = held
+  constructor(
+    private readonly fs: FileSystem.FileSystem,
+    readonly path: string,
+    private readonly options: { readonly followSymlinks: boolean }
+  ) {}
+
+  /** A file was opened and is held from now on. */
+  protected onHold(): Effect.Effect<void> {
+    return Effect.void
+  }
+
+  /** The held file was let go. */
+  protected onRelease(): void {}
+
+  holding(): boolean {
+    return this.held !== undefined
+  }
+
+  get letGo(): Effect.Effect<void> {
+    return Effect.suspend(() => this.letGoNow())
+  }
+
+  private letGoNow(): Effect.Effect<void> {
+    const previous = this.held
     if (previous === undefined) return Effect.void
-    held = undefined
-    hooks?.onRelease()
+    this.held = undefined
+    this.onRelease()
     return retire(previous)
-  })
+  }
+
+  /** Lets go of the file and keeps none from then on. */
+  get end(): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      this.ended = true
+      return this.letGoNow()
+    })
+  }
 
   /** Keeps `fresh` if it is the file the path's stat showed: one swapped in after it is used once, as what it is. */
-  const keep = (fresh: Opened, identity: string | undefined): Effect.Effect<void> =>
-    Effect.suspend(() => {
-      if (!ended && identity !== undefined && fresh.identity === identity) {
-        held = fresh
-        return hooks === undefined ? Effect.void : hooks.onHold
-      }
-      fresh.retired = true
-      return Effect.void
-    })
+  private keep(fresh: Opened, identity: string | undefined): Effect.Effect<void> {
+    if (!this.ended && identity !== undefined && fresh.identity === identity) {
+      this.held = fresh
+      return this.onHold()
+    }
+    fresh.retired = true
+    return Effect.void
+  }
 
-  // Combinators rather than a generator function: one made per holder is one
-  // more hidden class per held path in the old generation.
-  const open = (identity: string | undefined) =>
-    Effect.flatMap(Scope.make(), (scope) =>
-      Scope.provide(openRegular(fs, path, { flag: "r", ...options }), scope).pipe(
-        Effect.onError(() => Scope.close(scope, Exit.void)),
-        Effect.flatMap(({ file, info }) => {
-          const fresh: Opened = { file, identity: fileIdentity(info), scope, uses: 1, retired: false }
-          // Whatever was held is not the path's file any more.
-          return Effect.as(
-            Effect.andThen(letGo, keep(fresh, identity)),
-            { opened: fresh, use: { file, info, opened: true } satisfies HeldUse }
-          )
-        })
-      ))
+  private open(identity: string | undefined) {
+    return Effect.flatMap(
+      Scope.make(),
+      (scope) =>
+        Scope.provide(openRegular(this.fs, this.path, { flag: "r", ...this.options }), scope).pipe(
+          Effect.onError(() => Scope.close(scope, Exit.void)),
+          Effect.flatMap(({ file, info }) => {
+            const fresh: Opened = { file, identity: fileIdentity(info), scope, uses: 1, retired: false }
+            // Whatever was held is not the path's file any more.
+            return Effect.suspend(() => {
+              const letGo = this.letGoNow()
+              return Effect.as(
+                Effect.andThen(letGo, Effect.suspend(() => this.keep(fresh, identity))),
+                { opened: fresh, use: { file, info, opened: true } satisfies HeldUse }
+              )
+            })
+          })
+        )
+    )
+  }
 
-  const acquire = (pathInfo: FileSystem.File.Info) =>
-    Effect.suspend(() => {
+  private acquire(pathInfo: FileSystem.File.Info) {
+    return Effect.suspend(() => {
       const identity = fileIdentity(pathInfo)
-      const current = held
+      const current = this.held
       if (current !== undefined && identity !== undefined && current.identity === identity) {
         current.uses++
         return Effect.succeed({ opened: current, use: { file: current.file, info: pathInfo, opened: false } })
       }
-      return open(identity)
+      return this.open(identity)
     })
+  }
 
-  const use = <A, E, R>(pathInfo: FileSystem.File.Info, body: (held: HeldUse) => Effect.Effect<A, E, R>) =>
-    Effect.acquireUseRelease(acquire(pathInfo), ({ use }) => body(use), ({ opened }) => endUse(opened))
-
-  const end = Effect.suspend(() => {
-    ended = true
-    return letGo
-  })
-  return { file: { use, letGo, holding: () => held !== undefined }, end }
+  use<A, E, R>(
+    pathInfo: FileSystem.File.Info,
+    body: (held: HeldUse) => Effect.Effect<A, E, R>
+  ): Effect.Effect<A, E | PlatformError.PlatformError | FileNotRegular, R> {
+    return Effect.acquireUseRelease(this.acquire(pathInfo), ({ use }) => body(use), ({ opened }) => endUse(opened))
+  }
 }
 
 /**
@@ -206,7 +241,7 @@ export const makeFile = (
   path: string,
   options: { readonly followSymlinks: boolean }
 ): Effect.Effect<HeldFile, never, Scope.Scope> =>
-  Effect.map(Effect.acquireRelease(Effect.sync(() => holder(fs, path, options)), ({ end }) => end), ({ file }) => file)
+  Effect.acquireRelease(Effect.sync((): Holder => new Holder(fs, path, options)), (holder) => holder.end)
 
 /**
  * One path's entry in a `HeldFiles` set: its held file and the state its
@@ -275,8 +310,104 @@ export interface HeldFilesOptions<S> {
   readonly onDrop?: ((entry: HeldEntry<S>) => Effect.Effect<void>) | undefined
 }
 
-interface Entry<S> extends HeldEntry<S>, Charged {
-  live: boolean
+/** The bookkeeping a set shares with its entries. */
+interface SetCore<S> {
+  readonly entries: Map<string, Entry<S>>
+  readonly ledger: Ledger
+  readonly onDrop: ((entry: HeldEntry<S>) => Effect.Effect<void>) | undefined
+  /** The set's own recency list, least recently got first (for its `capacity` and `entries()`). */
+  readonly order: { first: Entry<S> | undefined; last: Entry<S> | undefined }
+  total: number
+}
+
+/**
+ * One path's entry: its holder, its state, and its links in the set's and
+ * the budget's recency lists. Everything an entry does is a method, so that
+ * a kept entry is one object with its links, not a cluster of closures.
+ */
+class Entry<S> extends Holder implements HeldEntry<S>, Charged {
+  readonly file: HeldFile = this
+  live = true
+  reused = false
+  charged: number
+  usedLinks: Links = unlinked()
+  heldLinks: Links = unlinked()
+  /** Links of the set's own recency list. */
+  previousInSet: Entry<S> | undefined = undefined
+  nextInSet: Entry<S> | undefined = undefined
+
+  constructor(
+    fs: FileSystem.FileSystem,
+    path: string,
+    options: { readonly followSymlinks: boolean },
+    public state: S,
+    private readonly core: SetCore<S>
+  ) {
+    super(fs, path, options)
+    this.charged = ENTRY_OVERHEAD_BYTES + 2 * path.length
+  }
+
+  get key(): string {
+    return this.path
+  }
+
+  protected override onHold(): Effect.Effect<void> {
+    return this.core.ledger.held(this)
+  }
+
+  protected override onRelease(): void {
+    this.core.ledger.released(this)
+  }
+
+  /** Makes the entry the set's most recently got. */
+  moveToEnd(): void {
+    const order = this.core.order
+    if (order.last === this) return
+    this.unlinkFromSet()
+    this.previousInSet = order.last
+    if (order.last === undefined) order.first = this
+    else order.last.nextInSet = this
+    order.last = this
+  }
+
+  private unlinkFromSet(): void {
+    const order = this.core.order
+    const { nextInSet: next, previousInSet: previous } = this
+    if (previous === undefined) {
+      if (order.first === this) order.first = next
+    } else previous.nextInSet = next
+    if (next === undefined) {
+      if (order.last === this) order.last = previous
+    } else next.previousInSet = previous
+    this.previousInSet = undefined
+    this.nextInSet = undefined
+  }
+
+  detach(): void {
+    if (!this.live) return
+    this.live = false
+    const core = this.core
+    if (core.entries.get(this.path) === this) core.entries.delete(this.path)
+    this.unlinkFromSet()
+    core.total -= this.charged
+    core.ledger.remove(this)
+  }
+
+  // Ending the holder, not only letting go: a use still in flight on a dropped entry keeps nothing.
+  get release(): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      const onDrop = this.core.onDrop
+      return onDrop === undefined ? this.end : Effect.andThen(onDrop(this), this.end)
+    })
+  }
+
+  /** Drops the entry: out of its set and budget at once, then released. */
+  get drop(): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      this.detach()
+      return this.release
+    })
+  }
 }
 
 /**
@@ -291,94 +422,69 @@ export const make = <S>(
   options: HeldFilesOptions<S>
 ): Effect.Effect<HeldFiles<S>, never, Scope.Scope> =>
   Effect.suspend(() => {
-    // A Map iterates in insertion order: getting an entry moves it to the end.
-    const entries = new Map<string, Entry<S>>()
     const capacity = options.capacity ?? Number.POSITIVE_INFINITY
-    const ledger = options.budget !== undefined
-      ? ledgerOf(options.budget)
-      : new Ledger(Number.POSITIVE_INFINITY, capacity)
-    let ended = false
-    let total = 0
-    const followSymlinks = { followSymlinks: options.followSymlinks }
-
-    const drop = (entry: Entry<S>): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        entry.detach()
-        return entry.release
-      })
-
-    const makeEntry = (path: string): Entry<S> => {
-      const { end, file } = holder(fs, path, followSymlinks, {
-        onHold: Effect.suspend(() => ledger.held(entry)),
-        onRelease: () => ledger.released(entry)
-      })
-      const entry: Entry<S> = {
-        path,
-        file,
-        state: options.initial(),
-        live: true,
-        key: path,
-        reused: false,
-        charged: ENTRY_OVERHEAD_BYTES + 2 * path.length,
-        detach: () => {
-          if (!entry.live) return
-          entry.live = false
-          if (entries.get(path) === entry) entries.delete(path)
-          total -= entry.charged
-          ledger.remove(entry)
-        },
-        // Ending the holder, not only letting go: a use still in flight on a dropped entry keeps nothing.
-        release: Effect.suspend(() => options.onDrop === undefined ? end : Effect.andThen(options.onDrop(entry), end)),
-        letGo: file.letGo
-      }
-      return entry
+    const core: SetCore<S> = {
+      entries: new Map(),
+      ledger: options.budget !== undefined
+        ? ledgerOf(options.budget)
+        : new Ledger(Number.POSITIVE_INFINITY, capacity),
+      onDrop: options.onDrop,
+      order: { first: undefined, last: undefined },
+      total: 0
     }
+    const { entries, ledger, order } = core
+    let ended = false
+    const followSymlinks = { followSymlinks: options.followSymlinks }
 
     const get = (path: string): Effect.Effect<HeldEntry<S> | undefined> =>
       Effect.suspend(() => {
         if (ended) return Effect.succeed(undefined)
         const found = entries.get(path)
         if (found !== undefined) {
-          entries.delete(path)
-          entries.set(path, found)
+          found.moveToEnd()
           ledger.touch(found)
           return Effect.succeed(found)
         }
-        const made = makeEntry(path)
+        const made = new Entry<S>(fs, path, followSymlinks, options.initial(), core)
         entries.set(path, made)
-        total += made.charged
+        made.moveToEnd()
+        core.total += made.charged
         ledger.add(made)
         if (entries.size <= capacity) return Effect.succeed(made)
-        return Effect.as(drop(entries.values().next().value!), made)
+        return Effect.as(order.first!.drop, made)
       })
 
     const invalidate = (path: string): Effect.Effect<void> =>
       Effect.suspend(() => {
         const entry = entries.get(path)
-        return entry === undefined ? Effect.void : drop(entry)
+        return entry === undefined ? Effect.void : entry.drop
       })
 
     const setBytes = (held: HeldEntry<S>, bytes: number): void => {
       const entry = held as Entry<S>
       if (!entry.live) return
       const charged = ENTRY_OVERHEAD_BYTES + 2 * entry.path.length + bytes
-      total += charged - entry.charged
+      core.total += charged - entry.charged
       ledger.charge(entry, charged)
+    }
+
+    function* inOrder(): Generator<HeldEntry<S>, void, undefined> {
+      for (let entry = order.first; entry !== undefined; entry = entry.nextInSet) yield entry
     }
 
     const set: HeldFiles<S> = {
       get,
       invalidate,
-      entries: () => entries.values(),
+      entries: inOrder,
       setBytes,
       fit: (entry) => ledger.fit(entry as Entry<S>),
-      bytes: () => total
+      bytes: () => core.total
     }
     return Effect.as(
       Effect.addFinalizer(() =>
         Effect.suspend(() => {
           ended = true
-          return Effect.forEach([...entries.values()], drop, { discard: true })
+          return Effect.forEach([...inOrder()] as Array<Entry<S>>, (entry) => entry.drop, { discard: true })
         })
       ),
       set
