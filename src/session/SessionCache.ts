@@ -46,7 +46,8 @@
  * - An idle Session (at rest when read, projecting successfully) that is
  *   observed through `observeEvidence`, as the store's current reads do,
  *   keeps only its `SessionEvidence` (its id and its selection's manifest,
- *   no texts) and its fingerprints' digests: charged 1.5 KiB plus 500 bytes
+ *   no texts), packed as JSON bytes outside the heap (`PackedEvidence`),
+ *   and what a `stat` is compared with: charged ~0.5 KiB plus ~200 bytes
  *   per selected message (besides its `HeldFiles` entry), against its parse's
  *   tens of KiB. It is still answered by a `stat` alone while its identity,
  *   size and mtime stay; anything else about it (a change, or a `read` that
@@ -103,7 +104,14 @@ import { concatBytes, sameBytes } from "../protocol/internal/Bytes.js"
 import { fileIdentity, modifiedMs } from "../protocol/internal/FileInfo.js"
 import { SessionAccumulator, type SessionOutcome } from "./SessionAccumulator.js"
 import { isSessionMissing, type SessionError, SessionTooLarge } from "./SessionErrors.js"
-import { evidenceBytes, evidenceOf, type SessionEvidence } from "./SessionEvidence.js"
+import {
+  evidenceOf,
+  type PackedEvidence,
+  packedEvidenceBytes,
+  packEvidence,
+  type SessionEvidence,
+  unpackEvidence
+} from "./SessionEvidence.js"
 import { holdSessionFiles } from "./SessionFile.js"
 import type { SessionProjection } from "./SessionProjection.js"
 import { observationOf, readSession, type SessionObservation, type SessionReaderOptions } from "./SessionReader.js"
@@ -189,7 +197,7 @@ interface CachedSession {
   /** UTF-16 code units of the text before `committedEnd`, for the text limit. */
   readonly committedUnits: number
   /** The parse and its outcome, or for an idle Session only its evidence. */
-  readonly kept: Parsed | Idle
+  readonly kept: Parsed | PackedEvidence
   readonly prints: KeptPrints
   /** Bytes after `committedEnd` at read time, when few enough to keep. */
   readonly trailing: Print | undefined
@@ -204,15 +212,12 @@ interface Parsed {
 }
 
 /**
- * What a Session keeps once it was at rest when a store observed it: the
- * evidence its artifact state is projected from, nothing to extend. A read
- * that needs more, or a change of the file, parses it again in full.
+ * Whether `kept` is a parse, not what a Session keeps once it was at rest
+ * when a store observed it: the evidence its artifact state is projected
+ * from, packed, with nothing to extend. A read that needs more, or a change
+ * of the file, parses it again in full.
  */
-interface Idle {
-  readonly evidence: SessionEvidence
-}
-
-const isParsed = (kept: Parsed | Idle): kept is Parsed => "accumulator" in kept
+const isParsed = (kept: Parsed | PackedEvidence): kept is Parsed => !(kept instanceof Uint8Array)
 
 /** What a scan of a Session found: where it ended and the prints of the committed prefix, or the too-large verdict. */
 interface Scanned {
@@ -223,8 +228,14 @@ interface Scanned {
 
 /** What the cache keeps for one Session, beside the Session's held file. */
 interface Slot {
-  /** Serializes refreshes of one Session. */
-  readonly lock: Semaphore.Semaphore
+  /**
+   * Serializes refreshes of one Session: made by the first that needs it
+   * and forgotten once nothing holds or waits for it (`underLock`), so that
+   * the thousands of Sessions a cache keeps at rest keep none.
+   */
+  lock: Semaphore.Semaphore | undefined
+  /** Fibers holding or waiting for `lock`. */
+  lockUsers: number
   /** Set only through `setState`, which charges it to the budget. */
   state: CachedSession | undefined
   /** Dropped from the cache: a refresh still in flight keeps nothing in it. */
@@ -348,8 +359,21 @@ const atRest = (mtimeMs: number, readAt: number): boolean => mtimeMs >= 0 && mti
  */
 const STATE_OVERHEAD_BYTES = 512
 
-/** Of `STATE_OVERHEAD_BYTES`, the outcome's projection wrapper (an idle Session keeps none). */
-const PROJECTION_BYTES = 256
+/** Bytes of an idle Session's state beside its packed evidence: the state object, its identity string, the slot. */
+const IDLE_STATE_BYTES = 256
+
+/** Runs `effect` holding the slot's lock. */
+const underLock = <A, E, R>(slot: Slot, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.suspend(() => {
+    const lock = slot.lock ??= Semaphore.makeUnsafe(1)
+    slot.lockUsers++
+    return Effect.ensuring(
+      lock.withPermits(1)(effect),
+      Effect.sync(() => {
+        if (--slot.lockUsers === 0) slot.lock = undefined
+      })
+    )
+  })
 
 /**
  * Builds a Session cache over the `FileSystem` and `Path` in context.
@@ -367,10 +391,10 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
   const sessions = yield* holdSessionFiles(fs, {
     capacity: options.capacity,
     budget,
-    initial: (): Slot => ({ lock: Semaphore.makeUnsafe(1), state: undefined, dropped: false }),
+    initial: (): Slot => ({ lock: undefined, lockUsers: 0, state: undefined, dropped: false }),
     // Waits for a refresh in progress to end, so that it cannot put its state back after this.
     onDrop: (entry) =>
-      entry.state.lock.withPermits(1)(Effect.sync(() => {
+      underLock(entry.state, Effect.sync(() => {
         setState(entry, undefined)
         entry.state.dropped = true
       }))
@@ -665,11 +689,22 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
   const settleIdle = (entry: Entry): void => {
     const state = entry.state.state
     if (state === undefined || !isParsed(state.kept) || !atRest(state.mtimeMs, state.readAt)) return
-    const { accumulator, outcome } = state.kept
+    const { outcome } = state.kept
     if (Result.isFailure(outcome)) return
-    const evidence = evidenceOf(outcome.success)
-    const bytes = state.bytes - accumulator.retainedBytes - PROJECTION_BYTES + evidenceBytes(evidence)
-    setState(entry, { ...state, kept: { evidence }, bytes })
+    const kept = packEvidence(evidenceOf(outcome.success))
+    // Only what `unmovedSince` compares: an idle Session is parsed again in full once it changes, so its prints are never read.
+    setState(entry, {
+      identity: state.identity,
+      size: state.size,
+      mtimeMs: state.mtimeMs,
+      readAt: state.readAt,
+      committedEnd: state.committedEnd,
+      committedUnits: state.committedUnits,
+      kept,
+      prints: emptyPrints,
+      trailing: undefined,
+      bytes: IDLE_STATE_BYTES + packedEvidenceBytes(kept)
+    })
   }
 
   // Plain functions rather than `Effect.fn`: this runs on every poll, and a
@@ -705,13 +740,14 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       if (settled !== undefined && unmovedSince(settled, info.value) && (idle || isParsed(settled.kept))) {
         counters.unchanged++
         counters.unopened++
-        if (!isParsed(settled.kept)) return settled.kept.evidence
+        if (!isParsed(settled.kept)) return unpackEvidence(settled.kept)
         if (idle) settleIdle(entry)
         const projection = yield* Effect.fromResult(settled.kept.outcome)
         return { sessionFile, ...projection } satisfies CachedSessionRead
       }
       // After a failure the handle is not trusted again.
-      const outcome = yield* entry.state.lock.withPermits(1)(
+      const outcome = yield* underLock(
+        entry.state,
         refresh(entry, sessionFile, info.value).pipe(
           Effect.tap(() => Effect.sync(() => idle && settleIdle(entry))),
           Effect.onError(() => entry.file.letGo)
