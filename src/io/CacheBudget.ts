@@ -117,89 +117,120 @@ export interface Charged {
   /** What dropping it does after `detach`: the cache's `onDrop`, then letting go of the file. */
   readonly release: Effect.Effect<void>
   readonly letGo: Effect.Effect<void>
-  /** The budget's links in its recency order of every entry (`used`) and of those holding a file (`held`). */
-  usedLinks: Links
-  heldLinks: Links
+  /**
+   * The budget's links through its recency lists: of every entry (`used`)
+   * and of those holding a file (`held`).
+   *
+   * **Details**
+   *
+   * The lists are linked through the entries themselves rather than kept as
+   * `Map`s in insertion order: a get that moves an entry to the end of a
+   * Map deletes and appends a table slot, and every few hundred of those
+   * the table (tens of KB at a thousand entries) is rebuilt. Relinking only
+   * rewrites pointers between entries that already exist.
+   */
+  usedPrevious: Charged | undefined
+  usedNext: Charged | undefined
+  inUsed: boolean
+  heldPrevious: Charged | undefined
+  heldNext: Charged | undefined
+  inHeld: boolean
 }
 
-/**
- * An entry's place in one of its budget's recency lists.
- *
- * **Details**
- *
- * The lists are linked through the entries themselves rather than kept as
- * `Map`s in insertion order: a get that moves an entry to the end of a Map
- * deletes and appends a table slot, and every few hundred of those the
- * table (tens of KB at a thousand entries) is rebuilt. Relinking only
- * rewrites pointers between entries that already exist.
- *
- * @internal
- */
-export interface Links {
-  previous: Charged | undefined
-  next: Charged | undefined
-  linked: boolean
-}
-
-/** Fresh links, for an entry in no list. @internal */
-export const unlinked = (): Links => ({ previous: undefined, next: undefined, linked: false })
-
-/** A recency list of entries, least recently got first, through one of their `Links`. */
-class RecencyList {
+/** A recency list of entries, least recently got first, through one pair of their links. */
+abstract class RecencyList {
   first: Charged | undefined = undefined
   last: Charged | undefined = undefined
   size = 0
 
-  constructor(private readonly links: (entry: Charged) => Links) {}
-
-  has(entry: Charged): boolean {
-    return this.links(entry).linked
-  }
+  abstract has(entry: Charged): boolean
+  protected abstract setIn(entry: Charged, inList: boolean): void
+  protected abstract previousOf(entry: Charged): Charged | undefined
+  protected abstract setPrevious(entry: Charged, previous: Charged | undefined): void
+  /** The entry after `entry`, read before `entry` is taken out. */
+  abstract after(entry: Charged): Charged | undefined
+  protected abstract setNext(entry: Charged, next: Charged | undefined): void
 
   /** Appends `entry` as the most recently got, moving it there if it is in the list already. */
   append(entry: Charged): void {
-    if (this.links(entry).linked) {
+    if (this.has(entry)) {
       if (this.last === entry) return
       this.remove(entry)
     }
-    const links = this.links(entry)
-    links.previous = this.last
-    links.next = undefined
-    links.linked = true
+    this.setPrevious(entry, this.last)
+    this.setNext(entry, undefined)
+    this.setIn(entry, true)
     if (this.last === undefined) this.first = entry
-    else this.links(this.last).next = entry
+    else this.setNext(this.last, entry)
     this.last = entry
     this.size++
   }
 
   /** Takes `entry` out; false if it was not in the list. */
   remove(entry: Charged): boolean {
-    const links = this.links(entry)
-    if (!links.linked) return false
-    const { next, previous } = links
+    if (!this.has(entry)) return false
+    const previous = this.previousOf(entry)
+    const next = this.after(entry)
     if (previous === undefined) this.first = next
-    else this.links(previous).next = next
+    else this.setNext(previous, next)
     if (next === undefined) this.last = previous
-    else this.links(next).previous = previous
-    links.previous = undefined
-    links.next = undefined
-    links.linked = false
+    else this.setPrevious(next, previous)
+    this.setPrevious(entry, undefined)
+    this.setNext(entry, undefined)
+    this.setIn(entry, false)
     this.size--
     return true
   }
+}
 
-  /** The entry after `entry`, read before `entry` is taken out. */
-  after(entry: Charged): Charged | undefined {
-    return this.links(entry).next
+class UsedList extends RecencyList {
+  has(entry: Charged) {
+    return entry.inUsed
+  }
+  protected setIn(entry: Charged, inList: boolean) {
+    entry.inUsed = inList
+  }
+  protected previousOf(entry: Charged) {
+    return entry.usedPrevious
+  }
+  protected setPrevious(entry: Charged, previous: Charged | undefined) {
+    entry.usedPrevious = previous
+  }
+  after(entry: Charged) {
+    return entry.usedNext
+  }
+  protected setNext(entry: Charged, next: Charged | undefined) {
+    entry.usedNext = next
+  }
+}
+
+class HeldList extends RecencyList {
+  has(entry: Charged) {
+    return entry.inHeld
+  }
+  protected setIn(entry: Charged, inList: boolean) {
+    entry.inHeld = inList
+  }
+  protected previousOf(entry: Charged) {
+    return entry.heldPrevious
+  }
+  protected setPrevious(entry: Charged, previous: Charged | undefined) {
+    entry.heldPrevious = previous
+  }
+  after(entry: Charged) {
+    return entry.heldNext
+  }
+  protected setNext(entry: Charged, next: Charged | undefined) {
+    entry.heldNext = next
   }
 }
 
 /** The bookkeeping behind a `CacheBudget`, for `HeldFiles`. @internal */
 export class Ledger implements CacheBudget {
   /** Least recently got first. */
-  private readonly used = new RecencyList((entry) => entry.usedLinks)
+  private readonly used = new UsedList()
   /** Entries holding a file, least recently got first. */
-  private readonly holding = new RecencyList((entry) => entry.heldLinks)
+  private readonly holding = new HeldList()
   private total = 0
   /** Entries dropped to fit that were never got again after they were added. */
   private wasted = 0

@@ -48,15 +48,7 @@
  */
 import { Effect, Exit, type FileSystem, type PlatformError, Scope } from "effect"
 import { fileIdentity } from "../protocol/internal/FileInfo.js"
-import {
-  type CacheBudget,
-  type Charged,
-  ENTRY_OVERHEAD_BYTES,
-  Ledger,
-  ledgerOf,
-  type Links,
-  unlinked
-} from "./CacheBudget.js"
+import { type CacheBudget, type Charged, ENTRY_OVERHEAD_BYTES, Ledger, ledgerOf } from "./CacheBudget.js"
 import { type FileNotRegular, openRegular } from "./RegularFile.js"
 
 /**
@@ -330,8 +322,12 @@ class Entry<S> extends Holder implements HeldEntry<S>, Charged {
   live = true
   reused = false
   charged: number
-  usedLinks: Links = unlinked()
-  heldLinks: Links = unlinked()
+  usedPrevious: Charged | undefined = undefined
+  usedNext: Charged | undefined = undefined
+  inUsed = false
+  heldPrevious: Charged | undefined = undefined
+  heldNext: Charged | undefined = undefined
+  inHeld = false
   /** Links of the set's own recency list. */
   previousInSet: Entry<S> | undefined = undefined
   nextInSet: Entry<S> | undefined = undefined
