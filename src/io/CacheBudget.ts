@@ -27,6 +27,9 @@ import { Effect } from "effect"
  * most `maxOpenFiles` files are held over all of them: holding one
  * more lets go of the file of the least recently got entry that holds one
  * (the entry and its state stay; its next use opens the file again).
+ * Once that has let go of 64 files never used again after they were
+ * opened, only paths whose working set fits the open files have theirs
+ * held (see `Ledger.mayHold`).
  *
  * @category models
  * @since 0.1.0
@@ -43,12 +46,12 @@ export interface CacheBudget {
 }
 
 /**
- * Estimated bytes of an entry without its cache's state: the entry, its
- * holder and their closures, and the set's and the budget's map slots.
- * Measured in heap snapshots at about 0.9 KB; the path's characters come on
- * top.
+ * Estimated bytes of an entry without its cache's state: the entry (its
+ * holder, its links in the recency lists) and its set's map slot. Measured
+ * in heap snapshots at about 260 bytes (`test/io/HeldMemory.test.ts` bounds
+ * it); the path's characters come on top.
  */
-export const ENTRY_OVERHEAD_BYTES = 1024
+export const ENTRY_OVERHEAD_BYTES = 320
 
 /**
  * Drops of entries never got again after they were kept, after which a
@@ -58,6 +61,13 @@ export const ENTRY_OVERHEAD_BYTES = 1024
  * dropped state is garbage that lived long enough to be promoted.
  */
 const THRASHING_DROPS = 64
+
+/**
+ * Held files let go without ever being used again after they were opened,
+ * after which a budget holds a newly opened file only for a path whose
+ * reuse distance fits its open files (see `Ledger.mayHold`).
+ */
+const THRASHING_HOLDS = 64
 
 /**
  * How often each path was got lately, approximately (a count-min sketch:
@@ -135,6 +145,12 @@ export interface Charged {
   heldPrevious: Charged | undefined
   heldNext: Charged | undefined
   inHeld: boolean
+  /** The budget's count of gets at the entry's last get. */
+  lastGet: number
+  /** Gets of the budget between the entry's last two gets (over every set); infinite until it is got again. */
+  reuseDistance: number
+  /** Whether the file it holds was used again since it was opened. */
+  heldReused: boolean
 }
 
 /** A recency list of entries, least recently got first, through one pair of their links. */
@@ -236,6 +252,10 @@ export class Ledger implements CacheBudget {
   private wasted = 0
   /** Made once `wasted` reaches `THRASHING_DROPS`: from then on the budget admits by frequency. */
   private frequencies: FrequencySketch | undefined = undefined
+  /** Gets over every set, the clock of `reuseDistance`. */
+  private gets = 0
+  /** Held files let go that were never used again after they were opened. */
+  private wastedHolds = 0
 
   constructor(readonly maxBytes: number, readonly maxOpenFiles: number) {}
 
@@ -245,6 +265,8 @@ export class Ledger implements CacheBudget {
   readonly admitsByFrequency = (): boolean => this.frequencies !== undefined
 
   add(entry: Charged): void {
+    entry.lastGet = ++this.gets
+    entry.reuseDistance = Number.POSITIVE_INFINITY
     this.used.append(entry)
     this.total += entry.charged
     this.frequencies?.increment(entry.key)
@@ -252,6 +274,9 @@ export class Ledger implements CacheBudget {
 
   touch(entry: Charged): void {
     if (!this.used.has(entry)) return
+    const now = ++this.gets
+    entry.reuseDistance = now - entry.lastGet
+    entry.lastGet = now
     this.used.append(entry)
     entry.reused = true
     if (this.holding.has(entry)) this.holding.append(entry)
@@ -318,10 +343,32 @@ export class Ledger implements CacheBudget {
     this.frequencies = frequencies
   }
 
+  /**
+   * Whether a file just opened for `entry` should be held.
+   *
+   * **Details**
+   *
+   * Always, until the budget has let go of `THRASHING_HOLDS` files that were
+   * never used again after they were opened: the paths are read round-robin,
+   * more of them than there are files to hold, and each file held only
+   * pushes out one that would have been used, to be pushed out itself before
+   * its turn comes round. From then on a file is held only while fewer than
+   * `maxOpenFiles` are, or for a path got again within the budget's last
+   * `maxOpenFiles` gets, whose working set fits: the others are opened and
+   * closed by each use, as they would be anyway, without the holding (an
+   * open file, its scope and finalizers, kept across the reads in between,
+   * long enough to be promoted by the young collections of those reads).
+   */
+  mayHold(entry: Charged): boolean {
+    if (this.wastedHolds < THRASHING_HOLDS) return true
+    return this.holding.size < this.maxOpenFiles || entry.reuseDistance <= this.maxOpenFiles
+  }
+
   /** `entry` holds a file now: lets go of the least recently got other files beyond the cap. */
   held(entry: Charged): Effect.Effect<void> {
     return Effect.suspend(() => {
       if (!this.used.has(entry)) return Effect.void
+      entry.heldReused = false
       this.holding.append(entry)
       if (this.holding.size <= this.maxOpenFiles) return Effect.void
       const released: Array<Charged> = []
@@ -331,6 +378,7 @@ export class Ledger implements CacheBudget {
         if (other !== entry) {
           this.holding.remove(other)
           released.push(other)
+          if (!other.heldReused) this.wastedHolds++
         }
         other = next
       }

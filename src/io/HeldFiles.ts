@@ -32,7 +32,12 @@
  *   its turn comes round again. Files held open are counted
  *   apart, being scarcer than memory: beyond the budget's `maxOpenFiles`,
  *   holding one more file lets go of the least recently got entry's file,
- *   keeping the entry. A set may also cap its count of entries
+ *   keeping the entry. Once the budget has let go of 64 files never used
+ *   again after they were opened (more paths read round-robin than files
+ *   held), a file opened for a use is held only while the budget holds
+ *   fewer than `maxOpenFiles` or its path's working set fits them (it was
+ *   got again within the budget's last `maxOpenFiles` gets); otherwise it
+ *   closes when that use ends. A set may also cap its count of entries
  *   (`capacity`). A set made without a budget has its own, unbounded in
  *   bytes and holding at most `capacity` files.
  * - **Scope end.** When the scope a holder or a set was made in closes,
@@ -141,6 +146,14 @@ class Holder implements HeldFile {
   /** The held file was let go. */
   protected onRelease(): void {}
 
+  /** Whether to hold a file just opened (the path's file), or use it once and close it. */
+  protected mayHold(): boolean {
+    return true
+  }
+
+  /** The held file is used again. */
+  protected onReuse(): void {}
+
   holding(): boolean {
     return this.held !== undefined
   }
@@ -167,7 +180,7 @@ class Holder implements HeldFile {
 
   /** Keeps `fresh` if it is the file the path's stat showed: one swapped in after it is used once, as what it is. */
   private keep(fresh: Opened, identity: string | undefined): Effect.Effect<void> {
-    if (!this.ended && identity !== undefined && fresh.identity === identity) {
+    if (!this.ended && identity !== undefined && fresh.identity === identity && this.mayHold()) {
       this.held = fresh
       return this.onHold()
     }
@@ -202,6 +215,7 @@ class Holder implements HeldFile {
       const current = this.held
       if (current !== undefined && identity !== undefined && current.identity === identity) {
         current.uses++
+        this.onReuse()
         return Effect.succeed({ opened: current, use: { file: current.file, info: pathInfo, opened: false } })
       }
       return this.open(identity)
@@ -328,6 +342,9 @@ class Entry<S> extends Holder implements HeldEntry<S>, Charged {
   heldPrevious: Charged | undefined = undefined
   heldNext: Charged | undefined = undefined
   inHeld = false
+  lastGet = 0
+  reuseDistance = Number.POSITIVE_INFINITY
+  heldReused = false
   /** Links of the set's own recency list. */
   previousInSet: Entry<S> | undefined = undefined
   nextInSet: Entry<S> | undefined = undefined
@@ -353,6 +370,14 @@ class Entry<S> extends Holder implements HeldEntry<S>, Charged {
 
   protected override onRelease(): void {
     this.core.ledger.released(this)
+  }
+
+  protected override mayHold(): boolean {
+    return this.core.ledger.mayHold(this)
+  }
+
+  protected override onReuse(): void {
+    this.heldReused = true
   }
 
   /** Makes the entry the set's most recently got. */

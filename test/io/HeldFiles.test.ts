@@ -420,6 +420,41 @@ fileSystemSuite("HeldFiles", (it) => {
       assert.deepStrictEqual(open(), [1, 1, 0])
     }))
 
+  it.effect("a round-robin over more paths than files held stops churning them; a working set that fits is held again", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const paths = Array.from({ length: 40 }, (_, index) => `${root}/p${index}`)
+      for (const path of paths) yield* fs.writeFileString(path, "x\n")
+      const budget = HeldFiles.makeBudget({ maxBytes: Number.POSITIVE_INFINITY, maxOpenFiles: 4 })
+      const set = yield* HeldFiles.make<number>(fs, { budget, followSymlinks: false, initial: () => 0 })
+      const read = (path: string) =>
+        Effect.gen(function*() {
+          const entry = (yield* set.get(path))!
+          return yield* entry.file.use(yield* fs.lstat(path), (use) => Effect.succeed(use.opened))
+        })
+      const holding = () => [...set.entries()].filter((entry) => entry.file.holding()).map((entry) => entry.path).sort()
+      // Every file held is pushed out before its turn comes round: after 64 of those, newcomers are not held.
+      for (let round = 0; round < 3; round++) for (const path of paths) yield* read(path)
+      const held = holding()
+      for (let round = 0; round < 2; round++) {
+        for (const path of paths) {
+          yield* read(path)
+          assert.deepStrictEqual(holding(), held, `round ${round}, ${path}: the same files stay held`)
+        }
+      }
+      assert.isAtMost(budget.openFiles(), 4)
+      assert.strictEqual(paths.filter((path) => openCount(fs, path) > 0).length, budget.openFiles())
+      // Two paths read in turn: each is got again within the last 4 gets, so their files are held and reused.
+      const [a, b] = [paths[1], paths[2]]
+      for (let turn = 0; turn < 3; turn++) {
+        yield* read(a)
+        yield* read(b)
+      }
+      assert.deepStrictEqual([yield* read(a), yield* read(b)], [false, false], "used without opening")
+      assert.includeMembers(holding(), [a, b])
+      assert.isAtMost(budget.openFiles(), 4)
+    }))
+
   it.effect("invalidate drops one entry; the set's scope end drops them all, and get answers undefined from then on", ({ root }) =>
     Effect.gen(function*() {
       const { dropped, fs, read } = yield* setup(root)
