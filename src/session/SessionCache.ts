@@ -394,10 +394,13 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
     initial: (): Slot => ({ lock: undefined, lockUsers: 0, state: undefined, dropped: false }),
     // Waits for a refresh in progress to end, so that it cannot put its state back after this.
     onDrop: (entry) =>
-      underLock(entry.state, Effect.sync(() => {
-        setState(entry, undefined)
-        entry.state.dropped = true
-      }))
+      underLock(
+        entry.state,
+        Effect.sync(() => {
+          setState(entry, undefined)
+          entry.state.dropped = true
+        })
+      )
   })
   // Charged to the budget as it changes, so that a read checks a running total instead of summing every entry.
   const setState = (entry: Entry, state: CachedSession | undefined) => {
@@ -683,14 +686,14 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
   /**
    * Keeps only the evidence of the entry's state if that state rests on a
    * Session already at rest when read (answered by a `stat` until it
-   * changes) and projects successfully. Synchronous: no refresh can start or
-   * end in between.
+   * changes) and projects successfully; says whether it did. Synchronous:
+   * no refresh can start or end in between.
    */
-  const settleIdle = (entry: Entry): void => {
+  const settleIdle = (entry: Entry): boolean => {
     const state = entry.state.state
-    if (state === undefined || !isParsed(state.kept) || !atRest(state.mtimeMs, state.readAt)) return
+    if (state === undefined || !isParsed(state.kept) || !atRest(state.mtimeMs, state.readAt)) return false
     const { outcome } = state.kept
-    if (Result.isFailure(outcome)) return
+    if (Result.isFailure(outcome)) return false
     const kept = packEvidence(evidenceOf(outcome.success))
     // Only what `unmovedSince` compares: an idle Session is parsed again in full once it changes, so its prints are never read.
     setState(entry, {
@@ -705,6 +708,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       trailing: undefined,
       bytes: IDLE_STATE_BYTES + packedEvidenceBytes(kept)
     })
+    return true
   }
 
   // Plain functions rather than `Effect.fn`: this runs on every poll, and a
@@ -741,7 +745,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
         counters.unchanged++
         counters.unopened++
         if (!isParsed(settled.kept)) return unpackEvidence(settled.kept)
-        if (idle) settleIdle(entry)
+        if (idle && settleIdle(entry)) yield* entry.file.letGo
         const projection = yield* Effect.fromResult(settled.kept.outcome)
         return { sessionFile, ...projection } satisfies CachedSessionRead
       }
@@ -749,7 +753,8 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       const outcome = yield* underLock(
         entry.state,
         refresh(entry, sessionFile, info.value).pipe(
-          Effect.tap(() => Effect.sync(() => idle && settleIdle(entry))),
+          // An idle Session is answered by a `stat` until it changes: its file is not used again until then.
+          Effect.tap(() => idle && settleIdle(entry) ? entry.file.letGo : Effect.void),
           Effect.onError(() => entry.file.letGo)
         )
       ).pipe(

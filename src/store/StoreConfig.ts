@@ -86,13 +86,14 @@ export interface StoreConfig extends StoreLocation {
  * **Details**
  *
  * An idle Session polled by `readCurrent` (last written more than 2 s
- * before it was read) is charged at most 1.5 KiB plus 500 bytes per
- * selected message, and its sidecar at most 512 bytes, each besides its
- * entry (1 KiB plus twice its path's length): for the benchmark's Sessions
- * (15–110 KiB, five or six selected messages) 5.0 KiB and 1.6 KiB are
+ * before it was read) keeps its evidence packed outside the heap and no
+ * open file, and is charged at most 1 KiB plus 250 bytes per selected
+ * message, and its sidecar at most 512 bytes, each besides its entry (320
+ * bytes plus twice its path's length): for the benchmark's Sessions
+ * (15–110 KiB, five or six selected messages) 1.7 KiB and 0.9 KiB are
  * charged, whatever the size of the Session, its selected texts or its
- * receipts (8 KiB of heap per pair, measured over 1,000 of them), so the
- * default 32 MiB keeps about 5,000 of them. A Session being written keeps its reduced parse and projection
+ * receipts (about 2 KiB of heap and 0.8 KiB outside it per pair, measured
+ * over 1,000 of them), so the default 32 MiB keeps about 12,000 of them. A Session being written keeps its reduced parse and projection
  * instead, to extend it as it grows (about 19 KiB for a 60 KiB Session
  * with five selected messages; it grows with the selected messages' text
  * and the number of entries, not with tool outputs). Files
@@ -100,7 +101,10 @@ export interface StoreConfig extends StoreLocation {
  * descriptors per process is 1024 on most Linux systems, 256 on macOS): 64
  * by default, whatever the number of Sessions polled. A Session or sidecar
  * whose file was let go is opened again at its next read (a Session at rest
- * is answered by a `stat` without opening it).
+ * is answered by a `stat` without opening it). A round-robin over more
+ * files than that holds only the files read again within the last 64
+ * reads, once 64 files were closed without being used again: holding the
+ * others would only close each before its turn comes round.
  *
  * @category models
  * @since 0.1.0

@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, FileSystem, Option, Path, Result, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import fc from "fast-check"
-import { ENTRY_OVERHEAD_BYTES } from "../../src/io/CacheBudget.js"
+import { ENTRY_OVERHEAD_BYTES, makeBudget } from "../../src/io/CacheBudget.js"
 import { nativeObservation, readSession, type SessionError } from "../../src/session/index.js"
 import { make as makeSessionCache } from "../../src/session/SessionCache.js"
 import { makeFaultFileSystem } from "../../src/testing/FaultFileSystem.js"
@@ -120,11 +120,11 @@ const checkEvidence = Effect.fnUntraced(function*(
 
 /**
  * The most an idle Session may be charged, its entry included: the entry's
- * overhead and path, 1.5 KiB, and 500 bytes per selected message (what the
+ * overhead and path, 1 KiB, and 250 bytes per selected message (what the
  * README and `StoreConfig` state).
  */
 const idleBound = (file: string, occurrences: number) =>
-  ENTRY_OVERHEAD_BYTES + 2 * file.length + 1536 + 500 * occurrences
+  ENTRY_OVERHEAD_BYTES + 2 * file.length + 1024 + 250 * occurrences
 
 const historyArb = fc.tuple(
   sessionTextArb,
@@ -440,13 +440,14 @@ fileSystemSuite("SessionCache", (it) => {
       assert.isAbove(idle, 0, "Sessions kept as evidence")
     }))
 
-  it.effect("an idle Session is charged 1.5 KiB plus 500 bytes per selected message besides its entry", ({ root }) =>
+  it.effect("an idle Session is charged 1 KiB plus 250 bytes per selected message besides its entry, and holds no file", ({ root }) =>
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
       const now = Date.now()
       yield* TestClock.setTime(now)
       const aged = new Date(now - 60_000)
-      const cache = yield* makeSessionCache()
+      const budget = makeBudget({ maxBytes: 32 * 1024 * 1024, maxOpenFiles: 64 })
+      const cache = yield* makeSessionCache({ budget })
       const file = `${root}/s.jsonl`
       // Like the benchmark's Sessions: a few questions and answers, most of the bytes in tool outputs.
       const lines = [header("sess-a")]
@@ -459,10 +460,15 @@ fileSystemSuite("SessionCache", (it) => {
       yield* fs.writeFileString(file, `${lines.join("\n")}\n`)
       yield* fs.utimes(file, aged, aged)
       const parsed = (yield* check(cache, file, root, "read")).retainedBytes
+      assert.strictEqual(budget.openFiles(), 1, "a Session read for its projection keeps its file, to extend it")
       const observed = yield* checkEvidence(cache, file, root, "observed")
       const bound = idleBound(file, 12)
       assert.isAtMost(observed.retainedBytes, bound, `an idle Session is charged at most ${bound} bytes`)
-      assert.isBelow(observed.retainedBytes, parsed / 3, "a fraction of what its parse keeps")
+      assert.isBelow(observed.retainedBytes, parsed / 6, "a fraction of what its parse keeps")
+      // Answered by a stat until it changes: its file is not used until then, so it is not held.
+      assert.strictEqual(budget.openFiles(), 0, "an idle Session holds no file")
+      yield* checkEvidence(cache, file, root, "polled")
+      assert.strictEqual(budget.openFiles(), 0)
     }))
 
   it.effect("within 2 s of its mtime a same-size rewrite that keeps the mtime is still seen", ({ root }) =>
