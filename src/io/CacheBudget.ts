@@ -153,100 +153,70 @@ export interface Charged {
   heldReused: boolean
 }
 
-/** A recency list of entries, least recently got first, through one pair of their links. */
-abstract class RecencyList {
+/** Which of an entry's fields link it into one recency list. */
+interface LinkFields {
+  readonly previous: "usedPrevious" | "heldPrevious"
+  readonly next: "usedNext" | "heldNext"
+  readonly linked: "inUsed" | "inHeld"
+}
+
+/** A recency list of entries, least recently got first, through one set of their link fields. */
+class RecencyList {
   first: Charged | undefined = undefined
   last: Charged | undefined = undefined
   size = 0
 
-  abstract has(entry: Charged): boolean
-  protected abstract setIn(entry: Charged, inList: boolean): void
-  protected abstract previousOf(entry: Charged): Charged | undefined
-  protected abstract setPrevious(entry: Charged, previous: Charged | undefined): void
+  constructor(private readonly fields: LinkFields) {}
+
+  has(entry: Charged): boolean {
+    return entry[this.fields.linked]
+  }
+
   /** The entry after `entry`, read before `entry` is taken out. */
-  abstract after(entry: Charged): Charged | undefined
-  protected abstract setNext(entry: Charged, next: Charged | undefined): void
+  after(entry: Charged): Charged | undefined {
+    return entry[this.fields.next]
+  }
 
   /** Appends `entry` as the most recently got, moving it there if it is in the list already. */
   append(entry: Charged): void {
-    if (this.has(entry)) {
+    const { linked, next, previous } = this.fields
+    if (entry[linked]) {
       if (this.last === entry) return
       this.remove(entry)
     }
-    this.setPrevious(entry, this.last)
-    this.setNext(entry, undefined)
-    this.setIn(entry, true)
+    entry[previous] = this.last
+    entry[next] = undefined
+    entry[linked] = true
     if (this.last === undefined) this.first = entry
-    else this.setNext(this.last, entry)
+    else this.last[next] = entry
     this.last = entry
     this.size++
   }
 
   /** Takes `entry` out; false if it was not in the list. */
   remove(entry: Charged): boolean {
-    if (!this.has(entry)) return false
-    const previous = this.previousOf(entry)
-    const next = this.after(entry)
-    if (previous === undefined) this.first = next
-    else this.setNext(previous, next)
-    if (next === undefined) this.last = previous
-    else this.setPrevious(next, previous)
-    this.setPrevious(entry, undefined)
-    this.setNext(entry, undefined)
-    this.setIn(entry, false)
+    const { linked, next, previous } = this.fields
+    if (!entry[linked]) return false
+    const before = entry[previous]
+    const after = entry[next]
+    if (before === undefined) this.first = after
+    else before[next] = after
+    if (after === undefined) this.last = before
+    else after[previous] = before
+    entry[previous] = undefined
+    entry[next] = undefined
+    entry[linked] = false
     this.size--
     return true
-  }
-}
-
-class UsedList extends RecencyList {
-  has(entry: Charged) {
-    return entry.inUsed
-  }
-  protected setIn(entry: Charged, inList: boolean) {
-    entry.inUsed = inList
-  }
-  protected previousOf(entry: Charged) {
-    return entry.usedPrevious
-  }
-  protected setPrevious(entry: Charged, previous: Charged | undefined) {
-    entry.usedPrevious = previous
-  }
-  after(entry: Charged) {
-    return entry.usedNext
-  }
-  protected setNext(entry: Charged, next: Charged | undefined) {
-    entry.usedNext = next
-  }
-}
-
-class HeldList extends RecencyList {
-  has(entry: Charged) {
-    return entry.inHeld
-  }
-  protected setIn(entry: Charged, inList: boolean) {
-    entry.inHeld = inList
-  }
-  protected previousOf(entry: Charged) {
-    return entry.heldPrevious
-  }
-  protected setPrevious(entry: Charged, previous: Charged | undefined) {
-    entry.heldPrevious = previous
-  }
-  after(entry: Charged) {
-    return entry.heldNext
-  }
-  protected setNext(entry: Charged, next: Charged | undefined) {
-    entry.heldNext = next
   }
 }
 
 /** The bookkeeping behind a `CacheBudget`, for `HeldFiles`. @internal */
 export class Ledger implements CacheBudget {
   /** Least recently got first. */
-  private readonly used = new UsedList()
+  private readonly used = new RecencyList({ previous: "usedPrevious", next: "usedNext", linked: "inUsed" })
   /** Entries holding a file, least recently got first. */
-  private readonly holding = new HeldList()
+  private readonly holding = new RecencyList({ previous: "heldPrevious", next: "heldNext", linked: "inHeld" })
   private total = 0
   /** Entries dropped to fit that were never got again after they were added. */
   private wasted = 0
