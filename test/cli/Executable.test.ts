@@ -33,6 +33,24 @@ afterAll(async () => {
   await roots?.cleanup()
 })
 
+/**
+ * Runs the executable with `args` after a preload module of `lines`, written
+ * under the roots as `name` (`node --import`), stdout ignored.
+ */
+const runWithPreload = async (name: string, lines: ReadonlyArray<string>, args: ReadonlyArray<string>) => {
+  const preload = join(roots.root, name)
+  await writeFile(preload, lines.join("\n"))
+  return new Promise<{ code: number | null; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, ["--import", preload, CLI, ...args], {
+      cwd: REPO,
+      stdio: ["ignore", "ignore", "pipe"]
+    })
+    let stderr = ""
+    child.stderr.setEncoding("utf8").on("data", (chunk) => (stderr += chunk))
+    child.on("close", (code) => resolve({ code, stderr }))
+  })
+}
+
 describe("node dist/cli/main.js", () => {
   it("current --json prints readRarebitCurrent's object and exits 0", async () => {
     const run = await runCli(["current", "--session", roots.sessionFile, "--json", ...rootFlags(roots)])
@@ -47,9 +65,8 @@ describe("node dist/cli/main.js", () => {
     // After the command ran, the preload keeps ~25 MiB of small objects alive:
     // V8's default would double the young generation up to 32 MiB for them.
     const log = join(roots.root, "young.json")
-    const preload = join(roots.root, "young-generation.mjs")
-    await writeFile(
-      preload,
+    const run = await runWithPreload(
+      "young-generation.mjs",
       [
         "import { writeFileSync } from \"node:fs\"",
         "import v8 from \"node:v8\"",
@@ -60,17 +77,9 @@ describe("node dist/cli/main.js", () => {
         "  const young = v8.getHeapSpaceStatistics().find((space) => space.space_name === \"new_space\").space_size",
         `  writeFileSync(${JSON.stringify(log)}, JSON.stringify({ young, kept: kept.length }))`,
         "}))"
-      ].join("\n")
+      ],
+      ["verify", "--json", ...rootFlags(roots)]
     )
-    const run = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, ["--import", preload, CLI, "verify", "--json", ...rootFlags(roots)], {
-        cwd: REPO,
-        stdio: ["ignore", "ignore", "pipe"]
-      })
-      let stderr = ""
-      child.stderr.setEncoding("utf8").on("data", (chunk) => (stderr += chunk))
-      child.on("close", (code) => resolve({ code, stderr }))
-    })
     assert.strictEqual(run.code, 0, run.stderr)
     const { kept, young } = JSON.parse(await readFile(log, "utf8")) as { young: number; kept: number }
     assert.strictEqual(kept, 400_000)
@@ -80,9 +89,8 @@ describe("node dist/cli/main.js", () => {
   it("reads over the direct file system: store files are opened on the calling thread, never on libuv's pool", async () => {
     // Node's `fs` is wrapped before the executable loads, for CommonJS and ES module users alike.
     const log = join(roots.root, "opens.json")
-    const preload = join(roots.root, "record-opens.mjs")
-    await writeFile(
-      preload,
+    const run = await runWithPreload(
+      "record-opens.mjs",
       [
         "import fs from \"node:fs\"",
         "import { syncBuiltinESMExports } from \"node:module\"",
@@ -92,18 +100,9 @@ describe("node dist/cli/main.js", () => {
         "fs.openSync = function (path, ...rest) { opens.push([\"direct\", String(path)]); return openSync.call(this, path, ...rest) }",
         "syncBuiltinESMExports()",
         `process.on("exit", () => fs.writeFileSync(${JSON.stringify(log)}, JSON.stringify(opens)))`
-      ].join("\n")
+      ],
+      ["current", "--session", roots.sessionFile, "--json", ...rootFlags(roots)]
     )
-    const run = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      const child = spawn(
-        process.execPath,
-        ["--import", preload, CLI, "current", "--session", roots.sessionFile, "--json", ...rootFlags(roots)],
-        { cwd: REPO, stdio: ["ignore", "ignore", "pipe"] }
-      )
-      let stderr = ""
-      child.stderr.setEncoding("utf8").on("data", (chunk) => (stderr += chunk))
-      child.on("close", (code) => resolve({ code, stderr }))
-    })
     assert.strictEqual(run.code, 0, run.stderr)
     const opens = JSON.parse(await readFile(log, "utf8")) as Array<[string, string]>
     const ofStore = opens.filter(([, path]) => path.startsWith(`${roots.root}/`) && path !== log)
