@@ -429,16 +429,15 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
    * Reads exactly `length` bytes at `position` into `into` (from its start),
    * or `undefined` if the file is shorter now.
    */
-  const readExact = (file: OpenFile, position: number, length: number, into: Uint8Array) =>
-    Effect.gen(function*() {
-      let filled = 0
-      while (filled < length) {
-        const count = yield* file.read(into.subarray(filled, length), { position: BigInt(position + filled) })
-        if (count === 0) return undefined
-        filled += count
-      }
-      return into.subarray(0, length)
-    })
+  const readExact = Effect.fnUntraced(function*(file: OpenFile, position: number, length: number, into: Uint8Array) {
+    let filled = 0
+    while (filled < length) {
+      const count = yield* file.read(into.subarray(filled, length), { position: BigInt(position + filled) })
+      if (count === 0) return undefined
+      filled += count
+    }
+    return into.subarray(0, length)
+  })
 
   /** A scanner resuming at `from` whose committed bytes extend `prints`. */
   const scannerFor = (accumulator: SessionAccumulator, from: number, units: number, startPrints: Prints) => {
@@ -550,7 +549,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
   }
 
   /** Reuses the cached prefix if the file provably still starts with it. */
-  const tryIncremental = (
+  const tryIncremental = Effect.fnUntraced(function*(
     entry: Entry,
     prior: CachedSession,
     parsed: Parsed,
@@ -560,69 +559,68 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
     mtimeMs: number,
     readAt: number,
     scratch: Scratch
-  ) =>
-    Effect.gen(function*() {
-      const tailLength = prior.prints.tail.length
-      const tailStart = prior.committedEnd - tailLength
-      const verifyEnd = size - tailStart <= READ_CHUNK_BYTES ? size : prior.committedEnd
-      // Scratch space only: everything kept from these bytes is copied out below.
-      const verified = yield* readExact(file, tailStart, verifyEnd - tailStart, scratch.verify)
-      if (verified === undefined) return undefined
-      const tail = verified.subarray(0, tailLength)
-      if (!printMatches(prior.prints.tail, tail)) return undefined
-      // Within the tail when the tail starts at 0.
-      let head = verified.subarray(0, prior.prints.head.length)
-      if (tailStart > 0) {
-        const read = yield* readExact(file, 0, prior.prints.head.length, scratch.head)
-        if (read === undefined || !printMatches(prior.prints.head, read)) return undefined
-        head = read
-      }
-      const verdict = Result.isFailure(parsed.outcome) && parsed.outcome.failure._tag === "SessionTooLarge"
-        ? parsed.outcome.failure
-        : undefined
-      if (verdict !== undefined) {
-        // Appended text only adds code units: still too large, without reading what was appended.
-        if (size === prior.size && mtimeMs === prior.mtimeMs) counters.unchanged++
-        else counters.incremental++
-        const outcome: SessionOutcome = size === prior.size ? parsed.outcome : Result.fail(
-          new SessionTooLarge({ path: verdict.path, reason: verdict.reason, size, limit: verdict.limit })
+  ) {
+    const tailLength = prior.prints.tail.length
+    const tailStart = prior.committedEnd - tailLength
+    const verifyEnd = size - tailStart <= READ_CHUNK_BYTES ? size : prior.committedEnd
+    // Scratch space only: everything kept from these bytes is copied out below.
+    const verified = yield* readExact(file, tailStart, verifyEnd - tailStart, scratch.verify)
+    if (verified === undefined) return undefined
+    const tail = verified.subarray(0, tailLength)
+    if (!printMatches(prior.prints.tail, tail)) return undefined
+    // Within the tail when the tail starts at 0.
+    let head = verified.subarray(0, prior.prints.head.length)
+    if (tailStart > 0) {
+      const read = yield* readExact(file, 0, prior.prints.head.length, scratch.head)
+      if (read === undefined || !printMatches(prior.prints.head, read)) return undefined
+      head = read
+    }
+    const verdict = Result.isFailure(parsed.outcome) && parsed.outcome.failure._tag === "SessionTooLarge"
+      ? parsed.outcome.failure
+      : undefined
+    if (verdict !== undefined) {
+      // Appended text only adds code units: still too large, without reading what was appended.
+      if (size === prior.size && mtimeMs === prior.mtimeMs) counters.unchanged++
+      else counters.incremental++
+      const outcome: SessionOutcome = size === prior.size ? parsed.outcome : Result.fail(
+        new SessionTooLarge({ path: verdict.path, reason: verdict.reason, size, limit: verdict.limit })
+      )
+      setState(entry, { ...prior, size, mtimeMs, readAt, kept: { accumulator: parsed.accumulator, outcome } })
+      return outcome
+    }
+    const rest = verified.subarray(tailLength)
+    if (
+      size === prior.size && mtimeMs === prior.mtimeMs && verifyEnd === size && prior.trailing !== undefined &&
+      printMatches(prior.trailing, rest)
+    ) {
+      counters.unchanged++
+      setState(entry, readAgain(prior, readAt))
+      return parsed.outcome
+    }
+    counters.incremental++
+    const accumulator = parsed.accumulator
+    // The scan extends the prints from their bytes: the ones just verified, when only their digests were kept.
+    const prints: Prints = {
+      head: prior.prints.head instanceof Uint8Array ? prior.prints.head : head.slice(),
+      tail: prior.prints.tail instanceof Uint8Array ? prior.prints.tail : tail.slice()
+    }
+    if (verifyEnd === size) {
+      // Everything new is already in memory.
+      const { scanner, track } = scannerFor(accumulator, prior.committedEnd, prior.committedUnits, prints)
+      const end = scanBytes(scanner, rest)
+      const scanned = end !== undefined
+        ? { end, prints: track.prints, tooLarge: undefined }
+        : tooLargeScan(
+          scanner,
+          track,
+          new SessionTooLarge({ path: sessionFile, reason: "text", size, limit: limits.maxTextUnits })
         )
-        setState(entry, { ...prior, size, mtimeMs, readAt, kept: { accumulator: parsed.accumulator, outcome } })
-        return outcome
-      }
-      const rest = verified.subarray(tailLength)
-      if (
-        size === prior.size && mtimeMs === prior.mtimeMs && verifyEnd === size && prior.trailing !== undefined &&
-        printMatches(prior.trailing, rest)
-      ) {
-        counters.unchanged++
-        setState(entry, readAgain(prior, readAt))
-        return parsed.outcome
-      }
-      counters.incremental++
-      const accumulator = parsed.accumulator
-      // The scan extends the prints from their bytes: the ones just verified, when only their digests were kept.
-      const prints: Prints = {
-        head: prior.prints.head instanceof Uint8Array ? prior.prints.head : head.slice(),
-        tail: prior.prints.tail instanceof Uint8Array ? prior.prints.tail : tail.slice()
-      }
-      if (verifyEnd === size) {
-        // Everything new is already in memory.
-        const { scanner, track } = scannerFor(accumulator, prior.committedEnd, prior.committedUnits, prints)
-        const end = scanBytes(scanner, rest)
-        const scanned = end !== undefined
-          ? { end, prints: track.prints, tooLarge: undefined }
-          : tooLargeScan(
-            scanner,
-            track,
-            new SessionTooLarge({ path: sessionFile, reason: "text", size, limit: limits.maxTextUnits })
-          )
-        return remember(entry, prior.identity, mtimeMs, readAt, accumulator, scanned, size)
-      }
-      const { committedEnd, committedUnits } = prior
-      const scanned = yield* scan(file, sessionFile, accumulator, committedEnd, committedUnits, size, size, prints)
       return remember(entry, prior.identity, mtimeMs, readAt, accumulator, scanned, size)
-    })
+    }
+    const { committedEnd, committedUnits } = prior
+    const scanned = yield* scan(file, sessionFile, accumulator, committedEnd, committedUnits, size, size, prints)
+    return remember(entry, prior.identity, mtimeMs, readAt, accumulator, scanned, size)
+  })
 
   /**
    * Reads the Session again through the entry's file: `pathInfo` was stat'ed
@@ -638,41 +636,40 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       return entry.file.use(pathInfo, ({ file, info }) => refreshFrom(entry, prior, file, info, sessionFile, readAt))
     })
 
-  const refreshFrom = (
+  const refreshFrom = Effect.fnUntraced(function*(
     entry: Entry,
     prior: CachedSession | undefined,
     file: OpenFile,
     info: FileSystem.File.Info,
     sessionFile: string,
     readAt: number
-  ) =>
-    Effect.gen(function*() {
-      const size = Number(info.size)
-      const identity = fileIdentity(info)
-      const mtimeMs = mtimeOf(info)
-      // Decided by the size alone, before any read, as Node's `readFile` does; not kept, a stat decides it again.
-      const tooLarge = fileTooLarge(sessionFile, size, limits)
-      if (tooLarge !== undefined) return Result.fail(tooLarge) as SessionOutcome
-      // An idle Session kept nothing to extend: it is parsed again in full.
-      if (
-        prior !== undefined && isParsed(prior.kept) && identity !== undefined && prior.identity === identity &&
-        size >= prior.size && !(size === prior.size && mtimeMs !== prior.mtimeMs)
-      ) {
-        const parsed = prior.kept
-        const outcome = yield* Effect.acquireUseRelease(
-          Effect.sync(takeScratch),
-          (scratch) => tryIncremental(entry, prior, parsed, file, sessionFile, size, mtimeMs, readAt, scratch),
-          (scratch) => Effect.sync(() => giveScratch(scratch))
-        )
-        if (outcome !== undefined) return outcome
-      }
-      counters.full++
-      const accumulator = new SessionAccumulator(sessionFile)
-      // Like `readFile`: the size `fstat` reported, or to the end when it reported none.
-      const end = size === 0 ? Number.MAX_SAFE_INTEGER : size
-      const scanned = yield* scan(file, sessionFile, accumulator, 0, 0, end, size, emptyPrints)
-      return remember(entry, identity, mtimeMs, readAt, accumulator, scanned, size)
-    })
+  ) {
+    const size = Number(info.size)
+    const identity = fileIdentity(info)
+    const mtimeMs = mtimeOf(info)
+    // Decided by the size alone, before any read, as Node's `readFile` does; not kept, a stat decides it again.
+    const tooLarge = fileTooLarge(sessionFile, size, limits)
+    if (tooLarge !== undefined) return Result.fail(tooLarge) as SessionOutcome
+    // An idle Session kept nothing to extend: it is parsed again in full.
+    if (
+      prior !== undefined && isParsed(prior.kept) && identity !== undefined && prior.identity === identity &&
+      size >= prior.size && !(size === prior.size && mtimeMs !== prior.mtimeMs)
+    ) {
+      const parsed = prior.kept
+      const outcome = yield* Effect.acquireUseRelease(
+        Effect.sync(takeScratch),
+        (scratch) => tryIncremental(entry, prior, parsed, file, sessionFile, size, mtimeMs, readAt, scratch),
+        (scratch) => Effect.sync(() => giveScratch(scratch))
+      )
+      if (outcome !== undefined) return outcome
+    }
+    counters.full++
+    const accumulator = new SessionAccumulator(sessionFile)
+    // Like `readFile`: the size `fstat` reported, or to the end when it reported none.
+    const end = size === 0 ? Number.MAX_SAFE_INTEGER : size
+    const scanned = yield* scan(file, sessionFile, accumulator, 0, 0, end, size, emptyPrints)
+    return remember(entry, identity, mtimeMs, readAt, accumulator, scanned, size)
+  })
 
   const uncached = (reference: unknown, options: SessionReaderOptions) => {
     counters.uncached++
