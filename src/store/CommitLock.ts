@@ -157,11 +157,11 @@ const readJsonFile = (fs: FileSystem, path: string): Effect.Effect<unknown, Plat
  *
  * @internal
  */
-export const releaseFileLock = (fs: FileSystem, lockPath: string, token: string): Effect.Effect<void, StoreIo> =>
-  Effect.gen(function*() {
+export const releaseFileLock: (fs: FileSystem, lockPath: string, token: string) => Effect.Effect<void, StoreIo> = Effect
+  .fnUntraced(function*(fs: FileSystem, lockPath: string, token: string) {
     const current = yield* readJsonFile(fs, lockPath)
     if (memberOf(current, "token") === token) yield* removeIfPresent(fs, lockPath)
-  }).pipe(Effect.mapError(storeIo("release commit lock", lockPath)))
+  }, (effect, _fs, lockPath) => Effect.mapError(effect, storeIo("release commit lock", lockPath)))
 
 /**
  * The private temp file a lock is written to before it is linked into
@@ -222,8 +222,8 @@ export const createBreakFile = (
  * leaves the break file, and that lock then needs `rarebit-store unlock
  * --force`, which clears a break file old enough to be a crashed breaker's.
  */
-const breakDeadLock = (fs: FileSystem, lockPath: string, deadToken: string): Effect.Effect<boolean, PlatformError> =>
-  Effect.gen(function*() {
+const breakDeadLock: (fs: FileSystem, lockPath: string, deadToken: string) => Effect.Effect<boolean, PlatformError> =
+  Effect.fnUntraced(function*(fs: FileSystem, lockPath: string, deadToken: string) {
     const breakPath = breakFilePath(lockPath, deadToken)
     if (!(yield* createBreakFile(fs, lockPath, deadToken))) return false
     // The break file goes whatever happens here: left behind after a failed
@@ -308,18 +308,17 @@ const acquireFileLock = (
       tokensHeldHere.add(token)
       let linked = false
       // Whether the owner of the lock now at the path has been proven dead (and the lock broken).
-      const brokeDeadOwner = (holder: unknown) =>
-        Effect.gen(function*() {
-          const owner = ownerEvidenceOf(holder)
-          const holderToken = memberOf(holder, "token")
-          if (
-            owner && typeof holderToken === "string" &&
-            (leakedHere(probe.current, owner, holderToken) || (yield* probe.isProvablyDead(owner)))
-          ) {
-            return yield* breakDeadLock(fs, lockPath, holderToken)
-          }
-          return false
-        })
+      const brokeDeadOwner = Effect.fnUntraced(function*(holder: unknown) {
+        const owner = ownerEvidenceOf(holder)
+        const holderToken = memberOf(holder, "token")
+        if (
+          owner && typeof holderToken === "string" &&
+          (leakedHere(probe.current, owner, holderToken) || (yield* probe.isProvablyDead(owner)))
+        ) {
+          return yield* breakDeadLock(fs, lockPath, holderToken)
+        }
+        return false
+      })
       return yield* Effect.gen(function*() {
         let seen: SeenHolder | undefined
         // How far (0 or less) the current attempt sits from its place on the grid (see `retryJitterMs`).
@@ -411,25 +410,30 @@ export type CommitLockQueues = LockQueues.LockQueues<HeldLock>
  * @category resources
  * @since 0.1.0
  */
-export const acquireCommitLock = (
+export const acquireCommitLock: (
   fs: FileSystem,
   queues: CommitLockQueues,
   lockPath: string,
   retry: LockRetry,
   breakDeadLocks: boolean
-): Effect.Effect<HeldLock, LockHeld | StoreIo, Scope.Scope | SecureRandom.SecureRandom> =>
-  Effect.gen(function*() {
-    const entry = yield* queues.hold(lockPath)
-    const release = (lock: HeldLock) => queues.handOffOrRelease(entry, lock)
-    const handedOver = yield* Effect.uninterruptible(
-      Effect.tap(
-        queues.takeHandedOver(entry),
-        (lock) => (lock ? Effect.addFinalizer(() => release(lock)) : Effect.void)
-      )
+) => Effect.Effect<HeldLock, LockHeld | StoreIo, Scope.Scope | SecureRandom.SecureRandom> = Effect.fnUntraced(function*(
+  fs: FileSystem,
+  queues: CommitLockQueues,
+  lockPath: string,
+  retry: LockRetry,
+  breakDeadLocks: boolean
+) {
+  const entry = yield* queues.hold(lockPath)
+  const release = (lock: HeldLock) => queues.handOffOrRelease(entry, lock)
+  const handedOver = yield* Effect.uninterruptible(
+    Effect.tap(
+      queues.takeHandedOver(entry),
+      (lock) => (lock ? Effect.addFinalizer(() => release(lock)) : Effect.void)
     )
-    if (handedOver !== undefined) return handedOver
-    return yield* acquireFileLock(fs, lockPath, retry, breakDeadLocks, release)
-  })
+  )
+  if (handedOver !== undefined) return handedOver
+  return yield* acquireFileLock(fs, lockPath, retry, breakDeadLocks, release)
+})
 
 /**
  * The lock is created through a temp file and a link, so a lock path the

@@ -114,19 +114,22 @@ export const readClaim = (fs: FileSystem, claimPath: string): Effect.Effect<Clai
  * @category writers
  * @since 0.1.0
  */
-export const createClaimExclusive = (
+export const createClaimExclusive: (
   fs: FileSystem,
   claimPath: string,
   claim: JobClaim
-): Effect.Effect<boolean, PlatformError, SecureRandom> =>
-  Effect.gen(function*() {
-    const { tempPath } = yield* prepareClaim(fs, claimPath, claim)
-    return yield* fs.link(tempPath, claimPath).pipe(
-      Effect.as(true),
-      Effect.catchReason("PlatformError", "AlreadyExists", () => Effect.succeed(false)),
-      Effect.ensuring(Effect.ignore(fs.remove(tempPath)))
-    )
-  }).pipe(Effect.uninterruptible)
+) => Effect.Effect<boolean, PlatformError, SecureRandom> = Effect.fnUntraced(function*(
+  fs: FileSystem,
+  claimPath: string,
+  claim: JobClaim
+) {
+  const { tempPath } = yield* prepareClaim(fs, claimPath, claim)
+  return yield* fs.link(tempPath, claimPath).pipe(
+    Effect.as(true),
+    Effect.catchReason("PlatformError", "AlreadyExists", () => Effect.succeed(false)),
+    Effect.ensuring(Effect.ignore(fs.remove(tempPath)))
+  )
+}, Effect.uninterruptible)
 
 /**
  * Replaces a claim atomically and durably.
@@ -172,16 +175,19 @@ export interface PreparedClaim {
  * @category writers
  * @since 0.1.0
  */
-export const prepareClaim = (
+export const prepareClaim: (
   fs: FileSystem,
   claimPath: string,
   claim: JobClaim
-): Effect.Effect<PreparedClaim, PlatformError, SecureRandom> =>
-  Effect.gen(function*() {
-    const tempPath = `${claimPath}.${yield* randomToken(12)}.tmp`
-    yield* writeDurableTemp(fs, tempPath, encodeClaimLine(claim))
-    return { claimPath, tempPath }
-  })
+) => Effect.Effect<PreparedClaim, PlatformError, SecureRandom> = Effect.fnUntraced(function*(
+  fs: FileSystem,
+  claimPath: string,
+  claim: JobClaim
+) {
+  const tempPath = `${claimPath}.${yield* randomToken(12)}.tmp`
+  yield* writeDurableTemp(fs, tempPath, encodeClaimLine(claim))
+  return { claimPath, tempPath }
+})
 
 /**
  * The second half of `replaceClaim`: renames a prepared claim over the

@@ -108,15 +108,14 @@ export const make = <L>(handling: LockHandling<L>): LockQueues<L> => {
       entry.handoffs = 0
       return handling.release(lock)
     })
-  const takeHandedOver = (entry: LockQueue<L>) =>
-    Effect.gen(function*() {
-      const lock = entry.handedOver
-      entry.handedOver = undefined
-      if (lock === undefined) return undefined
-      if (yield* handling.stillHeld(lock)) return lock
-      entry.handoffs = 0
-      yield* handling.release(lock)
-      return undefined
-    })
+  const takeHandedOver = Effect.fnUntraced(function*(entry: LockQueue<L>) {
+    const lock = entry.handedOver
+    entry.handedOver = undefined
+    if (lock === undefined) return undefined
+    if (yield* handling.stillHeld(lock)) return lock
+    entry.handoffs = 0
+    yield* handling.release(lock)
+    return undefined
+  })
   return { hold, handOffOrRelease, takeHandedOver, size: () => queues.size }
 }

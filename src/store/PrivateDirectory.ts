@@ -185,48 +185,52 @@ const checkExisting = (
  * root down to the target) exist as a private directory; see the module
  * documentation for the order of the steps.
  */
-const ensureComponents = (
+const ensureComponents: (
   fs: FileSystem,
   components: ReadonlyArray<string>,
   uid: number | undefined,
   createRoot: Effect.Effect<void, PlatformError>
-): Walk =>
-  Effect.gen(function*() {
-    const io = (directory: string) => storeIo(CREATE_PRIVATE_DIRECTORY, directory)
-    // From the target up to the deepest component that is there: one `lstat`
-    // when the target exists (the usual case, on every reserve and settle).
-    let deepest = components.length - 1
-    let found: File.Info | undefined
-    for (; deepest >= 0; deepest--) {
-      const looked = yield* Effect.result(lstatIfPresent(fs, components[deepest]))
-      if (looked._tag === "Success") {
-        if (looked.success === undefined) continue
-        found = looked.success
-        break
-      }
-      // A path the file system refuses: nothing is created. A planted
-      // component above it is still named as such.
-      yield* checkExisting(fs, components.slice(0, deepest), uid, CREATE_PRIVATE_DIRECTORY)
-      return yield* io(components[deepest])(looked.failure)
+) => Walk = Effect.fnUntraced(function*(
+  fs: FileSystem,
+  components: ReadonlyArray<string>,
+  uid: number | undefined,
+  createRoot: Effect.Effect<void, PlatformError>
+) {
+  const io = (directory: string) => storeIo(CREATE_PRIVATE_DIRECTORY, directory)
+  // From the target up to the deepest component that is there: one `lstat`
+  // when the target exists (the usual case, on every reserve and settle).
+  let deepest = components.length - 1
+  let found: File.Info | undefined
+  for (; deepest >= 0; deepest--) {
+    const looked = yield* Effect.result(lstatIfPresent(fs, components[deepest]))
+    if (looked._tag === "Success") {
+      if (looked.success === undefined) continue
+      found = looked.success
+      break
     }
-    // Everything down to the deepest existing one must be ours before anything is made below it.
-    for (let index = 0; index < deepest; index++) {
-      const info = yield* Effect.mapError(fs.lstat(components[index]), io(components[index]))
-      yield* checkFound(fs, components[index], info, uid, CREATE_PRIVATE_DIRECTORY)
-    }
-    if (found !== undefined) yield* checkFound(fs, components[deepest], found, uid, CREATE_PRIVATE_DIRECTORY)
-    else yield* Effect.mapError(createRoot, io(components[0]))
-    for (let index = deepest + 1; index < components.length; index++) {
-      const directory = components[index]
-      // Created here, or by a racing process: either way it is checked as found.
-      const info = yield* fs.makeDirectory(directory, { mode: 0o700 }).pipe(
-        Effect.catchReason("PlatformError", "AlreadyExists", () => Effect.void),
-        Effect.andThen(fs.lstat(directory)),
-        Effect.mapError(io(directory))
-      )
-      yield* checkFound(fs, directory, info, uid, CREATE_PRIVATE_DIRECTORY)
-    }
-  })
+    // A path the file system refuses: nothing is created. A planted
+    // component above it is still named as such.
+    yield* checkExisting(fs, components.slice(0, deepest), uid, CREATE_PRIVATE_DIRECTORY)
+    return yield* io(components[deepest])(looked.failure)
+  }
+  // Everything down to the deepest existing one must be ours before anything is made below it.
+  for (let index = 0; index < deepest; index++) {
+    const info = yield* Effect.mapError(fs.lstat(components[index]), io(components[index]))
+    yield* checkFound(fs, components[index], info, uid, CREATE_PRIVATE_DIRECTORY)
+  }
+  if (found !== undefined) yield* checkFound(fs, components[deepest], found, uid, CREATE_PRIVATE_DIRECTORY)
+  else yield* Effect.mapError(createRoot, io(components[0]))
+  for (let index = deepest + 1; index < components.length; index++) {
+    const directory = components[index]
+    // Created here, or by a racing process: either way it is checked as found.
+    const info = yield* fs.makeDirectory(directory, { mode: 0o700 }).pipe(
+      Effect.catchReason("PlatformError", "AlreadyExists", () => Effect.void),
+      Effect.andThen(fs.lstat(directory)),
+      Effect.mapError(io(directory))
+    )
+    yield* checkFound(fs, directory, info, uid, CREATE_PRIVATE_DIRECTORY)
+  }
+})
 
 /**
  * A directory outside the rarebit root, made as the reference makes it:

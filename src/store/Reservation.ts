@@ -149,8 +149,8 @@ export const owns = (ctx: StoreContext, reservation: Acquired) =>
   Effect.map(ownedClaim(ctx, reservation), (claim) => claim !== undefined)
 
 /** A settled claim's job as a `Duplicate`, once its receipt pointer verifies; `undefined` for any other claim. */
-const settledDuplicate = (ctx: StoreContext, read: ClaimRead, location: ReservationLocation, claimPath: string) =>
-  Effect.gen(function*() {
+const settledDuplicate = Effect.fnUntraced(
+  function*(ctx: StoreContext, read: ClaimRead, location: ReservationLocation, claimPath: string) {
     const ref = read._tag === "Parsed" ? settledReceiptRef(read.claim) : undefined
     if (ref === undefined) return undefined
     // A sidecar that is not a regular file is reported as such, as the
@@ -167,7 +167,8 @@ const settledDuplicate = (ctx: StoreContext, read: ClaimRead, location: Reservat
       return yield* new HeadInvalid({ claimPath, materializationPath: location.materializationPath })
     }
     return duplicateOf(location, record)
-  })
+  }
+)
 
 /** Whether a claim's lease ran out; a torn one is dated by its file. */
 const expired = (read: ClaimRead, now: number, leaseMs: number) =>

@@ -81,28 +81,27 @@ export interface SettleOptions {
 }
 
 /** The receipt as it will be settled, and its line; fails for anything the protocol would not write. */
-const validateForSettle = (reservation: Acquired, receipt: ReceiptInput) =>
-  Effect.gen(function*() {
-    // Typed for TypeScript callers, but a plain caller can pass anything: check it all.
-    const candidate: Record<string, unknown> = { ...receipt, jobId: reservation.jobId }
-    if (candidate.type !== "rarebit_summary" && candidate.type !== "rarebit_title") {
-      return yield* new ReceiptTypeUnsupported({ type: candidate.type })
-    }
-    const summary = candidate.type === "rarebit_summary"
-    const validation = summary ? validateSummaryReceipt(candidate) : validateTitleReceipt(candidate)
-    if (!validation.valid) {
-      return yield* new ReceiptInvalid({
-        kind: summary ? "Summary" : "Title",
-        status: candidate.status,
-        keys: Object.keys(candidate).sort(),
-        reason: (summary ? explainSummaryReceipt(candidate) : explainTitleReceipt(candidate)) ?? "invalid"
-      })
-    }
-    const settled: Receipt = validation.record
-    const line = encoder.encode(`${JSON.stringify(settled)}\n`)
-    if (line.length > MAX_RECEIPT_BYTES) return yield* new ReceiptTooLarge({ bytes: line.length })
-    return { settled, line }
-  })
+const validateForSettle = Effect.fnUntraced(function*(reservation: Acquired, receipt: ReceiptInput) {
+  // Typed for TypeScript callers, but a plain caller can pass anything: check it all.
+  const candidate: Record<string, unknown> = { ...receipt, jobId: reservation.jobId }
+  if (candidate.type !== "rarebit_summary" && candidate.type !== "rarebit_title") {
+    return yield* new ReceiptTypeUnsupported({ type: candidate.type })
+  }
+  const summary = candidate.type === "rarebit_summary"
+  const validation = summary ? validateSummaryReceipt(candidate) : validateTitleReceipt(candidate)
+  if (!validation.valid) {
+    return yield* new ReceiptInvalid({
+      kind: summary ? "Summary" : "Title",
+      status: candidate.status,
+      keys: Object.keys(candidate).sort(),
+      reason: (summary ? explainSummaryReceipt(candidate) : explainTitleReceipt(candidate)) ?? "invalid"
+    })
+  }
+  const settled: Receipt = validation.record
+  const line = encoder.encode(`${JSON.stringify(settled)}\n`)
+  if (line.length > MAX_RECEIPT_BYTES) return yield* new ReceiptTooLarge({ bytes: line.length })
+  return { settled, line }
+})
 
 /**
  * `settle`: commits an acquired job's receipt. The reservation's `jobId` is

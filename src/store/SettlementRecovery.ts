@@ -106,8 +106,8 @@ const receiptRefAt = (ctx: StoreContext, sidecar: string, offset: number) =>
  * The last verified receipt of `jobId` appended at or after `fromOffset`,
  * looking back no further than `RECOVERY_WINDOW_BYTES` from `size`.
  */
-const findJobReceipt = (ctx: StoreContext, sidecar: string, jobId: string, fromOffset: number, size: number) =>
-  Effect.gen(function*() {
+const findJobReceipt = Effect.fnUntraced(
+  function*(ctx: StoreContext, sidecar: string, jobId: string, fromOffset: number, size: number) {
     let offset: number | null = Math.max(fromOffset, size - RECOVERY_WINDOW_BYTES, 0)
     let found: HistoryRecord | undefined
     while (offset !== null && offset < size) {
@@ -138,7 +138,8 @@ const findJobReceipt = (ctx: StoreContext, sidecar: string, jobId: string, fromO
       Effect.mapError((cause) => new StoreIo({ operation: "verify a job's receipt", path: sidecar, cause }))
     )
     return record === undefined ? undefined : ({ record, receiptRef } satisfies FoundReceipt)
-  })
+  }
+)
 
 /**
  * The job's last receipt appended since `claim` was taken (an earlier,
@@ -148,25 +149,28 @@ const findJobReceipt = (ctx: StoreContext, sidecar: string, jobId: string, fromO
  * @category readers
  * @since 0.1.0
  */
-export const receiptSinceClaim = (
+export const receiptSinceClaim: (
   ctx: StoreContext,
   location: JobLocation,
   claim: unknown
-): Effect.Effect<FoundReceipt | undefined, StoreIo> =>
-  Effect.gen(function*() {
-    const from = sidecarOffsetOf(claim)
-    if (from === undefined) return undefined
-    const size = yield* sidecarSize(ctx, location.materializationPath)
-    if (from >= size) return undefined
-    return yield* findJobReceipt(ctx, location.materializationPath, location.jobId, from, size)
-  })
+) => Effect.Effect<FoundReceipt | undefined, StoreIo> = Effect.fnUntraced(function*(
+  ctx: StoreContext,
+  location: JobLocation,
+  claim: unknown
+) {
+  const from = sidecarOffsetOf(claim)
+  if (from === undefined) return undefined
+  const size = yield* sidecarSize(ctx, location.materializationPath)
+  if (from >= size) return undefined
+  return yield* findJobReceipt(ctx, location.materializationPath, location.jobId, from, size)
+})
 
 /**
  * Appends a head for an already-written receipt if it is the semantic
  * current summary and the current head does not point at it.
  */
-const appendHeadIfCurrent = (ctx: StoreContext, location: ReservationLocation, found: FoundReceipt) =>
-  Effect.gen(function*() {
+const appendHeadIfCurrent = Effect.fnUntraced(
+  function*(ctx: StoreContext, location: ReservationLocation, found: FoundReceipt) {
     const current = yield* ctx.readSidecar(location.materializationPath)
     // Without having seen the current head, a new one could bury a newer receipt.
     if (current.diagnostics.reason === "sidecar_unreadable") return
@@ -175,7 +179,8 @@ const appendHeadIfCurrent = (ctx: StoreContext, location: ReservationLocation, f
     if (!isSemanticCurrent(native, current, found.record)) return
     const head = headFor(found.record.sessionId, found.receiptRef)
     yield* appendToSidecar(ctx.fs, location.materializationPath, () => Effect.succeed(encodeHeadLine(head)))
-  })
+  }
+)
 
 /**
  * Finishes a settlement whose receipt is already in the sidecar: a head if
@@ -184,20 +189,19 @@ const appendHeadIfCurrent = (ctx: StoreContext, location: ReservationLocation, f
  * @category writers
  * @since 0.1.0
  */
-export const completeSettlement = (
+export const completeSettlement = Effect.fnUntraced(function*(
   ctx: StoreContext,
   location: ReservationLocation,
   claimPath: string,
   leaseToken: string,
   found: FoundReceipt
-) =>
-  Effect.gen(function*() {
-    yield* appendHeadIfCurrent(ctx, location, found)
-    yield* replaceClaim(ctx.fs, ctx.path, claimPath, makeSettledClaim(location.jobId, leaseToken, found.receiptRef))
-      .pipe(
-        Effect.mapError(storeIo("write job claim", claimPath))
-      )
-  })
+) {
+  yield* appendHeadIfCurrent(ctx, location, found)
+  yield* replaceClaim(ctx.fs, ctx.path, claimPath, makeSettledClaim(location.jobId, leaseToken, found.receiptRef))
+    .pipe(
+      Effect.mapError(storeIo("write job claim", claimPath))
+    )
+})
 
 /**
  * Completes the settlement of an expired claim being taken over, when its
@@ -207,17 +211,16 @@ export const completeSettlement = (
  * @category writers
  * @since 0.1.0
  */
-export const recoverSettlement = (
+export const recoverSettlement = Effect.fnUntraced(function*(
   ctx: StoreContext,
   read: ClaimRead,
   location: ReservationLocation,
   claimPath: string
-) =>
-  Effect.gen(function*() {
-    const claim = read._tag === "Parsed" && isObjectRecord(read.claim) ? read.claim : undefined
-    if (claim === undefined || typeof claim.leaseToken !== "string") return undefined
-    const found = yield* receiptSinceClaim(ctx, location, claim)
-    if (found === undefined) return undefined
-    yield* completeSettlement(ctx, location, claimPath, claim.leaseToken, found)
-    return found.record
-  })
+) {
+  const claim = read._tag === "Parsed" && isObjectRecord(read.claim) ? read.claim : undefined
+  if (claim === undefined || typeof claim.leaseToken !== "string") return undefined
+  const found = yield* receiptSinceClaim(ctx, location, claim)
+  if (found === undefined) return undefined
+  yield* completeSettlement(ctx, location, claimPath, claim.leaseToken, found)
+  return found.record
+})
