@@ -12,15 +12,12 @@
  * the bundle's text is held once, not twice.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { execFile } from "node:child_process"
 import { mkdir, mkdtemp, readdir, rm, stat } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { pathToFileURL } from "node:url"
 import { REPO, settleWith } from "../cli/CliHarness.js"
+import { runPromiseChild } from "../support/PromiseChild.js"
 import { entry, makeRoots, type Roots, summaryReceipt, writeSession } from "../support/Reference.js"
-
-const PROMISE_API = join(REPO, "dist", "promise", "index.js")
 
 let roots: Roots
 let scratch = ""
@@ -58,23 +55,12 @@ interface Footprint {
 }
 
 const importAndRead = (cache: string): Promise<Footprint> =>
-  new Promise((resolve, reject) =>
-    execFile(
-      process.execPath,
-      [
-        "--expose-gc",
-        "--input-type=module",
-        "--eval",
-        CHILD,
-        pathToFileURL(PROMISE_API).href,
-        roots.sessionFile,
-        roots.sessionRoot,
-        roots.rarebitRoot
-      ],
-      { cwd: REPO, env: { ...process.env, RAREBIT_STORE_CODE_CACHE: cache } },
-      (error, stdout, stderr) => (error === null ? resolve(JSON.parse(stdout)) : reject(new Error(stderr)))
-    )
-  )
+  runPromiseChild<Footprint>({
+    script: CHILD,
+    nodeFlags: ["--expose-gc"],
+    args: [roots.sessionFile, roots.sessionRoot, roots.rarebitRoot],
+    codeCache: cache
+  })
 
 beforeAll(async () => {
   roots = await makeRoots("rarebit-load-footprint-")

@@ -19,15 +19,12 @@
  * (1 MiB semi-spaces), so that most reads span one.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { execFile } from "node:child_process"
 import { mkdir, mkdtemp, rm, utimes, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { pathToFileURL } from "node:url"
-import { REPO } from "../cli/CliHarness.js"
 import { turnsText } from "../session/SessionLines.js"
+import { runPromiseChild } from "../support/PromiseChild.js"
 
-const PROMISE_API = join(REPO, "dist", "promise", "index.js")
 const SESSIONS = 300
 const MAX_GARBAGE_BYTES_PER_READ = 800
 
@@ -68,25 +65,12 @@ const sessionFiles = () =>
   Array.from({ length: SESSIONS }, (_, index) => join(sessionRoot(), "--project--", `session-${index}.jsonl`))
 
 const pollOnce = (): Promise<Promotion> =>
-  new Promise((resolve, reject) =>
-    execFile(
-      process.execPath,
-      [
-        "--expose-gc",
-        "--min-semi-space-size=1",
-        "--max-semi-space-size=1",
-        "--input-type=module",
-        "--eval",
-        CHILD,
-        pathToFileURL(PROMISE_API).href,
-        sessionRoot(),
-        join(scratch, "rarebit"),
-        ...sessionFiles()
-      ],
-      { cwd: REPO, env: { ...process.env, RAREBIT_STORE_CODE_CACHE: "off" } },
-      (error, stdout, stderr) => (error === null ? resolve(JSON.parse(stdout)) : reject(new Error(stderr)))
-    )
-  )
+  runPromiseChild<Promotion>({
+    script: CHILD,
+    nodeFlags: ["--expose-gc", "--min-semi-space-size=1", "--max-semi-space-size=1"],
+    args: [sessionRoot(), join(scratch, "rarebit"), ...sessionFiles()],
+    codeCache: "off"
+  })
 
 beforeAll(async () => {
   scratch = await mkdtemp(join(tmpdir(), "rarebit-miss-promotion-"))

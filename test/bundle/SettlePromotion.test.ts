@@ -19,14 +19,11 @@
  * (1 MiB semi-spaces).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { execFile } from "node:child_process"
 import { writeFile } from "node:fs/promises"
 import { join } from "node:path"
-import { pathToFileURL } from "node:url"
-import { REPO } from "../cli/CliHarness.js"
+import { runPromiseChild } from "../support/PromiseChild.js"
 import { entry, makeRoots, type Roots, summaryReceipt, writeSession } from "../support/Reference.js"
 
-const PROMISE_API = join(REPO, "dist", "promise", "index.js")
 const MAX_GARBAGE_BYTES_PER_CYCLE = 17_500
 
 let roots: Roots
@@ -66,26 +63,12 @@ interface Promotion {
 }
 
 const settleMany = (): Promise<Promotion> =>
-  new Promise((resolve, reject) =>
-    execFile(
-      process.execPath,
-      [
-        "--expose-gc",
-        "--min-semi-space-size=1",
-        "--max-semi-space-size=1",
-        "--input-type=module",
-        "--eval",
-        CHILD,
-        pathToFileURL(PROMISE_API).href,
-        roots.sessionFile,
-        roots.sessionRoot,
-        roots.rarebitRoot,
-        receiptFile
-      ],
-      { cwd: REPO, env: { ...process.env, RAREBIT_STORE_CODE_CACHE: "off" } },
-      (error, stdout, stderr) => (error === null ? resolve(JSON.parse(stdout)) : reject(new Error(stderr)))
-    )
-  )
+  runPromiseChild<Promotion>({
+    script: CHILD,
+    nodeFlags: ["--expose-gc", "--min-semi-space-size=1", "--max-semi-space-size=1"],
+    args: [roots.sessionFile, roots.sessionRoot, roots.rarebitRoot, receiptFile],
+    codeCache: "off"
+  })
 
 beforeAll(async () => {
   roots = await makeRoots("rarebit-settle-promotion-")
