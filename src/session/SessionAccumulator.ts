@@ -41,6 +41,14 @@ interface TreeNode {
 
 type Mode = "empty" | "invalid" | "linear" | "tree"
 
+/** A branch from `leaf` to its root: its picks in branch order, its prose, its length. */
+interface WalkedBranch {
+  readonly leaf: TreeNode
+  readonly length: number
+  readonly picks: ReadonlyArray<{ readonly order: number; readonly pick: Pick }>
+  readonly prose: number
+}
+
 /** Prose chars (as `measureRarebits` counts them) and the selection pick of one entry. */
 const contributionOf = (entry: unknown): { readonly prose: number; readonly pick: Pick | null } => {
   const message = messageOf(entry)
@@ -90,6 +98,15 @@ export class SessionAccumulator extends SessionLineParser {
   private readonly byId = new Map<string, TreeNode>()
   private leaf: TreeNode | undefined = undefined
   private treeError: SessionInvalid | undefined = undefined
+  /**
+   * The last branch walked from a committed leaf, to root. A Session being
+   * written mostly grows at its leaf, so the next walk stops where it meets
+   * this leaf and takes the rest from here: a poll walks the entries added
+   * since, not the whole branch again.
+   */
+  private lastBranch: WalkedBranch | undefined = undefined
+  /** Nodes the last `finish` stepped through to find its branch (for tests). */
+  lastWalkSteps = 0
   /** Estimated bytes this accumulator keeps alive. */
   retainedBytes = 0
 
@@ -189,27 +206,76 @@ export class SessionAccumulator extends SessionLineParser {
       if (node instanceof SessionInvalid) return Result.fail(node)
       leaf = provisional = node
     }
+    this.lastWalkSteps = 0
     if (leaf === undefined) return Result.succeed(emptyProjection(this.header!))
-    // The walk of `resolveActiveBranchResult`, over the reduced nodes.
+    const branch = this.extendLastBranch(leaf, provisional) ?? this.walkBranch(leaf, provisional)
+    if (branch instanceof SessionInvalid) return Result.fail(branch)
+    // Only a committed leaf's branch is kept: a provisional one may still change.
+    if (provisional === undefined) this.lastBranch = branch
+    return Result.succeed(this.project(leaf.id, branch.picks, branch.prose))
+  }
+
+  /** The node `node` names as its parent: `undefined` when it names none, `null` when that node is not there. */
+  private parentOf(node: TreeNode, provisional: TreeNode | undefined): TreeNode | null | undefined {
+    const parentId: unknown = node.parentId
+    if (parentId === null || parentId === undefined) return undefined
+    // The unterminated entry is not in `byId`, but an older entry may still name it as parent.
+    if (provisional !== undefined && parentId === provisional.id) return provisional
+    return this.byId.get(parentId as string) ?? null
+  }
+
+  /**
+   * The branch from `leaf`, when walking up from it meets the last branch's
+   * leaf: the nodes walked, then the last branch. Every node on the way is
+   * one the last branch does not hold (ids are unique, and a node of the
+   * last branch leads to the root without meeting its leaf), so a walk
+   * longer than the nodes off that branch cannot meet it: `undefined` then,
+   * and the whole walk decides (a cycle, a missing parent, another branch).
+   */
+  private extendLastBranch(leaf: TreeNode, provisional: TreeNode | undefined): WalkedBranch | undefined {
+    const last = this.lastBranch
+    if (last === undefined) return undefined
+    if (leaf === last.leaf) return last
+    const offBranch = this.byId.size + (provisional === undefined ? 0 : 1) - last.length
+    const added: Array<TreeNode> = []
+    let current: TreeNode | null | undefined = leaf
+    while (current !== last.leaf) {
+      if (current === undefined || current === null || added.length >= offBranch) {
+        this.lastWalkSteps += added.length
+        return undefined
+      }
+      added.push(current)
+      current = this.parentOf(current, provisional)
+    }
+    this.lastWalkSteps += added.length
+    const addedPicks: Array<{ readonly order: number; readonly pick: Pick }> = []
+    let prose = last.prose
+    let order = last.length
+    for (let index = added.length - 1; index >= 0; index--, order++) {
+      const node = added[index]
+      prose += node.prose
+      if (node.pick !== null) addedPicks.push({ order, pick: node.pick })
+    }
+    // A new array: earlier results share the last branch's picks.
+    const picks = addedPicks.length === 0 ? last.picks : last.picks.concat(addedPicks)
+    return { leaf, length: order, picks, prose }
+  }
+
+  /** The walk of `resolveActiveBranchResult`, over the reduced nodes, from `leaf` to its root. */
+  private walkBranch(leaf: TreeNode, provisional: TreeNode | undefined): WalkedBranch | SessionInvalid {
     const reversed: Array<TreeNode> = []
     const visited = new Set<string>()
-    let current: TreeNode | undefined = leaf
+    let current: TreeNode | null | undefined = leaf
     while (current !== undefined) {
-      if (visited.has(current.id)) {
-        return Result.fail(SessionInvalid.cycle(this.source, current.id))
+      if (current === null) {
+        return SessionInvalid.missingParent(this.source, reversed[reversed.length - 1].parentId)
       }
+      if (visited.has(current.id)) return SessionInvalid.cycle(this.source, current.id)
       visited.add(current.id)
       reversed.push(current)
-      const parentId: unknown = current.parentId
-      if (parentId === null || parentId === undefined) break
-      // The unterminated entry is not in `byId`, but an older entry may still name it as parent.
-      current = provisional !== undefined && parentId === provisional.id
-        ? provisional
-        : this.byId.get(parentId as string)
-      if (current === undefined) {
-        return Result.fail(SessionInvalid.missingParent(this.source, parentId))
-      }
+      current = this.parentOf(current, provisional)
     }
+    this.lastWalkSteps += reversed.length
     const picks: Array<{ readonly order: number; readonly pick: Pick }> = []
     let prose = 0
     for (let order = 0, index = reversed.length - 1; index >= 0; order++, index--) {
@@ -217,7 +283,7 @@ export class SessionAccumulator extends SessionLineParser {
       prose += node.prose
       if (node.pick !== null) picks.push({ order, pick: node.pick })
     }
-    return Result.succeed(this.project(leaf.id, picks, prose))
+    return { leaf, length: reversed.length, picks, prose }
   }
 
   /**

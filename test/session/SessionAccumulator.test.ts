@@ -161,4 +161,89 @@ describe("SessionAccumulator", () => {
       { numRuns: fuzzRuns(300) }
     )
   })
+
+  it("a branch growing at its leaf is walked from where the last walk ended, not from its root again", () => {
+    const lines = [header("sess-w")]
+    const accumulator = new SessionAccumulator("s.jsonl")
+    accumulator.addLine(lines[0])
+    const append = (id: string, parentId: string | null, text: string) => {
+      const line = message(id, parentId, "user", text)
+      lines.push(line)
+      accumulator.addLine(line)
+    }
+    for (let index = 0; index < 2000; index++) {
+      append(`e${index}`, index === 0 ? null : `e${index - 1}`, `t${index % 7}`)
+    }
+    assertSameOutcome(accumulator.finish(""), freshOutcome(`${lines.join("\n")}\n`, "s.jsonl"), "first")
+    assert.strictEqual(accumulator.lastWalkSteps, 2000)
+    for (let index = 2000; index < 2010; index++) {
+      append(`e${index}`, `e${index - 1}`, `t${index % 7}`)
+      assertSameOutcome(accumulator.finish(""), freshOutcome(`${lines.join("\n")}\n`, "s.jsonl"), `grown ${index}`)
+      assert.strictEqual(accumulator.lastWalkSteps, 1, `grown ${index}`)
+    }
+    // Unchanged: nothing to walk.
+    accumulator.finish("")
+    assert.strictEqual(accumulator.lastWalkSteps, 0)
+    // An unterminated entry at the leaf is walked on its own, and not kept as the branch.
+    const torn = message("e2010", "e2009", "assistant", "half")
+    assertSameOutcome(
+      accumulator.finish(torn),
+      freshOutcome(`${lines.join("\n")}\n${torn}`, "s.jsonl"),
+      "provisional"
+    )
+    assert.strictEqual(accumulator.lastWalkSteps, 1)
+    // A jump back to an early entry walks the whole new branch.
+    append("b0", "e5", "back")
+    assertSameOutcome(accumulator.finish(""), freshOutcome(`${lines.join("\n")}\n`, "s.jsonl"), "jump")
+    assert.isAbove(accumulator.lastWalkSteps, 6)
+    append("b1", "b0", "on")
+    accumulator.finish("")
+    assert.strictEqual(accumulator.lastWalkSteps, 1)
+  })
+
+  it("forward references, cycles and missing parents among new entries give the uncached reader's outcome", () => {
+    // Each step names as parent the leaf, an earlier entry, a later one (not there yet), itself, or nothing there.
+    const parentArb = fc.oneof(
+      fc.constant({ kind: "leaf" as const }),
+      fc.record({ kind: fc.constant("earlier" as const), at: fc.nat(30) }),
+      fc.record({ kind: fc.constant("later" as const), ahead: fc.integer({ min: 1, max: 3 }) }),
+      fc.constant({ kind: "self" as const }),
+      fc.constant({ kind: "absent" as const })
+    )
+    const stepsArb = fc.array(fc.tuple(fc.option(parentArb, { freq: 4 }), fc.boolean()), {
+      minLength: 1,
+      maxLength: 30
+    })
+    fc.assert(
+      fc.property(stepsArb, (steps) => {
+        const lines = [header("sess-h")]
+        const accumulator = new SessionAccumulator("s.jsonl")
+        accumulator.addLine(lines[0])
+        let leaf: string | null = null
+        steps.forEach(([parent, torn], index) => {
+          const id = `e${index}`
+          const parentId = parent === null || parent.kind === "leaf"
+            ? leaf
+            : parent.kind === "earlier"
+            ? index === 0 ? null : `e${parent.at % index}`
+            : parent.kind === "later"
+            ? `e${index + parent.ahead}`
+            : parent.kind === "self"
+            ? id
+            : "nowhere"
+          const line = message(id, parentId, index % 2 === 0 ? "user" : "assistant", `text ${index % 3}`)
+          if (torn) {
+            // Seen unterminated first, then completed.
+            const text = `${lines.join("\n")}\n${line}`
+            assertSameOutcome(accumulator.finish(line), freshOutcome(text, "s.jsonl"), `torn ${index}`)
+          }
+          lines.push(line)
+          leaf = id
+          accumulator.addLine(line)
+          assertSameOutcome(accumulator.finish(""), freshOutcome(`${lines.join("\n")}\n`, "s.jsonl"), `step ${index}`)
+        })
+      }),
+      { numRuns: fuzzRuns(500) }
+    )
+  })
 })
