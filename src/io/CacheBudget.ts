@@ -24,7 +24,7 @@ import { Effect } from "effect"
  * pushed the total over is dropped itself, unless its path was got more
  * often lately than the least recently got entry's. The entries kept are
  * then reused on every round, and the states of the others die young. At
- * most `maxOpenFiles` files are held over all of them: holding one
+ * most `maxOpenFiles` files are held over all of them (none when it is 0): holding one
  * more lets go of the file of the least recently got entry that holds one
  * (the entry and its state stay; its next use opens the file again).
  * Once that has let go of 64 files never used again after they were
@@ -318,7 +318,8 @@ export class Ledger implements CacheBudget {
    *
    * **Details**
    *
-   * Always, until the budget has let go of `THRASHING_HOLDS` files that were
+   * Never when `maxOpenFiles` is 0 (each use opens and closes its file).
+   * Otherwise always, until the budget has let go of `THRASHING_HOLDS` files that were
    * never used again after they were opened: the paths are read round-robin,
    * more of them than there are files to hold, and each file held only
    * pushes out one that would have been used, to be pushed out itself before
@@ -330,6 +331,7 @@ export class Ledger implements CacheBudget {
    * long enough to be promoted by the young collections of those reads).
    */
   mayHold(entry: Charged): boolean {
+    if (this.maxOpenFiles === 0) return false
     if (this.wastedHolds < THRASHING_HOLDS) return true
     return this.holding.size < this.maxOpenFiles || entry.reuseDistance <= this.maxOpenFiles
   }

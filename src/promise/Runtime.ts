@@ -10,13 +10,17 @@ import type { FileSystem } from "effect/FileSystem"
 import type { Path } from "effect/Path"
 import * as NodeStore from "../platform/NodeStore.js"
 import { RarebitStore } from "../store/RarebitStore.js"
+import { cacheBudgetFromEnvironment } from "./CacheBudgetEnvironment.js"
 import { toPlainError } from "./PlainErrors.js"
 
 type Services = RarebitStore | FileSystem | Path
 
 let runtime: ManagedRuntime.ManagedRuntime<Services, never> | undefined
 
-const services = () => (runtime ??= ManagedRuntime.make(NodeStore.layer()))
+// The environment is read when the store is first used: a budget it refuses
+// fails that call, and every later one until the runtime can be built.
+const services =
+  () => (runtime ??= ManagedRuntime.make(NodeStore.layer({ cacheBudget: cacheBudgetFromEnvironment(process.env) })))
 
 const failureOf = (cause: Cause.Cause<unknown>): unknown => {
   const failure = cause.reasons.find(Cause.isFailReason)

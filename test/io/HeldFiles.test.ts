@@ -420,6 +420,25 @@ fileSystemSuite("HeldFiles", (it) => {
       assert.deepStrictEqual(open(), [1, 1, 0])
     }))
 
+  it.effect("a budget of no open files holds none: every use opens the file and closes it when it ends", ({ root }) =>
+    Effect.gen(function*() {
+      const { fs, read } = yield* setup(root)
+      const budget = HeldFiles.makeBudget({ maxBytes: Number.POSITIVE_INFINITY, maxOpenFiles: 0 })
+      const set = yield* HeldFiles.make<number>(fs, { budget, followSymlinks: false, initial: () => 0 })
+      const open = () => ["a", "b"].map((name) => openCount(fs, `${root}/${name}`))
+      for (let round = 0; round < 3; round++) {
+        assert.strictEqual(yield* read(set, "a"), "a\n")
+        assert.strictEqual(yield* read(set, "b"), "b\n")
+        assert.deepStrictEqual(open(), [0, 0], `round ${round}`)
+        assert.strictEqual(budget.openFiles(), 0)
+      }
+      // The entries and their states stay: only the files are not kept.
+      const a = (yield* set.get(`${root}/a`))!
+      assert.isTrue(a.live)
+      assert.isFalse(a.file.holding())
+      assert.strictEqual(a.state, 3)
+    }))
+
   it.effect("a round-robin over more paths than files held stops churning them; a working set that fits is held again", ({ root }) =>
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem

@@ -16,13 +16,15 @@ export const PROMISE_API = join(REPO, "dist", "promise", "index.js")
  * Runs `script` (an ES module, as text) in a new Node process with
  * `nodeFlags`, its arguments the Promise API's URL and then `args`, and
  * returns the JSON it prints. `codeCache` is `RAREBIT_STORE_CODE_CACHE`:
- * a directory, or `off`. Rejects with the child's stderr if it fails.
+ * a directory, or `off`; `env`, more variables for the child. Rejects with
+ * the child's stderr if it fails.
  */
 export const runPromiseChild = <A>(options: {
   readonly script: string
   readonly nodeFlags: ReadonlyArray<string>
   readonly args: ReadonlyArray<string>
   readonly codeCache: string
+  readonly env?: Readonly<Record<string, string>> | undefined
 }): Promise<A> =>
   new Promise((resolve, reject) =>
     execFile(
@@ -35,7 +37,7 @@ export const runPromiseChild = <A>(options: {
         pathToFileURL(PROMISE_API).href,
         ...options.args
       ],
-      { cwd: REPO, env: { ...process.env, RAREBIT_STORE_CODE_CACHE: options.codeCache } },
+      { cwd: REPO, env: { ...process.env, ...options.env, RAREBIT_STORE_CODE_CACHE: options.codeCache } },
       (error, stdout, stderr) => (error === null ? resolve(JSON.parse(stdout)) : reject(new Error(stderr)))
     )
   )
