@@ -232,13 +232,14 @@ export const textTable = (rows: ReadonlyArray<Row>): string => {
 export const siblingScript = (name: string): string => fileURLToPath(new URL(`./${name}`, import.meta.url))
 
 /**
- * Runs a sibling script in a fresh Node process and parses the JSON it prints
- * on its last stdout line.
+ * Runs a sibling script in a fresh Node process (with `env` added to this
+ * one's environment) and parses the JSON it prints on its last stdout line.
  */
-export const runChild = (script: string, args: ReadonlyArray<string>) =>
+export const runChild = (script: string, args: ReadonlyArray<string>, env?: Readonly<Record<string, string>>) =>
   new Promise<unknown>((resolve, reject) => {
     const child = spawn(process.execPath, [siblingScript(script), ...args], {
-      stdio: ["ignore", "pipe", "inherit"]
+      stdio: ["ignore", "pipe", "inherit"],
+      env: env === undefined ? process.env : { ...process.env, ...env }
     })
     let output = ""
     child.stdout.on("data", (chunk) => (output += String(chunk)))

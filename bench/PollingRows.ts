@@ -4,7 +4,9 @@
  * process per side and round (`PollProbe`), the side going first
  * alternating. Two rows per count: the mean time per read of a sweep over
  * all Sessions (after one untimed sweep), and the peak RSS of the polling
- * process.
+ * process. Over 1,000, each round also polls with ours keeping no cached
+ * state (`RAREBIT_STORE_CACHE_MAX_BYTES=0`), for a third row that tells
+ * what the caches cost from what the rest does.
  *
  * The Sessions are distinct synthetic Pi Sessions (their own seeds) of
  * 4–64 KiB targets (a turn more than the target, so ~15–110 KiB), in 100
@@ -138,16 +140,16 @@ const pollingRows = async (context: BenchContext): Promise<ReadonlyArray<Measure
       ? { minRounds: large ? 1 : 2, maxRounds: large ? 1 : 2, tolerance: 0 }
       : large
       ? { minRounds: 4, maxRounds: 6, tolerance: 0.05, budgetMs: 150_000 }
-      : { minRounds: 6, maxRounds: 30, tolerance: 0.05, budgetMs: 120_000 }
-    const poll = async (side: Side) =>
-      (await runChild("PollProbe.js", [
-        side,
-        JSON.stringify({ ...fixture, count, ...sweeps })
-      ])) as PollResult
-    const rounds = await runRounds<Record<Side, PollResult>>(plan, async (_, oursFirst) => {
-      const result = {} as Record<Side, PollResult>
-      for (const side of oursFirst ? ["ours", "reference"] as const : ["reference", "ours"] as const) {
-        result[side] = await poll(side)
+      : { minRounds: 6, maxRounds: 30, tolerance: 0.05, budgetMs: 180_000 }
+    const poll = async (side: Side, env?: Readonly<Record<string, string>>) =>
+      (await runChild("PollProbe.js", [side, JSON.stringify({ ...fixture, count, ...sweeps })], env)) as PollResult
+    // Over 1,000, ours also runs with no cached state, between the two sides:
+    // what its caches cost, apart from what loading it does.
+    const probes: ReadonlyArray<Probe> = large ? ["ours", "reference"] : ["ours", "uncached", "reference"]
+    const rounds = await runRounds<Record<Probe, PollResult>>(plan, async (_, oursFirst) => {
+      const result = {} as Record<Probe, PollResult>
+      for (const probe of oursFirst ? probes : [...probes].reverse()) {
+        result[probe] = probe === "uncached" ? await poll("ours", UNCACHED) : await poll(probe)
       }
       return { ours: result.ours.msPerRead, theirs: result.reference.msPerRead, extra: result }
     })
@@ -188,9 +190,35 @@ const pollingRows = async (context: BenchContext): Promise<ReadonlyArray<Measure
         pair((result) => result.rssMiB)
       } MiB o/r`
     })
+    if (!large) {
+      const uncached = results.map((result) => result.uncached)
+      const median = (values: ReadonlyArray<number>) => formatValue(quantile(values, 0.5))
+      rows.push({
+        group: "polling",
+        benchmark: `current, ${what}: peak RSS with no cached state (ours with RAREBIT_STORE_CACHE_MAX_BYTES=0)`,
+        unit: "MiB",
+        ours: spreadOf(uncached.map((result) => result.peakRssMiB)),
+        theirs: spreadOf(results.map((result) => result.reference.peakRssMiB)),
+        ratio: ratioSummaryOf(
+          results.map((result) => result.uncached.peakRssMiB / result.reference.peakRssMiB),
+          rounds.ratio.stoppedBy
+        ),
+        note:
+          `diagnostic, no target: the same rounds, ours keeping nothing between reads, against the reference; ours with its caches ${
+            median(results.map((result) => result.ours.peakRssMiB))
+          } MiB; uncached RSS once loaded ${median(uncached.map((result) => result.loadedRssMiB))} MiB, ${
+            median(uncached.map((result) => result.msPerRead.at(-1)!))
+          } ms per read`
+      })
+    }
   }
   return rows
 }
+
+/** What each round runs: the two sides, and ours keeping no cached state. */
+type Probe = Side | "uncached"
+
+const UNCACHED = { RAREBIT_STORE_CACHE_MAX_BYTES: "0" }
 
 export const pollingGroup: BenchGroup = {
   name: "polling",
