@@ -268,9 +268,13 @@ export class SessionAccumulator extends SessionLineParser {
     let current: TreeNode | null | undefined = leaf
     while (current !== undefined) {
       if (current === null) {
+        this.lastWalkSteps += reversed.length
         return SessionInvalid.missingParent(this.source, reversed[reversed.length - 1].parentId)
       }
-      if (visited.has(current.id)) return SessionInvalid.cycle(this.source, current.id)
+      if (visited.has(current.id)) {
+        this.lastWalkSteps += reversed.length
+        return SessionInvalid.cycle(this.source, current.id)
+      }
       visited.add(current.id)
       reversed.push(current)
       current = this.parentOf(current, provisional)

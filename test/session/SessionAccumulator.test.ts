@@ -199,6 +199,10 @@ describe("SessionAccumulator", () => {
     append("b1", "b0", "on")
     accumulator.finish("")
     assert.strictEqual(accumulator.lastWalkSteps, 1)
+    // A missing parent: one step that cannot meet the branch, then the whole walk's one step to find it missing.
+    append("c0", "nowhere", "lost")
+    assertSameOutcome(accumulator.finish(""), freshOutcome(`${lines.join("\n")}\n`, "s.jsonl"), "missing parent")
+    assert.strictEqual(accumulator.lastWalkSteps, 2)
   })
 
   it("forward references, cycles and missing parents among new entries give the uncached reader's outcome", () => {
