@@ -88,13 +88,15 @@ interface ChildReport {
   readonly sessionOpens?: number
 }
 
-const files = () => Array.from({ length: SESSIONS }, (_, index) => join(scratch, "sessions", `s${index}.jsonl`))
+/** Idle Sessions (`s*`), or Sessions being written (`live*`), which the store holds open between reads. */
+const files = (kind: "s" | "live" = "s") =>
+  Array.from({ length: SESSIONS }, (_, index) => join(scratch, "sessions", `${kind}${index}.jsonl`))
 
-const runChild = (env: Record<string, string>) =>
+const runChild = (env: Record<string, string>, kind: "s" | "live" = "s") =>
   runPromiseChild<ChildReport>({
     script: CHILD,
     nodeFlags: [],
-    args: [join(scratch, "sessions"), join(scratch, "rarebit"), ...files()],
+    args: [join(scratch, "sessions"), join(scratch, "rarebit"), ...files(kind)],
     codeCache: "off",
     env
   })
@@ -109,6 +111,12 @@ describe("the Promise API's store", () => {
       await writeFile(file, turnsText(3 + (index % 4), `sess-${index}`))
       await utimes(file, longAgo, longAgo)
     }
+    // Written "after" every read (an hour ahead): never at rest, so each read checks the file it holds.
+    const ahead = new Date(Date.now() + 3_600_000)
+    for (const [index, file] of files("live").entries()) {
+      await writeFile(file, turnsText(3 + (index % 4), `live-${index}`))
+      await utimes(file, ahead, ahead)
+    }
   })
   afterAll(() => rm(scratch, { recursive: true, force: true }))
 
@@ -121,6 +129,16 @@ describe("the Promise API's store", () => {
     // Idle and cached, a Session is answered by a stat; with nothing kept, each read opens it.
     assert.strictEqual(cached.sessionOpens, 0)
     assert.strictEqual(uncached.sessionOpens, SESSIONS)
+  })
+
+  it("holds a Session being written open between reads by default, and none under a budget of 0 open files", async () => {
+    const held = await runChild({}, "live")
+    const unheld = await runChild({ [CACHE_MAX_OPEN_FILES_VARIABLE]: "0" }, "live")
+    assert.isTrue(held.states!.every((state) => state === "available"), JSON.stringify(held.states))
+    assert.deepStrictEqual(unheld.states, held.states)
+    // 40 files fit the default 64: each read uses the file it holds; with none held, each read opens its file.
+    assert.strictEqual(held.sessionOpens, 0)
+    assert.strictEqual(unheld.sessionOpens, SESSIONS)
   })
 
   it("refuses every call while a variable holds what is not a budget", async () => {
