@@ -42,6 +42,7 @@ import { Effect, Layer } from "effect"
 import { readFileSync, readlinkSync } from "node:fs"
 import { hostname } from "node:os"
 import { encodeLockLine, MAX_LOCK_LINE_BYTES } from "../protocol/CommitLockFile.js"
+import { isoTimestampOf } from "../protocol/internal/IsoTimestamp.js"
 import { LockOwner, type LockOwnerProbe, makeLockOwnerProbe, type OwnerEvidence } from "../store/LockOwner.js"
 
 /**
@@ -116,7 +117,7 @@ const procIsOurs = (system: ProcessSystem): boolean => {
 }
 
 /** The longest `claimedAt` a lock can carry: the last instant a JS `Date` represents. */
-const LONGEST_CLAIMED_AT = new Date(8.64e15).toISOString()
+const LONGEST_CLAIMED_AT = isoTimestampOf(8.64e15)
 
 /** Whether a lock line with this evidence fits `MAX_LOCK_LINE_BYTES`, whatever its token and time. */
 const fitsLockLine = (owner: OwnerEvidence): boolean =>

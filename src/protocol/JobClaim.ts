@@ -14,6 +14,7 @@
  */
 import { Schema } from "effect"
 import { ReceiptReference } from "./Head.js"
+import { isoTimestampOf } from "./internal/IsoTimestamp.js"
 import { isIsoTimestamp, memberOf, stringCoercionOf } from "./internal/JsonShape.js"
 import { NonEmptyString, NonNegativeInteger, Sha256Hex } from "./ReceiptParts.js"
 
@@ -133,7 +134,7 @@ export const makeActiveClaim = (
   jobId,
   state: "active",
   leaseToken,
-  claimedAt: new Date(claimedAtMs).toISOString(),
+  claimedAt: isoTimestampOf(claimedAtMs),
   leaseMs,
   ...(sidecarOffset === undefined ? {} : { sidecarOffset })
 })

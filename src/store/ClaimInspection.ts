@@ -22,6 +22,7 @@ import { Effect } from "effect"
 import type { FileSystem } from "effect/FileSystem"
 import { smallRegularReadOf } from "../io/NonBlockingOpen.js"
 import { isValidReceiptReference, type ReceiptReference } from "../protocol/Head.js"
+import { isoTimestampOf } from "../protocol/internal/IsoTimestamp.js"
 import { isObjectRecord, memberOf, stringCoercionOf } from "../protocol/internal/JsonShape.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { claimExpired, parseClaim, settledReceiptRef } from "../protocol/JobClaim.js"
@@ -140,7 +141,7 @@ const inspectClaim = (
       }
       const expired = claimExpired(claim, now)
       const expiresAt = Number.isFinite(start + leaseMs) && Math.abs(start + leaseMs) <= 8.64e15
-        ? new Date(start + leaseMs).toISOString()
+        ? isoTimestampOf(start + leaseMs)
         : null
       const report: ClaimReport = {
         ...emptyClaim(path, jobId),

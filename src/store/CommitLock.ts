@@ -52,6 +52,7 @@ import type { PlatformError } from "effect/PlatformError"
 import { describeType, type FileNotRegular, readBounded } from "../io/RegularFile.js"
 import { encodeLockLine, MAX_LOCK_LINE_BYTES } from "../protocol/CommitLockFile.js"
 import { fileIdentity } from "../protocol/internal/FileInfo.js"
+import { isoTimestampOf } from "../protocol/internal/IsoTimestamp.js"
 import { parseJsonOrNull } from "../protocol/internal/JsonParse.js"
 import { memberOf } from "../protocol/internal/JsonShape.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
@@ -301,7 +302,7 @@ const acquireFileLock = (
     Effect.gen(function*() {
       const probe = yield* LockOwner
       const token = yield* randomToken(24)
-      const claimedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
+      const claimedAt = isoTimestampOf(yield* Clock.currentTimeMillis)
       const content = lockLine(token, claimedAt, probe.current)
       const tempPath = lockTempPath(lockPath, token)
       yield* writeDurableTemp(fs, tempPath, content)

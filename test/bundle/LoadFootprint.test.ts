@@ -9,7 +9,8 @@
  * at most, and the store draws those from `node:crypto` without it; Node's
  * `File` class is never used at all. The code cache's bytes are released
  * once the bundle is compiled from them, not held as external memory, and
- * the bundle's text is held once, not twice.
+ * the bundle's text is held once, not twice. No date is formatted by the
+ * built-in methods, whose first call loads ICU's time zone names.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { mkdir, mkdtemp, readdir, rm, stat } from "node:fs/promises"
@@ -62,6 +63,54 @@ const importAndRead = (cache: string): Promise<Footprint> =>
     codeCache: cache
   })
 
+/**
+ * The child for the date-formatting test: counts calls of `Date`'s
+ * formatting methods while it imports the Promise API, reads, reserves a
+ * job (stamping its claim's time), has a second reservation find that claim
+ * in flight (checking its time), and releases it.
+ *
+ * Why it matters: V8's first formatting of a date in a process (even
+ * `toISOString`) loads ICU's time zone names, ~1 MiB of memory the process
+ * then keeps, which a dashboard polling Sessions would pay for nothing.
+ */
+const FORMATTING_CHILD = `
+import { readFileSync } from "node:fs"
+const [api, sessionFile, sessionRoot, rarebitRoot, jobId] = process.argv.slice(1)
+const formatted = []
+for (const name of Object.getOwnPropertyNames(Date.prototype)) {
+  if (!/^to[A-Z]/.test(name)) continue
+  const builtIn = Date.prototype[name]
+  Date.prototype[name] = function (...args) {
+    formatted.push(name)
+    return builtIn.apply(this, args)
+  }
+}
+const store = await import(api)
+const location = { sessionFile, sessionRoot, rarebitRoot }
+await store.readRarebitCurrent(location)
+const reservation = await store.reserveRarebitJob({ jobId, ...location })
+const contender = await store.reserveRarebitJob({ jobId, ...location })
+const claimedAt = JSON.parse(readFileSync(reservation.claimPath, "utf8")).claimedAt
+await store.releaseRarebitJob(reservation)
+await store.readRarebitCurrent(location)
+process.stdout.write(JSON.stringify({
+  formatted,
+  reserved: reservation.acquired,
+  contenderInFlight: contender.inFlight === true,
+  claimedAt
+}))
+`
+
+interface DateFormatting {
+  /** The names of the formatting methods called, once per call. */
+  readonly formatted: ReadonlyArray<string>
+  readonly reserved: boolean
+  readonly contenderInFlight: boolean
+  readonly claimedAt: string
+}
+
+const JOB_ID = "f".repeat(64)
+
 beforeAll(async () => {
   roots = await makeRoots("rarebit-load-footprint-")
   scratch = await mkdtemp(join(tmpdir(), "rarebit-load-footprint-cache-"))
@@ -103,6 +152,20 @@ describe("importing the Promise API and reading one Session", () => {
     // Held, the cache would add its own size to what a run without one keeps.
     const withoutCache = await importAndRead("off")
     assert.isBelow(footprint.externalGrowth - withoutCache.externalGrowth, before.size / 2)
+  })
+
+  it("never formats a date with the built-in, reading or writing", async () => {
+    const footprint = await runPromiseChild<DateFormatting>({
+      script: FORMATTING_CHILD,
+      nodeFlags: [],
+      args: [roots.sessionFile, roots.sessionRoot, roots.rarebitRoot, JOB_ID],
+      codeCache: "off"
+    })
+    // The writes stamped a claim time and the contender checked it: the check below is not vacuous.
+    assert.strictEqual(footprint.reserved, true)
+    assert.strictEqual(footprint.contenderInFlight, true)
+    assert.match(footprint.claimedAt, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/)
+    assert.deepStrictEqual(footprint.formatted, [])
   })
 
   it("holds the bundle's text once", async () => {

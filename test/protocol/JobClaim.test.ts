@@ -1,4 +1,4 @@
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it, vi } from "@effect/vitest"
 import { Result } from "effect"
 import fc from "fast-check"
 import {
@@ -64,6 +64,19 @@ describe("JobClaim", () => {
         Result.isFailure(decodeJobClaim({ ...settled, receiptRef: { ...settled.receiptRef, receiptLength: 0 } }))
       )
       assert.isTrue(Result.isFailure(decodeJobClaim({ ...settled, state: "active" })))
+    })
+
+    it("checks and writes claim times without Date's formatting methods", () => {
+      // Their first call loads ICU's time zone names into the process for good (~1 MiB).
+      const formatting = vi.spyOn(Date.prototype, "toISOString")
+      try {
+        assert.isTrue(Result.isSuccess(decodeJobClaim(active)))
+        assert.isTrue(Result.isFailure(decodeJobClaim({ ...active, claimedAt: "2026-01-01T00:00:00Z" })))
+        assert.strictEqual(makeActiveClaim(jobId, token, claimedAtMs + 1, 1).claimedAt, "2026-01-01T00:00:00.001Z")
+        assert.strictEqual(formatting.mock.calls.length, 0)
+      } finally {
+        formatting.mockRestore()
+      }
     })
   })
 

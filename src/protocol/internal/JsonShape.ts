@@ -14,6 +14,7 @@
  */
 import { type Schema, SchemaAST } from "effect"
 import { SHA256_HEX_PATTERN } from "../CanonicalJson.js"
+import { isoTimestampOf } from "./IsoTimestamp.js"
 
 /** A non-null, non-array object: what the reference calls a plain object. @internal */
 export const isObjectRecord = (u: unknown): u is Record<string, unknown> =>
@@ -132,7 +133,7 @@ export const stringCoercionOf = (u: unknown): string | undefined => {
 export const isIsoTimestamp = (u: unknown): u is string => {
   if (typeof u !== "string") return false
   const ms = Date.parse(u)
-  return Number.isFinite(ms) && new Date(ms).toISOString() === u
+  return Number.isFinite(ms) && isoTimestampOf(ms) === u
 }
 
 /**
