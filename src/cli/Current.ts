@@ -18,6 +18,7 @@
  */
 import { Clock, Effect, Stream } from "effect"
 import { Command, Flag } from "effect/cli"
+import { isoTimestampOf } from "../protocol/internal/IsoTimestamp.js"
 import { RarebitStore } from "../store/RarebitStore.js"
 import type { CurrentRead } from "../store/RarebitStore.js"
 import { toCliFailure } from "./CliFailure.js"
@@ -109,7 +110,7 @@ export const formatCurrent = (s: Style, sessionFile: string, current: CurrentRea
  * @since 0.1.0
  */
 export const followHeader = (s: Style, seenAtMs: number, newFile: boolean): string =>
-  s.dim(`-- ${new Date(seenAtMs).toISOString()} changed${newFile ? " (the sidecar is another file now)" : ""} --`)
+  s.dim(`-- ${isoTimestampOf(seenAtMs)} changed${newFile ? " (the sidecar is another file now)" : ""} --`)
 
 const followFlag = Flag.Boolean("follow").pipe(
   Flag.withAlias("f"),
