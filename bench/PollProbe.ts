@@ -4,7 +4,10 @@
  * another, round and round (`warm` untimed sweeps, then `timed` sweeps), as
  * a UI showing many Sessions would. Prints the mean time per read of each
  * timed sweep, the process's RSS once the implementation is loaded (before
- * any read), its RSS after the sweeps, and its peak RSS.
+ * any read), its RSS after the sweeps, its peak RSS, and the longest the
+ * timed sweeps held the process's event loop (Node's
+ * `monitorEventLoopDelay`: a native timer, so measuring adds no JavaScript
+ * to either side's loop).
  *
  * Usage: PollProbe.js <ours|reference> <optionsJson>, options being
  * `{ listFile, sessionRoot, rarebitRoot, count, warm, timed }`.
@@ -12,6 +15,7 @@
  * @since 0.1.0
  */
 import { closeSync, openSync, readSync } from "node:fs"
+import { monitorEventLoopDelay } from "node:perf_hooks"
 import { loadStore, type Side } from "./Implementations.js"
 import { peakRssMiB } from "./PeakMemory.js"
 
@@ -69,18 +73,22 @@ const sweep = async (check: boolean) => {
 
 for (let index = 0; index < options.warm; index++) await sweep(index === 0)
 const msPerRead: Array<number> = []
+const loopDelay = monitorEventLoopDelay({ resolution: 1 })
+loopDelay.enable()
 for (let index = 0; index < options.timed; index++) {
   const start = performance.now()
   await sweep(options.warm === 0 && index === 0)
   msPerRead.push((performance.now() - start) / targets.length)
 }
+loopDelay.disable()
 process.stdout.write(
   `${
     JSON.stringify({
       msPerRead,
       loadedRssMiB,
       rssMiB: process.memoryUsage.rss() / MiB,
-      peakRssMiB: peakRssMiB()
+      peakRssMiB: peakRssMiB(),
+      longestLoopDelayMs: loopDelay.max / 1e6
     })
   }\n`
 )
