@@ -233,8 +233,8 @@ const pollingRows = async (context: BenchContext): Promise<ReadonlyArray<Measure
 /**
  * How long a polling process may hold its event loop at once: a server
  * polling its Sessions must still answer its other requests. Ours lets the
- * loop turn every 2 ms across calls (`EVENT_LOOP_SLICE_MS`); the margin is
- * for a loaded machine's scheduling and collections.
+ * loop turn before every call (`promise/Runtime`); the margin is for a
+ * loaded machine's scheduling and collections.
  */
 const LOOP_DELAY_TARGET_MS = 20
 

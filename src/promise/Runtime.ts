@@ -30,54 +30,27 @@ const failureOf = (cause: Cause.Cause<unknown>): unknown => {
 }
 
 /**
- * How long calls may follow one another without the caller's event loop
- * turning. A call whose I/O is all synchronous (the direct file system's)
- * settles in a microtask, so a caller awaiting one call after another, as a
- * dashboard polling its Sessions does, would otherwise hold the loop until
- * it stops: no timer, socket or V8 task in between (a sweep over 1,000 idle
- * Sessions held it for its whole 160 ms). The reference's calls wait on the
- * thread pool, so its callers' loops turn at every call.
+ * Settles once the event loop has turned: every call waits for one turn
+ * before it runs (`setImmediate`, ~4 µs; callbacks run in the order they
+ * were set, so calls still start in the order they were made).
+ *
+ * A call whose I/O is all synchronous (the direct file system's) would
+ * otherwise settle in a microtask, so a caller awaiting one call after
+ * another, as a dashboard polling its Sessions does, held its loop until
+ * it stopped: a sweep over 1,000 idle Sessions ran 160 ms with no timer,
+ * socket or V8 task in between. The reference's calls wait on the thread
+ * pool, so its callers' loops turn at every call. A turn only after 2 ms
+ * without one was tried first: V8's collections then fell in the middle of
+ * reads (a mark-compact promoting a read's objects at once), and 8 of 16
+ * processes polling 1,000 Sessions with no cached state grew a 32 MiB young
+ * generation; with a turn before every call, none of 16 did (see
+ * BENCHMARKS.md).
  */
-export const EVENT_LOOP_SLICE_MS = 2
-
-/** When the loop last turned, as far as this module has seen (`performance.now()`). */
-let turnedAt = Number.NEGATIVE_INFINITY
-/** Whether a callback waits to note the next turn. */
-let watching = false
-
-const noteTurn = () => {
-  watching = false
-  turnedAt = performance.now()
-}
-
-const afterTurn = () =>
-  new Promise<void>((resolve) =>
-    setImmediate(() => {
-      turnedAt = performance.now()
-      resolve()
-    })
-  )
-
-/**
- * `undefined` while the loop turned less than `EVENT_LOOP_SLICE_MS` ago (a
- * callback then notes the next turn, unreferenced, so it never keeps a
- * process alive); otherwise a promise that settles once it has turned.
- * `setImmediate` callbacks run in the order they were set, so calls made
- * one after another still start in that order.
- */
-const turnIfDue = (): Promise<void> | undefined => {
-  if (performance.now() - turnedAt >= EVENT_LOOP_SLICE_MS) return afterTurn()
-  if (!watching) {
-    watching = true
-    setImmediate(noteTurn).unref()
-  }
-  return undefined
-}
+const afterTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 /** Runs an effect and settles with its value or the reference's error. @internal */
 export const runPromise = async <A, E>(program: Effect.Effect<A, E, Services>): Promise<A> => {
-  const turn = turnIfDue()
-  if (turn !== undefined) await turn
+  await afterTurn()
   const exit = await services().runPromiseExit(program)
   if (Exit.isSuccess(exit)) return exit.value
   throw failureOf(exit.cause)
