@@ -10,8 +10,8 @@
  * violation. A job with two receipts is charged to the implementation that
  * wrote the later one (it ran a job whose receipt was already there), so
  * with reference workers in the mix, the reference's known gaps (no
- * recovery of crashed settlements, claims rewritten in place) are reported
- * apart from our violations.
+ * recovery of crashed settlements, claims and locks written in place, locks
+ * without owner evidence) are reported apart from our violations.
  */
 import { lstat, readdir, readFile } from "node:fs/promises"
 import { join } from "node:path"
@@ -216,9 +216,13 @@ export const checkRun = async ({ rarebitRoot, sessionRoot, sessions, runDir }) =
     const tornClaim = violation.includes("claim is not a JSON object")
     const referenceLock = violation.endsWith(": lock left behind") &&
       evidenceless.has(violation.slice(0, -": lock left behind".length))
+    // Ours links a lock into place whole; the reference opens it and then
+    // writes, so a worker of the reference killed or stopped in between
+    // leaves it empty or torn (as it leaves claims).
+    const tornLock = violation.endsWith(": lock is not a JSON object with a token")
     if (
       (job !== undefined && rerunBy.get(job) === "reference") || (tornClaim && hasReference) ||
-      (referenceLock && hasReference)
+      ((referenceLock || tornLock) && hasReference)
     ) {
       referenceIssues.push(violation)
     } else {
