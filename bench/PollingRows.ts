@@ -176,16 +176,17 @@ const pollingRows = async (context: BenchContext): Promise<ReadonlyArray<Measure
           machineNote(rounds)
         }`
     })
+    /** One figure of each round's two polling processes: each side's spread, and the ratio of the rounds. */
+    const bothSides = (pick: (result: PollResult) => number) => ({
+      ours: spreadOf(results.map((result) => pick(result.ours))),
+      theirs: spreadOf(results.map((result) => pick(result.reference))),
+      ratio: ratioSummaryOf(results.map((result) => pick(result.ours) / pick(result.reference)), rounds.ratio.stoppedBy)
+    })
     rows.push({
       group: "polling",
       benchmark: `current, ${what}: peak RSS of the polling process`,
       unit: "MiB",
-      ours: spreadOf(results.map((result) => result.ours.peakRssMiB)),
-      theirs: spreadOf(results.map((result) => result.reference.peakRssMiB)),
-      ratio: ratioSummaryOf(
-        results.map((result) => result.ours.peakRssMiB / result.reference.peakRssMiB),
-        rounds.ratio.stoppedBy
-      ),
+      ...bothSides((result) => result.peakRssMiB),
       target: large ? undefined : { ratioAtMost: 1 },
       note: `RSS once loaded ${pair((result) => result.loadedRssMiB)}, after the sweeps ${
         pair((result) => result.rssMiB)
@@ -195,12 +196,7 @@ const pollingRows = async (context: BenchContext): Promise<ReadonlyArray<Measure
       group: "polling",
       benchmark: `current, ${what}: longest event-loop delay of the polling process`,
       unit: "ms",
-      ours: spreadOf(results.map((result) => result.ours.longestLoopDelayMs)),
-      theirs: spreadOf(results.map((result) => result.reference.longestLoopDelayMs)),
-      ratio: ratioSummaryOf(
-        results.map((result) => result.ours.longestLoopDelayMs / result.reference.longestLoopDelayMs),
-        rounds.ratio.stoppedBy
-      ),
+      ...bothSides((result) => result.longestLoopDelayMs),
       target: large ? undefined : { oursAtMost: LOOP_DELAY_TARGET_MS },
       note:
         "the most the process's event loop was held at once over the timed sweeps (Node's monitorEventLoopDelay, a 1 ms timer: the longest time between two turns): what a timer, a socket or one of V8's tasks could wait"
