@@ -11,6 +11,9 @@
  * @since 0.1.0
  */
 import { readFileSync } from "node:fs"
+import { getHeapSpaceStatistics } from "node:v8"
+
+const MiB = 1024 * 1024
 
 export const peakRssMiB = (): number => {
   try {
@@ -20,4 +23,25 @@ export const peakRssMiB = (): number => {
     // Not Linux: fall through.
   }
   return process.resourceUsage().maxRSS / 1024
+}
+
+/**
+ * The V8 heap's physical size by generation, in MiB: `young` is the new
+ * space and its large objects, `old` every other space (old, code, trusted,
+ * large objects, …). In a polling process the young generation grows by
+ * V8's own rule, doubling as objects survive it, and the old generation
+ * holds what the store keeps and what it promoted: the two parts of a peak
+ * that the heap contributes, told apart.
+ */
+export const heapGenerationsMiB = (): { readonly youngMiB: number; readonly oldMiB: number } => {
+  let young = 0
+  let old = 0
+  for (const space of getHeapSpaceStatistics()) {
+    if (space.space_name === "new_space" || space.space_name === "new_large_object_space") {
+      young += space.physical_space_size
+    } else {
+      old += space.physical_space_size
+    }
+  }
+  return { youngMiB: young / MiB, oldMiB: old / MiB }
 }

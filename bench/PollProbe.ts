@@ -7,7 +7,8 @@
  * any read), its RSS after the sweeps, its peak RSS, and the longest the
  * timed sweeps held the process's event loop (Node's
  * `monitorEventLoopDelay`: a native timer, so measuring adds no JavaScript
- * to either side's loop).
+ * to either side's loop), and the V8 heap's young and old generations after
+ * the sweeps (read once, at the end, so nothing is sampled during them).
  *
  * Usage: PollProbe.js <ours|reference> <optionsJson>, options being
  * `{ listFile, sessionRoot, rarebitRoot, count, warm, timed }`.
@@ -17,7 +18,7 @@
 import { closeSync, openSync, readSync } from "node:fs"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import { loadStore, type Side } from "./Implementations.js"
-import { peakRssMiB } from "./PeakMemory.js"
+import { heapGenerationsMiB, peakRssMiB } from "./PeakMemory.js"
 
 const [side, optionsJson] = process.argv.slice(2)
 const options = JSON.parse(optionsJson) as {
@@ -88,7 +89,8 @@ process.stdout.write(
       loadedRssMiB,
       rssMiB: process.memoryUsage.rss() / MiB,
       peakRssMiB: peakRssMiB(),
-      longestLoopDelayMs: loopDelay.max / 1e6
+      longestLoopDelayMs: loopDelay.max / 1e6,
+      heapAfterSweeps: heapGenerationsMiB()
     })
   }\n`
 )

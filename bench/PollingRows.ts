@@ -115,6 +115,7 @@ interface PollResult {
   readonly rssMiB: number
   readonly peakRssMiB: number
   readonly longestLoopDelayMs: number
+  readonly heapAfterSweeps: { readonly youngMiB: number; readonly oldMiB: number }
 }
 
 const pollingRows = async (context: BenchContext): Promise<ReadonlyArray<MeasuredRow>> => {
@@ -190,7 +191,9 @@ const pollingRows = async (context: BenchContext): Promise<ReadonlyArray<Measure
       target: large ? undefined : { ratioAtMost: 1 },
       note: `RSS once loaded ${pair((result) => result.loadedRssMiB)}, after the sweeps ${
         pair((result) => result.rssMiB)
-      } MiB o/r`
+      } MiB o/r; V8 heap after the sweeps: young generation ${
+        pair((result) => result.heapAfterSweeps.youngMiB)
+      }, old generation ${pair((result) => result.heapAfterSweeps.oldMiB)} MiB o/r`
     })
     rows.push({
       group: "polling",

@@ -22,3 +22,42 @@ describe.runIf(process.platform === "linux")("bench peakRssMiB", () => {
     expect(Number(child)).toBeLessThan(200)
   })
 })
+
+describe("bench heapGenerationsMiB", () => {
+  it("puts what a process keeps in the old generation, and parts the whole heap between the two", () => {
+    // A child with collections on demand: keep ~24 MB of small objects, then
+    // collect fully, which moves every survivor out of the young generation.
+    const script = `
+      import { getHeapStatistics } from "node:v8"
+      import { heapGenerationsMiB } from ${JSON.stringify(module)}
+      gc(); gc()
+      const before = heapGenerationsMiB()
+      // A linked list, not an array: no large object, so only the new space can grow.
+      let kept = null
+      for (let index = 0; index < 400_000; index++) kept = { index, next: kept, label: undefined }
+      const allocating = heapGenerationsMiB()
+      gc(); gc()
+      const after = heapGenerationsMiB()
+      const total = getHeapStatistics().total_physical_size / 1024 / 1024
+      process.stdout.write(JSON.stringify({ before, allocating, after, total, kept: kept.index + 1 }))
+    `
+    const output = execFileSync(process.execPath, ["--expose-gc", "--input-type=module", "-e", script], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"]
+    })
+    const { after, allocating, before, kept, total } = JSON.parse(output) as {
+      readonly before: { readonly youngMiB: number; readonly oldMiB: number }
+      readonly allocating: { readonly youngMiB: number; readonly oldMiB: number }
+      readonly after: { readonly youngMiB: number; readonly oldMiB: number }
+      readonly total: number
+      readonly kept: number
+    }
+    expect(kept).toBe(400_000)
+    // Allocating, before any full collection: the young generation has grown past its starting size.
+    expect(allocating.youngMiB).toBeGreaterThan(before.youngMiB)
+    // 400,000 objects of three fields, ~24 bytes each: about 9 MiB kept.
+    expect(after.oldMiB - before.oldMiB).toBeGreaterThan(6)
+    expect(after.youngMiB).toBeLessThan(after.oldMiB)
+    expect(after.youngMiB + after.oldMiB).toBeCloseTo(total, 0)
+  })
+})
