@@ -1,4 +1,15 @@
 /**
+ * What a benchmark process measures of its own memory: its peak resident
+ * set, and the V8 heap by generation.
+ *
+ * @since 0.1.0
+ */
+import { readFileSync } from "node:fs"
+import { getHeapSpaceStatistics } from "node:v8"
+
+const MiB = 1024 * 1024
+
+/**
  * The peak resident set of this process, in MiB.
  *
  * On Linux this is `VmHWM` from `/proc/self/status`: the high-water mark of
@@ -7,13 +18,7 @@
  * over `execve`, so a child spawned by a process holding 600 MiB reports
  * ~600 MiB before it has done anything, and every growth measured from it
  * comes out too small (or zero). Elsewhere `maxRSS` is all there is.
- *
- * @since 0.1.0
  */
-import { readFileSync } from "node:fs"
-import { getHeapSpaceStatistics } from "node:v8"
-
-const MiB = 1024 * 1024
 
 export const peakRssMiB = (): number => {
   try {
@@ -25,6 +30,12 @@ export const peakRssMiB = (): number => {
   return process.resourceUsage().maxRSS / 1024
 }
 
+/** The V8 heap's physical size, in MiB, by generation. */
+export interface HeapGenerations {
+  readonly youngMiB: number
+  readonly oldMiB: number
+}
+
 /**
  * The V8 heap's physical size by generation, in MiB: `young` is the new
  * space and its large objects, `old` every other space (old, code, trusted,
@@ -33,7 +44,7 @@ export const peakRssMiB = (): number => {
  * holds what the store keeps and what it promoted: the two parts of a peak
  * that the heap contributes, told apart.
  */
-export const heapGenerationsMiB = (): { readonly youngMiB: number; readonly oldMiB: number } => {
+export const heapGenerationsMiB = (): HeapGenerations => {
   let young = 0
   let old = 0
   for (const space of getHeapSpaceStatistics()) {

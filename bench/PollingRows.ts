@@ -24,6 +24,7 @@ import { runChild } from "./Harness.js"
 import { loadReferenceSession, loadStore, type Side } from "./Implementations.js"
 import type { MeasuredRow } from "./MeasuredTable.js"
 import { formatValue } from "./MeasuredTable.js"
+import type { HeapGenerations } from "./PeakMemory.js"
 import { machineNote, quantile, ratioSummaryOf, type RoundPlan, runRounds, spreadOf } from "./Stats.js"
 
 const FIXTURE_VERSION = 1
@@ -115,7 +116,7 @@ interface PollResult {
   readonly rssMiB: number
   readonly peakRssMiB: number
   readonly longestLoopDelayMs: number
-  readonly heapAfterSweeps: { readonly youngMiB: number; readonly oldMiB: number }
+  readonly heapAfterSweeps: HeapGenerations
 }
 
 const pollingRows = async (context: BenchContext): Promise<ReadonlyArray<MeasuredRow>> => {

@@ -1,6 +1,7 @@
 import { execFileSync } from "node:child_process"
 import { pathToFileURL } from "node:url"
 import { describe, expect, it } from "vitest"
+import type { HeapGenerations } from "../../bench/PeakMemory.js"
 
 const module = pathToFileURL(new URL("../../bench/PeakMemory.ts", import.meta.url).pathname).href
 
@@ -25,7 +26,7 @@ describe.runIf(process.platform === "linux")("bench peakRssMiB", () => {
 
 describe("bench heapGenerationsMiB", () => {
   it("puts what a process keeps in the old generation, and parts the whole heap between the two", () => {
-    // A child with collections on demand: keep ~24 MB of small objects, then
+    // A child with collections on demand: keep ~9 MiB of small objects, then
     // collect fully, which moves every survivor out of the young generation.
     const script = `
       import { getHeapStatistics } from "node:v8"
@@ -46,9 +47,9 @@ describe("bench heapGenerationsMiB", () => {
       stdio: ["ignore", "pipe", "ignore"]
     })
     const { after, allocating, before, kept, total } = JSON.parse(output) as {
-      readonly before: { readonly youngMiB: number; readonly oldMiB: number }
-      readonly allocating: { readonly youngMiB: number; readonly oldMiB: number }
-      readonly after: { readonly youngMiB: number; readonly oldMiB: number }
+      readonly before: HeapGenerations
+      readonly allocating: HeapGenerations
+      readonly after: HeapGenerations
       readonly total: number
       readonly kept: number
     }
