@@ -54,6 +54,14 @@ export interface CacheBudget {
 export const ENTRY_OVERHEAD_BYTES = 320
 
 /**
+ * The `reuseDistance` of an entry not got again yet: farther than any count
+ * of open files. A small integer rather than `Infinity`, because one double
+ * ever stored in the field makes V8 box it in a heap number of its own in
+ * every entry (16 bytes each, two entries per polled Session).
+ */
+export const NEVER_REUSED = 2 ** 30
+
+/**
  * Drops of entries never got again after they were kept, after which a
  * budget admits by frequency (see `Ledger.fit`). Least-recently-used
  * eviction serves a working set that fits; a working set read round-robin
@@ -147,7 +155,7 @@ export interface Charged {
   inHeld: boolean
   /** The budget's count of gets at the entry's last get. */
   lastGet: number
-  /** Gets of the budget between the entry's last two gets (over every set); infinite until it is got again. */
+  /** Gets of the budget between the entry's last two gets (over every set); `NEVER_REUSED` until it is got again. */
   reuseDistance: number
   /** Whether the file it holds was used again since it was opened. */
   heldReused: boolean
@@ -236,7 +244,7 @@ export class Ledger implements CacheBudget {
 
   add(entry: Charged): void {
     entry.lastGet = ++this.gets
-    entry.reuseDistance = Number.POSITIVE_INFINITY
+    entry.reuseDistance = NEVER_REUSED
     this.used.append(entry)
     this.total += entry.charged
     this.frequencies?.increment(entry.key)

@@ -53,7 +53,7 @@
  */
 import { Effect, Exit, type FileSystem, type PlatformError, Scope } from "effect"
 import { fileIdentity } from "../protocol/internal/FileInfo.js"
-import { type CacheBudget, type Charged, ENTRY_OVERHEAD_BYTES, Ledger, ledgerOf } from "./CacheBudget.js"
+import { type CacheBudget, type Charged, ENTRY_OVERHEAD_BYTES, Ledger, ledgerOf, NEVER_REUSED } from "./CacheBudget.js"
 import { type FileNotRegular, openRegular } from "./RegularFile.js"
 
 /**
@@ -332,7 +332,6 @@ interface SetCore<S> {
  * a kept entry is one object with its links, not a cluster of closures.
  */
 class Entry<S> extends Holder implements HeldEntry<S>, Charged {
-  readonly file: HeldFile = this
   live = true
   reused = false
   charged: number
@@ -343,7 +342,7 @@ class Entry<S> extends Holder implements HeldEntry<S>, Charged {
   heldNext: Charged | undefined = undefined
   inHeld = false
   lastGet = 0
-  reuseDistance = Number.POSITIVE_INFINITY
+  reuseDistance = NEVER_REUSED
   heldReused = false
   /** Links of the set's own recency list. */
   previousInSet: Entry<S> | undefined = undefined
@@ -358,6 +357,11 @@ class Entry<S> extends Holder implements HeldEntry<S>, Charged {
   ) {
     super(fs, path, options)
     this.charged = ENTRY_OVERHEAD_BYTES + 2 * path.length
+  }
+
+  /** The entry is its own held file; a getter, not a field that would cost every entry a slot. */
+  get file(): HeldFile {
+    return this
   }
 
   get key(): string {

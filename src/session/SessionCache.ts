@@ -387,6 +387,15 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
   const budget = options.budget ??
     makeBudget({ maxBytes: options.maxBytes ?? 32 * 1024 * 1024, maxOpenFiles: options.maxOpenFiles ?? 64 })
   const limits = options.limits ?? DEFAULT_SESSION_LIMITS
+  /**
+   * The absolute path of a Session reference: the caller's own string when
+   * it already is one, so the entry kept for it shares that string (a
+   * poller's list holds it anyway) instead of keeping a copy per Session.
+   */
+  const resolvedOnce = (reference: string): string => {
+    const resolved = path.resolve(reference)
+    return resolved === reference ? reference : resolved
+  }
   // Each Session's file is let go when it is dropped (evicted, invalidated, or the cache closed), once its last read ends.
   const sessions = yield* holdSessionFiles(fs, {
     capacity: options.capacity,
@@ -726,7 +735,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
   ) => Effect.Effect<CachedSessionRead | SessionEvidence, SessionError> = Effect.fnUntraced(
     function*(reference: unknown, options: SessionReaderOptions, idle: boolean) {
       if (typeof reference !== "string" || !reference.trim()) return yield* uncached(reference, options)
-      const sessionFile = path.resolve(reference.trim())
+      const sessionFile = resolvedOnce(reference.trim())
       // `stat` follows symlinks exactly as the reader's resolution does.
       const info = yield* Effect.option(fs.stat(sessionFile))
       if (Option.isNone(info) || info.value.type !== "File") {
