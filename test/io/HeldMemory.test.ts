@@ -11,17 +11,9 @@
  */
 import { assert } from "@effect/vitest"
 import { Effect, FileSystem } from "effect"
-import { setFlagsFromString } from "node:v8"
-import { runInNewContext } from "node:vm"
 import * as HeldFiles from "../../src/io/HeldFiles.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
-
-setFlagsFromString("--expose-gc")
-const collectGarbage = runInNewContext("gc") as () => void
-const heapUsedAfterGc = () => {
-  collectGarbage()
-  return process.memoryUsage().heapUsed
-}
+import { heapUsedAfterGc } from "../support/HeapUse.js"
 
 const HOLDERS = 2_000
 const MAX_BYTES_PER_HOLDER = 1_000

@@ -12,14 +12,12 @@
  */
 import { assert } from "@effect/vitest"
 import { Effect } from "effect"
-import { getHeapSpaceStatistics, setFlagsFromString } from "node:v8"
-import { runInNewContext } from "node:vm"
+import { getHeapSpaceStatistics } from "node:v8"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
+import { collectGarbage } from "../support/HeapUse.js"
 import { jobId, summaryReceipt } from "../support/Receipts.js"
 import { appendReceiptWithHead, setup } from "./StoreKit.js"
 
-setFlagsFromString("--expose-gc")
-const collectGarbage = runInNewContext("gc") as () => void
 const oldSpaceBytes = () => getHeapSpaceStatistics().find((space) => space.space_name === "old_space")!.space_used_size
 
 const POLLS = 4_000

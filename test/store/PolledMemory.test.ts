@@ -26,19 +26,10 @@
 import { assert } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
-import { setFlagsFromString } from "node:v8"
-import { runInNewContext } from "node:vm"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
+import { heapUsedAfterGc } from "../support/HeapUse.js"
 import { jobId, type Json, sessionText, summaryReceipt } from "../support/Receipts.js"
 import { headFor, headLine, receiptLine, setup } from "./StoreKit.js"
-
-setFlagsFromString("--expose-gc")
-const collectGarbage = runInNewContext("gc") as () => void
-const heapUsedAfterGc = () => {
-  collectGarbage()
-  collectGarbage()
-  return process.memoryUsage().heapUsed
-}
 
 const WARM_SESSIONS = 64
 const SESSIONS = 600
