@@ -392,7 +392,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
    * it already is one, so the entry kept for it shares that string (a
    * poller's list holds it anyway) instead of keeping a copy per Session.
    */
-  const resolvedOnce = (reference: string): string => {
+  const resolvedPath = (reference: string): string => {
     const resolved = path.resolve(reference)
     return resolved === reference ? reference : resolved
   }
@@ -735,7 +735,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
   ) => Effect.Effect<CachedSessionRead | SessionEvidence, SessionError> = Effect.fnUntraced(
     function*(reference: unknown, options: SessionReaderOptions, idle: boolean) {
       if (typeof reference !== "string" || !reference.trim()) return yield* uncached(reference, options)
-      const sessionFile = resolvedOnce(reference.trim())
+      const sessionFile = resolvedPath(reference.trim())
       // `stat` follows symlinks exactly as the reader's resolution does.
       const info = yield* Effect.option(fs.stat(sessionFile))
       if (Option.isNone(info) || info.value.type !== "File") {
