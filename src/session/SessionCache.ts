@@ -46,10 +46,11 @@
  * - An idle Session (at rest when read, projecting successfully) that is
  *   observed through `observeEvidence`, as the store's current reads do,
  *   keeps only its `SessionEvidence` (its id and its selection's manifest,
- *   no texts), packed as JSON bytes outside the heap (`PackedEvidence`),
- *   and what a `stat` is compared with: charged ~0.5 KiB plus ~200 bytes
- *   per selected message (besides its `HeldFiles` entry), against its parse's
- *   tens of KiB. It is still answered by a `stat` alone while its identity,
+ *   no texts), packed as JSON bytes (`PackedEvidence`), and what a `stat`
+ *   is compared with, as one record of the cache's `RecordArena`: outside
+ *   the heap, where the entry keeps only the record's handle. Charged ~0.2
+ *   KiB plus ~200 bytes per selected message (besides its `HeldFiles`
+ *   entry), against its parse's tens of KiB. It is still answered by a `stat` alone while its identity,
  *   size and mtime stay; anything else about it (a change, or a `read` that
  *   wants its projection) parses it again in full, once, after which it is
  *   extended incrementally again while it is being written.
@@ -98,6 +99,7 @@
 import { Clock, Effect, FileSystem, Option, Path, Result, Semaphore } from "effect"
 import type { PlatformError } from "effect/PlatformError"
 import { type CacheBudget, type HeldEntry, makeBudget } from "../io/HeldFiles.js"
+import { RecordArena, RecordReader, RecordWriter } from "../io/RecordArena.js"
 import type { FileNotRegular } from "../io/RegularFile.js"
 import { sha256Hex } from "../protocol/CanonicalJson.js"
 import { concatBytes, sameBytes } from "../protocol/internal/Bytes.js"
@@ -107,7 +109,6 @@ import { isSessionMissing, type SessionError, SessionTooLarge } from "./SessionE
 import {
   evidenceOf,
   type PackedEvidence,
-  packedEvidenceBytes,
   packEvidence,
   type SessionEvidence,
   unpackEvidence
@@ -196,8 +197,8 @@ interface CachedSession {
   readonly committedEnd: number
   /** UTF-16 code units of the text before `committedEnd`, for the text limit. */
   readonly committedUnits: number
-  /** The parse and its outcome, or for an idle Session only its evidence. */
-  readonly kept: Parsed | PackedEvidence
+  /** The parse and its outcome. */
+  readonly kept: Parsed
   readonly prints: KeptPrints
   /** Bytes after `committedEnd` at read time, when few enough to keep. */
   readonly trailing: Print | undefined
@@ -212,12 +213,16 @@ interface Parsed {
 }
 
 /**
- * Whether `kept` is a parse, not what a Session keeps once it was at rest
- * when a store observed it: the evidence its artifact state is projected
- * from, packed, with nothing to extend. A read that needs more, or a change
- * of the file, parses it again in full.
+ * What a Session keeps once it was at rest when a store observed it: the
+ * handle of one record in the cache's `RecordArena`, outside the heap, with
+ * what a `stat` is compared with (size, mtime, the time it was read, its
+ * identity) and the evidence its artifact state is projected from, packed.
+ * Nothing to extend: a read that needs more, or a change of the file, parses
+ * it again in full.
  */
-const isParsed = (kept: Parsed | PackedEvidence): kept is Parsed => !(kept instanceof Uint8Array)
+type Resting = number
+
+const isResting = (state: CachedSession | Resting | undefined): state is Resting => typeof state === "number"
 
 /** What a scan of a Session found: where it ended and the prints of the committed prefix, or the too-large verdict. */
 interface Scanned {
@@ -226,23 +231,26 @@ interface Scanned {
   readonly tooLarge: SessionTooLarge | undefined
 }
 
-/** What the cache keeps for one Session, beside the Session's held file. */
-interface Slot {
-  /**
-   * Serializes refreshes of one Session: made by the first that needs it
-   * and forgotten once nothing holds or waits for it (`underLock`), so that
-   * the thousands of Sessions a cache keeps at rest keep none.
-   */
-  lock: Semaphore.Semaphore | undefined
-  /** Fibers holding or waiting for `lock`. */
-  lockUsers: number
-  /** Set only through `setState`, which charges it to the budget. */
-  state: CachedSession | undefined
-  /** Dropped from the cache: a refresh still in flight keeps nothing in it. */
-  dropped: boolean
-}
+/**
+ * What the cache keeps for one Session, as its held file's entry's state:
+ * set only through `setState`, which charges it to the budget and frees a
+ * resting record it replaces. The state itself, with no object around it:
+ * a Session at rest keeps only a small integer beside its entry.
+ */
+type Kept = CachedSession | Resting | undefined
 
-type Entry = HeldEntry<Slot>
+type Entry = HeldEntry<Kept>
+
+/**
+ * Serializes refreshes of one Session: made by the first that needs it and
+ * forgotten once nothing holds or waits for it (`underLock`), so that the
+ * thousands of Sessions a cache keeps at rest keep none.
+ */
+interface RefreshLock {
+  readonly semaphore: Semaphore.Semaphore
+  /** Fibers holding or waiting for `semaphore`. */
+  users: number
+}
 
 /**
  * Counters of how reads were answered.
@@ -354,23 +362,32 @@ const unmovedSince = (state: CachedSession, info: FileSystem.File.Info): boolean
 const atRest = (mtimeMs: number, readAt: number): boolean => mtimeMs >= 0 && mtimeMs + RACY_MTIME_MS < readAt
 
 /**
- * Bytes of a cached state beside its accumulator and prints: the state and
- * slot objects, the outcome's projection wrapper, the lock.
+ * Bytes of a cached state beside its accumulator and prints: the state
+ * object, the outcome's projection wrapper, the refresh lock.
  */
 const STATE_OVERHEAD_BYTES = 512
 
-/** Bytes of an idle Session's state beside its packed evidence: the state object, its identity string, the slot. */
-const IDLE_STATE_BYTES = 256
+/** Bytes of a resting Session's state beside its record: the record's header and handle. */
+const RESTING_STATE_BYTES = 96
 
-/** Runs `effect` holding the slot's lock. */
-const underLock = <A, E, R>(slot: Slot, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+/** Runs `effect` holding the refresh lock of `entry`, one of `locks`. */
+const underLock = <A, E, R>(
+  locks: Map<Entry, RefreshLock>,
+  entry: Entry,
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> =>
   Effect.suspend(() => {
-    const lock = slot.lock ??= Semaphore.makeUnsafe(1)
-    slot.lockUsers++
+    let lock = locks.get(entry)
+    if (lock === undefined) {
+      lock = { semaphore: Semaphore.makeUnsafe(1), users: 0 }
+      locks.set(entry, lock)
+    }
+    const held = lock
+    held.users++
     return Effect.ensuring(
-      lock.withPermits(1)(effect),
+      held.semaphore.withPermits(1)(effect),
       Effect.sync(() => {
-        if (--slot.lockUsers === 0) slot.lock = undefined
+        if (--held.users === 0) locks.delete(entry)
       })
     )
   })
@@ -396,27 +413,58 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
     const resolved = path.resolve(reference)
     return resolved === reference ? reference : resolved
   }
+  const locks = new Map<Entry, RefreshLock>()
   // Each Session's file is let go when it is dropped (evicted, invalidated, or the cache closed), once its last read ends.
-  const sessions = yield* holdSessionFiles(fs, {
+  const sessions = yield* holdSessionFiles<Kept>(fs, {
     capacity: options.capacity,
     budget,
-    initial: (): Slot => ({ lock: undefined, lockUsers: 0, state: undefined, dropped: false }),
-    // Waits for a refresh in progress to end, so that it cannot put its state back after this.
+    initial: () => undefined,
+    // Waits for a refresh in progress to end, so that it cannot put its state back after this (a dropped entry refuses
+    // any, see `setState`); frees what it kept.
     onDrop: (entry) =>
       underLock(
-        entry.state,
+        locks,
+        entry,
         Effect.sync(() => {
-          setState(entry, undefined)
-          entry.state.dropped = true
+          if (isResting(entry.state)) resting.free(entry.state)
+          entry.state = undefined
         })
       )
   })
   // Charged to the budget as it changes, so that a read checks a running total instead of summing every entry.
-  const setState = (entry: Entry, state: CachedSession | undefined) => {
-    const slot = entry.state
-    if (slot.dropped) return
-    slot.state = state
-    sessions.setBytes(entry, state?.bytes ?? 0)
+  const setState = (entry: Entry, state: Kept) => {
+    // Dropped from the cache: a refresh still in flight keeps nothing in it.
+    if (!entry.live) return
+    if (isResting(entry.state)) resting.free(entry.state)
+    entry.state = state
+    sessions.setBytes(
+      entry,
+      state === undefined ? 0 : isResting(state) ? RESTING_STATE_BYTES + resting.view(state).length : state.bytes
+    )
+  }
+  /** The records of the Sessions at rest (`Resting`), written through one reused buffer. */
+  const resting = new RecordArena()
+  const restingWriter = new RecordWriter()
+  const restingRecord = (state: CachedSession, evidence: PackedEvidence): Uint8Array =>
+    restingWriter.start().number(state.size).number(state.mtimeMs).number(state.readAt).string(state.identity).rest(
+      evidence
+    ).done()
+  /** `unmovedSince` for a resting Session. */
+  const restingUnmoved = (handle: Resting, info: FileSystem.File.Info): boolean => {
+    const record = new RecordReader(resting.view(handle))
+    const size = record.number()
+    const mtimeMs = record.number()
+    const readAt = record.number()
+    return atRest(mtimeMs, readAt) && Number(info.size) === size && mtimeOf(info) === mtimeMs &&
+      fileIdentity(info) === record.string()
+  }
+  const restingEvidence = (handle: Resting): SessionEvidence => {
+    const record = new RecordReader(resting.view(handle))
+    record.number()
+    record.number()
+    record.number()
+    record.string()
+    return unpackEvidence(record.rest())
   }
   const counters = { full: 0, incremental: 0, unchanged: 0, unopened: 0, uncached: 0 }
   // Read buffers are reused: fresh large allocations are what makes whole-file reads slow.
@@ -635,11 +683,13 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
    * Reads the Session again through the entry's file: `pathInfo` was stat'ed
    * just before, so the file kept from the last read is used while the path
    * still names it (no open, `fstat` or close), else the path is opened anew.
-   * Under the slot's lock.
+   * Under the entry's refresh lock.
    */
   const refresh = (entry: Entry, sessionFile: string, pathInfo: FileSystem.File.Info) =>
     Effect.flatMap(Clock.currentTimeMillis, (readAt) => {
-      const prior = entry.state.state
+      const state = entry.state
+      // A resting Session kept nothing to extend: it is parsed again in full.
+      const prior = isResting(state) ? undefined : state
       // Cleared first: an interrupted or failed refresh must not leave a half-fed accumulator behind.
       setState(entry, undefined)
       return entry.file.use(pathInfo, ({ file, info }) => refreshFrom(entry, prior, file, info, sessionFile, readAt))
@@ -659,9 +709,8 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
     // Decided by the size alone, before any read, as Node's `readFile` does; not kept, a stat decides it again.
     const tooLarge = fileTooLarge(sessionFile, size, limits)
     if (tooLarge !== undefined) return Result.fail(tooLarge) as SessionOutcome
-    // An idle Session kept nothing to extend: it is parsed again in full.
     if (
-      prior !== undefined && isParsed(prior.kept) && identity !== undefined && prior.identity === identity &&
+      prior !== undefined && identity !== undefined && prior.identity === identity &&
       size >= prior.size && !(size === prior.size && mtimeMs !== prior.mtimeMs)
     ) {
       const parsed = prior.kept
@@ -696,24 +745,12 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
    * no refresh can start or end in between.
    */
   const settleIdle = (entry: Entry): boolean => {
-    const state = entry.state.state
-    if (state === undefined || !isParsed(state.kept) || !atRest(state.mtimeMs, state.readAt)) return false
+    const state = entry.state
+    if (state === undefined || isResting(state) || !atRest(state.mtimeMs, state.readAt)) return false
     const { outcome } = state.kept
     if (Result.isFailure(outcome)) return false
-    const kept = packEvidence(evidenceOf(outcome.success))
     // Only what `unmovedSince` compares: an idle Session is parsed again in full once it changes, so its prints are never read.
-    setState(entry, {
-      identity: state.identity,
-      size: state.size,
-      mtimeMs: state.mtimeMs,
-      readAt: state.readAt,
-      committedEnd: state.committedEnd,
-      committedUnits: state.committedUnits,
-      kept,
-      prints: emptyPrints,
-      trailing: undefined,
-      bytes: IDLE_STATE_BYTES + packedEvidenceBytes(kept)
-    })
+    setState(entry, resting.put(restingRecord(state, packEvidence(evidenceOf(outcome.success)))))
     return true
   }
 
@@ -746,18 +783,24 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       const entry = yield* sessions.get(sessionFile)
       // The cache's scope has ended: read around it.
       if (entry === undefined) return yield* uncached(reference, options)
-      const settled = entry.state.state
-      if (settled !== undefined && unmovedSince(settled, info.value) && (idle || isParsed(settled.kept))) {
+      const settled = entry.state
+      if (isResting(settled)) {
+        if (idle && restingUnmoved(settled, info.value)) {
+          counters.unchanged++
+          counters.unopened++
+          return restingEvidence(settled)
+        }
+      } else if (settled !== undefined && unmovedSince(settled, info.value)) {
         counters.unchanged++
         counters.unopened++
-        if (!isParsed(settled.kept)) return unpackEvidence(settled.kept)
         if (idle && settleIdle(entry)) yield* entry.file.letGo
         const projection = yield* Effect.fromResult(settled.kept.outcome)
         return { sessionFile, ...projection } satisfies CachedSessionRead
       }
       // After a failure the handle is not trusted again.
       const outcome = yield* underLock(
-        entry.state,
+        locks,
+        entry,
         refresh(entry, sessionFile, info.value).pipe(
           // An idle Session is answered by a `stat` until it changes: its file is not used again until then.
           Effect.tap(() => idle && settleIdle(entry) ? entry.file.letGo : Effect.void),
