@@ -40,6 +40,7 @@ import { Effect } from "effect"
 import type { File, FileSystem } from "effect/FileSystem"
 import * as HeldFiles from "../io/HeldFiles.js"
 import type { CacheBudget } from "../io/HeldFiles.js"
+import { RecordArena, RecordReader, RecordWriter } from "../io/RecordArena.js"
 import { fileIdentity } from "../protocol/internal/FileInfo.js"
 import { NotRegularFile } from "./Errors.js"
 import {
@@ -48,8 +49,12 @@ import {
   type CurrentProof,
   readSidecarCurrent,
   type SidecarCurrent,
-  sidecarFailure
+  type SidecarDiagnostics,
+  sidecarFailure,
+  type SidecarReason
 } from "./SidecarReader.js"
+
+type Entry = HeldFiles.HeldEntry<ProofRecord | undefined>
 
 /**
  * How a sidecar current cache answered, and what it keeps.
@@ -100,10 +105,44 @@ export interface SidecarCurrentCacheOptions {
 }
 
 /**
- * Bytes a proof keeps alive: its object, its digest's 64 characters, its
- * diagnostics and (two bytes a character at most) its identity.
+ * What an entry keeps of its sidecar's proof: the handle of one record in
+ * the cache's `RecordArena`, outside the heap. As objects, a proof with its
+ * digest, identity and diagnostics was ~250 bytes of heap a sidecar, kept
+ * for every sidecar a poller reads; a record is ~180 bytes outside it.
  */
-const proofBytes = (proof: CurrentProof): number => 320 + 2 * proof.identity.length
+type ProofRecord = number
+
+/** Bytes charged for a kept proof beside its record: the record's header and handle, and the proof decoded per read. */
+const PROOF_RECORD_OVERHEAD_BYTES = 64
+
+const writeProof = (writer: RecordWriter, proof: CurrentProof): Uint8Array => {
+  const { diagnostics } = proof
+  return writer.start().number(proof.size).number(proof.tailStart).number(proof.headOffset).number(
+    proof.receiptOffset
+  ).number(proof.receiptLength).number(diagnostics.tornTail ? 1 : 0).number(diagnostics.tailOffset ?? Number.NaN)
+    .string(diagnostics.reason ?? "").string(proof.identity).string(proof.tailSha256).done()
+}
+
+/** The proof `writeProof` wrote, with its diagnostics' fields present exactly as they were. */
+const readProof = (bytes: Uint8Array): CurrentProof => {
+  const record = new RecordReader(bytes)
+  const size = record.number()
+  const tailStart = record.number()
+  const headOffset = record.number()
+  const receiptOffset = record.number()
+  const receiptLength = record.number()
+  const tornTail = record.number() === 1
+  const tailOffset = record.number()
+  const reason = record.string() as SidecarReason | ""
+  const diagnostics: SidecarDiagnostics = Number.isNaN(tailOffset)
+    ? reason === "" ? { tornTail } : { tornTail, reason }
+    : reason === ""
+    ? { tornTail, tailOffset }
+    : { tornTail, tailOffset, reason }
+  const identity = record.string()
+  const tailSha256 = record.string()
+  return { identity, size, tailStart, tailSha256, headOffset, receiptOffset, receiptLength, diagnostics }
+}
 
 /**
  * A sidecar current cache over `fs`, for the current scope.
@@ -116,26 +155,37 @@ export const makeSidecarCurrentCache = Effect.fnUntraced(function*(
   options: SidecarCurrentCacheOptions = {}
 ) {
   const counters = { full: 0, confirmed: 0, opened: 0 }
+  const proofs = new RecordArena()
+  const writer = new RecordWriter()
+  /**
+   * Keeps `proof` (or nothing) as what the entry's next read may rest on,
+   * charged to the budget; the record it replaces is freed. A dropped entry
+   * keeps nothing, so no record outlives its entry.
+   */
+  const keep = (entry: Entry, proof: CurrentProof | undefined): void => {
+    if (entry.state !== undefined) proofs.free(entry.state)
+    entry.state = undefined
+    if (proof === undefined || !entry.live) return sidecars.setBytes(entry, 0)
+    const record = writeProof(writer, proof)
+    entry.state = proofs.put(record)
+    sidecars.setBytes(entry, PROOF_RECORD_OVERHEAD_BYTES + record.length)
+  }
   // Each entry's state is what the sidecar's last available answer rests on.
-  const sidecars = yield* HeldFiles.make<CurrentProof | undefined>(fs, {
+  const sidecars: HeldFiles.HeldFiles<ProofRecord | undefined> = yield* HeldFiles.make<ProofRecord | undefined>(fs, {
     capacity: options.capacity,
     budget: options.budget ??
       HeldFiles.makeBudget({ maxBytes: options.maxBytes ?? 8 * 1024 * 1024, maxOpenFiles: options.maxOpenFiles ?? 64 }),
     followSymlinks: false,
-    initial: () => undefined
+    initial: () => undefined,
+    onDrop: (entry) => Effect.sync(() => keep(entry, undefined))
   })
-  /** Keeps `proof` (or nothing) as what the entry's next read may rest on, charged to the budget. */
-  const keep = (entry: HeldFiles.HeldEntry<CurrentProof | undefined>, proof: CurrentProof | undefined) => {
-    entry.state = proof
-    sidecars.setBytes(entry, proof === undefined ? 0 : proofBytes(proof))
-  }
 
   // Generator bodies are made once (`fnUntraced`), not per read: a generator
   // function made anew per call gives each read's generator a new hidden class
   // in the old generation, which holds that read's objects through young
   // collections until a full one (measured: ~3 KiB promoted per idle poll).
   const readHeld = Effect.fnUntraced(function*(
-    entry: HeldFiles.HeldEntry<CurrentProof | undefined>,
+    entry: Entry,
     proof: CurrentProof | undefined,
     { file, info, opened }: HeldFiles.HeldUse
   ) {
@@ -146,7 +196,6 @@ export const makeSidecarCurrentCache = Effect.fnUntraced(function*(
       const cached = yield* confirmCurrent(file, entry.path, proof)
       if (cached !== undefined) {
         counters.confirmed++
-        entry.state = proof
         return cached
       }
     }
@@ -156,11 +205,8 @@ export const makeSidecarCurrentCache = Effect.fnUntraced(function*(
     return result.current
   })
 
-  const readThrough = (
-    entry: HeldFiles.HeldEntry<CurrentProof | undefined>,
-    proof: CurrentProof | undefined,
-    pathInfo: File.Info
-  ) => entry.file.use(pathInfo, (held) => readHeld(entry, proof, held))
+  const readThrough = (entry: Entry, proof: CurrentProof | undefined, pathInfo: File.Info) =>
+    entry.file.use(pathInfo, (held) => readHeld(entry, proof, held))
 
   const read: (path: string) => Effect.Effect<SidecarCurrent> = Effect.fnUntraced(
     function*(path: string) {
@@ -172,11 +218,13 @@ export const makeSidecarCurrentCache = Effect.fnUntraced(function*(
         counters.full++
         return yield* readSidecarCurrent(fs, path)
       }
-      const proof = entry.state
-      // Cleared while the read runs: a failed or interrupted read leaves no proof behind.
-      entry.state = undefined
-      // What this read keeps may push out the least recently read sidecars (or Sessions, sharing the budget).
-      return yield* Effect.tap(readThrough(entry, proof, info), () => sidecars.fit(entry))
+      const proof = entry.state === undefined ? undefined : readProof(proofs.view(entry.state))
+      return yield* readThrough(entry, proof, info).pipe(
+        // A failed or interrupted read leaves no proof behind.
+        Effect.onError(() => Effect.sync(() => keep(entry, undefined))),
+        // What this read keeps may push out the least recently read sidecars (or Sessions, sharing the budget).
+        Effect.tap(() => sidecars.fit(entry))
+      )
     },
     // A sidecar that cannot be read is not held, nor its proof kept.
     (effect, path) => Effect.catch(effect, (error) => Effect.as(sidecars.invalidate(path), sidecarFailure(path, error)))
