@@ -121,6 +121,26 @@ const endUse = (opened: Opened): Effect.Effect<void> =>
     return closeIfIdle(opened)
   })
 
+/** How a holder opens its path: one object for all the entries of a set, so that each keeps one field for it. */
+interface HolderContext {
+  readonly fs: FileSystem.FileSystem
+  readonly followSymlinks: boolean
+}
+
+/**
+ * The bits of `Holder.flags`: an entry's six booleans in one field rather
+ * than six, a field being 8 bytes of every entry (two entries per polled
+ * Session). Each is read and written through a getter and setter of its
+ * boolean's name, so that `Charged` and the budget's recency lists, which
+ * name the link fields they use, read them as fields.
+ */
+const ENDED = 1
+const LIVE = 2
+const REUSED = 4
+const IN_USED = 8
+const IN_HELD = 16
+const HELD_REUSED = 32
+
 /**
  * Holds one path's file. A class, not closures made per holder: a cache
  * keeps one per path it knows (a thousand polled Sessions keep two
@@ -130,13 +150,26 @@ const endUse = (opened: Opened): Effect.Effect<void> =>
  */
 class Holder implements HeldFile {
   private held: Opened | undefined = undefined
-  private ended = false
+  /** The bits above, the holder's and its entry's: only ever a small integer, which V8 keeps unboxed in the field. */
+  protected flags = 0
 
-  constructor(
-    private readonly fs: FileSystem.FileSystem,
-    readonly path: string,
-    private readonly options: { readonly followSymlinks: boolean }
-  ) {}
+  constructor(private readonly context: HolderContext, readonly path: string) {}
+
+  protected flag(bit: number): boolean {
+    return (this.flags & bit) !== 0
+  }
+
+  protected setFlag(bit: number, value: boolean): void {
+    this.flags = value ? this.flags | bit : this.flags & ~bit
+  }
+
+  private get ended(): boolean {
+    return this.flag(ENDED)
+  }
+
+  private set ended(value: boolean) {
+    this.setFlag(ENDED, value)
+  }
 
   /** A file was opened and is held from now on. */
   protected onHold(): Effect.Effect<void> {
@@ -192,7 +225,10 @@ class Holder implements HeldFile {
     return Effect.flatMap(
       Scope.make(),
       (scope) =>
-        Scope.provide(openRegular(this.fs, this.path, { flag: "r", ...this.options }), scope).pipe(
+        Scope.provide(
+          openRegular(this.context.fs, this.path, { flag: "r", followSymlinks: this.context.followSymlinks }),
+          scope
+        ).pipe(
           Effect.onError(() => Scope.close(scope, Exit.void)),
           Effect.flatMap(({ file, info }) => {
             const fresh: Opened = { file, identity: fileIdentity(info), scope, uses: 1, retired: false }
@@ -247,7 +283,10 @@ export const makeFile = (
   path: string,
   options: { readonly followSymlinks: boolean }
 ): Effect.Effect<HeldFile, never, Scope.Scope> =>
-  Effect.acquireRelease(Effect.sync((): Holder => new Holder(fs, path, options)), (holder) => holder.end)
+  Effect.acquireRelease(
+    Effect.sync((): Holder => new Holder({ fs, followSymlinks: options.followSymlinks }, path)),
+    (holder) => holder.end
+  )
 
 /**
  * One path's entry in a `HeldFiles` set: its held file and the state its
@@ -318,6 +357,7 @@ export interface HeldFilesOptions<S> {
 
 /** The bookkeeping a set shares with its entries. */
 interface SetCore<S> {
+  readonly context: HolderContext
   readonly entries: Map<string, Entry<S>>
   readonly ledger: Ledger
   readonly onDrop: ((entry: HeldEntry<S>) => Effect.Effect<void>) | undefined
@@ -332,31 +372,61 @@ interface SetCore<S> {
  * a kept entry is one object with its links, not a cluster of closures.
  */
 class Entry<S> extends Holder implements HeldEntry<S>, Charged {
-  live = true
-  reused = false
   charged: number
   usedPrevious: Charged | undefined = undefined
   usedNext: Charged | undefined = undefined
-  inUsed = false
   heldPrevious: Charged | undefined = undefined
   heldNext: Charged | undefined = undefined
-  inHeld = false
   lastGet = 0
   reuseDistance = NEVER_REUSED
-  heldReused = false
   /** Links of the set's own recency list. */
   previousInSet: Entry<S> | undefined = undefined
   nextInSet: Entry<S> | undefined = undefined
 
-  constructor(
-    fs: FileSystem.FileSystem,
-    path: string,
-    options: { readonly followSymlinks: boolean },
-    public state: S,
-    private readonly core: SetCore<S>
-  ) {
-    super(fs, path, options)
+  constructor(path: string, public state: S, private readonly core: SetCore<S>) {
+    super(core.context, path)
+    this.flags = LIVE
     this.charged = ENTRY_OVERHEAD_BYTES + 2 * path.length
+  }
+
+  get live(): boolean {
+    return this.flag(LIVE)
+  }
+
+  set live(value: boolean) {
+    this.setFlag(LIVE, value)
+  }
+
+  get reused(): boolean {
+    return this.flag(REUSED)
+  }
+
+  set reused(value: boolean) {
+    this.setFlag(REUSED, value)
+  }
+
+  get inUsed(): boolean {
+    return this.flag(IN_USED)
+  }
+
+  set inUsed(value: boolean) {
+    this.setFlag(IN_USED, value)
+  }
+
+  get inHeld(): boolean {
+    return this.flag(IN_HELD)
+  }
+
+  set inHeld(value: boolean) {
+    this.setFlag(IN_HELD, value)
+  }
+
+  get heldReused(): boolean {
+    return this.flag(HELD_REUSED)
+  }
+
+  set heldReused(value: boolean) {
+    this.setFlag(HELD_REUSED, value)
   }
 
   /** The entry is its own held file; a getter, not a field that would cost every entry a slot. */
@@ -449,6 +519,7 @@ export const make = <S>(
   Effect.suspend(() => {
     const capacity = options.capacity ?? Number.POSITIVE_INFINITY
     const core: SetCore<S> = {
+      context: { fs, followSymlinks: options.followSymlinks },
       entries: new Map(),
       ledger: options.budget !== undefined
         ? ledgerOf(options.budget)
@@ -459,7 +530,6 @@ export const make = <S>(
     }
     const { entries, ledger, order } = core
     let ended = false
-    const followSymlinks = { followSymlinks: options.followSymlinks }
 
     const get = (path: string): Effect.Effect<HeldEntry<S> | undefined> =>
       Effect.suspend(() => {
@@ -470,7 +540,7 @@ export const make = <S>(
           ledger.touch(found)
           return Effect.succeed(found)
         }
-        const made = new Entry<S>(fs, path, followSymlinks, options.initial(), core)
+        const made = new Entry<S>(path, options.initial(), core)
         entries.set(path, made)
         made.moveToEnd()
         core.total += made.charged
