@@ -10,17 +10,18 @@
  * collections outgrow it: a poller's peak memory is decided by how many
  * bytes of objects its caches keep, not by how many bytes of facts. A
  * record here costs the heap nothing but its handle, an integer stored in
- * the entry that owns it; its bytes live in one buffer shared by every
- * record of the arena.
+ * the entry that owns it; its bytes live in buffers shared by many
+ * records.
  *
  * Guarantees:
  * - A handle names its record from `put` until `free`, and is reused only
  *   after that. `view` is a view of the record's bytes, valid until the next
  *   `put` (which may move records to compact or grow the buffer): read it
  *   at once, never keep it.
- * - Freed space is reclaimed when a `put` finds no room at the end: the
- *   records in use move together into a buffer of 1.5–3 times their bytes
- *   (16 KiB at least), smaller than the old one when enough was freed.
+ * - Freed space is reclaimed when a `put` finds no room: the records of a
+ *   chunk with enough freed move together in place, and a chunk left empty
+ *   is let go. The arena holds at most its records' bytes, a quarter of
+ *   each chunk, and one chunk being filled.
  *
  * @since 0.1.0
  */
@@ -28,114 +29,178 @@
 /** Bytes before each record's own: its handle (or `FREED`) and its length. */
 const HEADER_BYTES = 8
 const FREED = -1
-const INITIAL_BYTES = 16 * 1024
+/** Bytes of a chunk; a record longer than that gets a chunk of its own size. */
+const CHUNK_BYTES = 64 * 1024
+
+/** One buffer of records, laid end to end from its start. */
+interface Chunk {
+  readonly bytes: Uint8Array
+  readonly header: DataView
+  /** End of its last record. */
+  end: number
+  /** Bytes of its records in use, headers included. */
+  live: number
+}
+
+const makeChunk = (size: number): Chunk => {
+  const bytes = new Uint8Array(size)
+  return { bytes, header: new DataView(bytes.buffer), end: 0, live: 0 }
+}
 
 /**
  * An arena of byte records.
+ *
+ * **Details**
+ *
+ * Records live in chunks of 64 KiB (a longer record in a chunk of its
+ * own). A chunk never moves or grows: records freed in it are reclaimed by
+ * moving its records together in place once a record finds no room at the
+ * end of any chunk, and a chunk left empty is let go. So the arena never
+ * holds a grown buffer beside the one it replaced: replaced buffers would be
+ * garbage in the old generation, their memory resident until a full
+ * collection, at the very time a poller's memory peaks.
  *
  * @category models
  * @since 0.1.0
  */
 export class RecordArena {
-  private buffer = new Uint8Array(INITIAL_BYTES)
-  private header = new DataView(this.buffer.buffer)
-  /** Offset of each handle's record header; `FREED` for a handle not in use. */
-  private offsets = new Int32Array(64)
+  private readonly chunks: Array<Chunk | undefined> = []
+  /** The chunk records are appended to. */
+  private open: Chunk | undefined = undefined
+  private openIndex = -1
+  /** Chunk of each handle's record; `FREED` for a handle not in use. */
+  private chunkOf = new Int32Array(64).fill(FREED)
+  /** Offset of each handle's record header in its chunk. */
+  private offsetOf = new Int32Array(64)
   /** Handles not in use, below `handles`. */
   private readonly freeHandles: Array<number> = []
   /** Handles ever given out (the next new one). */
   private handles = 0
-  /** End of the last record. */
-  private end = 0
-  /** Bytes of records in use, headers included. */
-  private live = 0
+  private chunkBytes = 0
 
   /** Records in use now. */
   get size(): number {
     return this.handles - this.freeHandles.length
   }
 
-  /** Bytes the arena keeps outside the heap now (its buffer). */
+  /** Bytes the arena keeps outside the heap now (its chunks). */
   get bytes(): number {
-    return this.buffer.byteLength
+    return this.chunkBytes
   }
 
   /** Keeps a copy of `record`; returns its handle. */
   put(record: Uint8Array): number {
     const needed = HEADER_BYTES + record.length
-    if (this.end + needed > this.buffer.length) this.makeRoom(needed)
+    const index = this.chunkWithRoom(needed)
+    const chunk = this.chunks[index]!
     const handle = this.freeHandles.pop() ?? this.newHandle()
-    const at = this.end
-    this.header.setInt32(at, handle)
-    this.header.setInt32(at + 4, record.length)
-    this.buffer.set(record, at + HEADER_BYTES)
-    this.offsets[handle] = at
-    this.end += needed
-    this.live += needed
+    const at = chunk.end
+    chunk.header.setInt32(at, handle)
+    chunk.header.setInt32(at + 4, record.length)
+    chunk.bytes.set(record, at + HEADER_BYTES)
+    chunk.end += needed
+    chunk.live += needed
+    this.chunkOf[handle] = index
+    this.offsetOf[handle] = at
     return handle
   }
 
   /** The bytes of `handle`'s record, until the next `put`. */
   view(handle: number): Uint8Array {
-    const at = this.offsetOf(handle)
-    return this.buffer.subarray(at + HEADER_BYTES, at + HEADER_BYTES + this.header.getInt32(at + 4))
+    const chunk = this.chunkFor(handle)
+    const at = this.offsetOf[handle]
+    return chunk.bytes.subarray(at + HEADER_BYTES, at + HEADER_BYTES + chunk.header.getInt32(at + 4))
   }
 
   /** Lets `handle`'s record go; the handle may be given out again. */
   free(handle: number): void {
-    const at = this.offsetOf(handle)
-    this.header.setInt32(at, FREED)
-    this.offsets[handle] = FREED
-    this.live -= HEADER_BYTES + this.header.getInt32(at + 4)
+    const chunk = this.chunkFor(handle)
+    const index = this.chunkOf[handle]
+    const at = this.offsetOf[handle]
+    chunk.header.setInt32(at, FREED)
+    chunk.live -= HEADER_BYTES + chunk.header.getInt32(at + 4)
+    this.chunkOf[handle] = FREED
     this.freeHandles.push(handle)
+    if (chunk.live === 0 && chunk !== this.open) {
+      this.chunks[index] = undefined
+      this.chunkBytes -= chunk.bytes.length
+    }
   }
 
-  private offsetOf(handle: number): number {
-    const at = handle >= 0 && handle < this.handles ? this.offsets[handle] : FREED
+  private chunkFor(handle: number): Chunk {
+    const index = handle >= 0 && handle < this.handles ? this.chunkOf[handle] : FREED
     // A defect of the caller's, never a state of the disk: handles are the arena's own.
-    if (at === FREED) throw new RangeError(`RecordArena: handle ${handle} is not in use`)
-    return at
+    if (index === FREED) throw new RangeError(`RecordArena: handle ${handle} is not in use`)
+    return this.chunks[index]!
   }
 
   private newHandle(): number {
-    if (this.handles === this.offsets.length) {
-      const grown = new Int32Array(this.offsets.length * 2)
-      grown.set(this.offsets)
-      this.offsets = grown
+    if (this.handles === this.chunkOf.length) {
+      const chunkOf = new Int32Array(this.chunkOf.length * 2).fill(FREED)
+      chunkOf.set(this.chunkOf)
+      const offsetOf = new Int32Array(this.offsetOf.length * 2)
+      offsetOf.set(this.offsetOf)
+      this.chunkOf = chunkOf
+      this.offsetOf = offsetOf
     }
     return this.handles++
   }
 
   /**
-   * Room for `needed` more bytes at `end`: the records in use move together
-   * into a new buffer at least half again as large as they and the new
-   * record need (smaller than the old one once enough was freed).
+   * The index of a chunk with `needed` bytes free at its end: the open one,
+   * else one with that much (and a quarter of it at least) freed,
+   * compacted, else a new one.
    */
-  private makeRoom(needed: number): void {
-    const wanted = this.live + needed
-    let size = INITIAL_BYTES
-    while (size < wanted + (wanted >> 1)) size *= 2
-    this.moveTo(new Uint8Array(size))
+  private chunkWithRoom(needed: number): number {
+    const open = this.open
+    if (open !== undefined && open.end + needed <= open.bytes.length) return this.openIndex
+    if (needed <= CHUNK_BYTES) {
+      // At least a quarter of a chunk, so that each compaction makes room for many records, not one.
+      const reclaim = Math.max(needed, CHUNK_BYTES / 4)
+      for (let index = 0; index < this.chunks.length; index++) {
+        const chunk = this.chunks[index]
+        if (chunk !== undefined && chunk.bytes.length === CHUNK_BYTES && CHUNK_BYTES - chunk.live >= reclaim) {
+          this.compact(chunk)
+          return this.openAt(index, chunk)
+        }
+      }
+    }
+    const made = makeChunk(Math.max(CHUNK_BYTES, needed))
+    this.chunkBytes += made.bytes.length
+    let index = this.chunks.indexOf(undefined)
+    if (index === -1) index = this.chunks.push(undefined) - 1
+    this.chunks[index] = made
+    // A record that needs a chunk of its own leaves the open chunk open.
+    return needed > CHUNK_BYTES ? index : this.openAt(index, made)
   }
 
-  /** Copies the records in use, in order and together, into `target`, which becomes the buffer. */
-  private moveTo(target: Uint8Array<ArrayBuffer>): void {
-    const source = this.buffer
-    const sourceHeader = this.header
+  private openAt(index: number, chunk: Chunk): number {
+    const previous = this.open
+    this.open = chunk
+    this.openIndex = index
+    // The chunk left may have emptied while it was open.
+    if (previous !== undefined && previous !== chunk && previous.live === 0) {
+      this.chunks[this.chunks.indexOf(previous)] = undefined
+      this.chunkBytes -= previous.bytes.length
+    }
+    return index
+  }
+
+  /** Moves the records in use of `chunk` together at its start, in order (each moves only toward the start). */
+  private compact(chunk: Chunk): void {
+    const { bytes, header } = chunk
     let written = 0
-    for (let at = 0; at < this.end;) {
-      const handle = sourceHeader.getInt32(at)
-      const length = HEADER_BYTES + sourceHeader.getInt32(at + 4)
+    for (let at = 0; at < chunk.end;) {
+      const handle = header.getInt32(at)
+      const length = HEADER_BYTES + header.getInt32(at + 4)
       if (handle !== FREED) {
-        target.set(source.subarray(at, at + length), written)
-        this.offsets[handle] = written
+        if (written !== at) bytes.copyWithin(written, at, at + length)
+        this.offsetOf[handle] = written
         written += length
       }
       at += length
     }
-    this.buffer = target
-    this.header = new DataView(target.buffer)
-    this.end = written
+    chunk.end = written
   }
 }
 
