@@ -49,11 +49,12 @@
  *   no texts), packed as JSON bytes (`PackedEvidence`), and what a `stat`
  *   is compared with, as one record of the cache's `RecordArena`: outside
  *   the heap, where the entry keeps only the record's handle. Charged ~0.2
- *   KiB plus ~200 bytes per selected message (besides its `HeldFiles`
- *   entry), against its parse's tens of KiB. It is still answered by a `stat` alone while its identity,
- *   size and mtime stay; anything else about it (a change, or a `read` that
- *   wants its projection) parses it again in full, once, after which it is
- *   extended incrementally again while it is being written.
+ *   KiB plus ~150 bytes per selected message (besides its `HeldFiles`
+ *   entry), against its parse's tens of KiB. It is still answered by a
+ *   `stat` alone while its identity, size and mtime stay; anything else
+ *   about it (a change, or a `read` that wants its projection) parses it
+ *   again in full, once, after which it is extended incrementally again
+ *   while it is being written.
  * - A Session the reference cannot read whole (`SessionLimits`: a file over
  *   2 GiB - 1, or text longer than V8's longest string) is `SessionTooLarge`,
  *   found without holding it. Appending cannot make it readable again, so a
