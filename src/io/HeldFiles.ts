@@ -131,8 +131,8 @@ interface HolderContext {
  * The bits of `Holder.flags`: an entry's six booleans in one field rather
  * than six, a field being 8 bytes of every entry (two entries per polled
  * Session). Each is read and written through a getter and setter of its
- * boolean's name, so that `Charged` and the budget's recency lists, which
- * name the link fields they use, read them as fields.
+ * boolean's name (`defineFlags`), so that `Charged` and the budget's
+ * recency lists, which name the link fields they use, read them as fields.
  */
 const ENDED = 1
 const LIVE = 2
@@ -140,6 +140,21 @@ const REUSED = 4
 const IN_USED = 8
 const IN_HELD = 16
 const HELD_REUSED = 32
+
+/** Defines each name on `prototype` as a getter and setter of its bit of the instance's `flags`. */
+const defineFlags = (prototype: object, bits: Readonly<Record<string, number>>): void => {
+  for (const [name, bit] of Object.entries(bits)) {
+    Object.defineProperty(prototype, name, {
+      get(this: { flags: number }): boolean {
+        return (this.flags & bit) !== 0
+      },
+      set(this: { flags: number }, value: boolean) {
+        this.flags = value ? this.flags | bit : this.flags & ~bit
+      },
+      configurable: true
+    })
+  }
+}
 
 /**
  * Holds one path's file. A class, not closures made per holder: a cache
@@ -155,21 +170,8 @@ class Holder implements HeldFile {
 
   constructor(private readonly context: HolderContext, readonly path: string) {}
 
-  protected flag(bit: number): boolean {
-    return (this.flags & bit) !== 0
-  }
-
-  protected setFlag(bit: number, value: boolean): void {
-    this.flags = value ? this.flags | bit : this.flags & ~bit
-  }
-
-  private get ended(): boolean {
-    return this.flag(ENDED)
-  }
-
-  private set ended(value: boolean) {
-    this.setFlag(ENDED, value)
-  }
+  /** A bit of `flags` (`defineFlags`, below the class). */
+  declare private ended: boolean
 
   /** A file was opened and is held from now on. */
   protected onHold(): Effect.Effect<void> {
@@ -265,6 +267,8 @@ class Holder implements HeldFile {
     return Effect.acquireUseRelease(this.acquire(pathInfo), ({ use }) => body(use), ({ opened }) => endUse(opened))
   }
 }
+
+defineFlags(Holder.prototype, { ended: ENDED })
 
 /**
  * Makes a holder of the file at `path`, for the current scope: nothing is
@@ -389,45 +393,12 @@ class Entry<S> extends Holder implements HeldEntry<S>, Charged {
     this.charged = ENTRY_OVERHEAD_BYTES + 2 * path.length
   }
 
-  get live(): boolean {
-    return this.flag(LIVE)
-  }
-
-  set live(value: boolean) {
-    this.setFlag(LIVE, value)
-  }
-
-  get reused(): boolean {
-    return this.flag(REUSED)
-  }
-
-  set reused(value: boolean) {
-    this.setFlag(REUSED, value)
-  }
-
-  get inUsed(): boolean {
-    return this.flag(IN_USED)
-  }
-
-  set inUsed(value: boolean) {
-    this.setFlag(IN_USED, value)
-  }
-
-  get inHeld(): boolean {
-    return this.flag(IN_HELD)
-  }
-
-  set inHeld(value: boolean) {
-    this.setFlag(IN_HELD, value)
-  }
-
-  get heldReused(): boolean {
-    return this.flag(HELD_REUSED)
-  }
-
-  set heldReused(value: boolean) {
-    this.setFlag(HELD_REUSED, value)
-  }
+  // Bits of `flags` (`defineFlags`, below the class).
+  declare live: boolean
+  declare reused: boolean
+  declare inUsed: boolean
+  declare inHeld: boolean
+  declare heldReused: boolean
 
   /** The entry is its own held file; a getter, not a field that would cost every entry a slot. */
   get file(): HeldFile {
@@ -504,6 +475,8 @@ class Entry<S> extends Holder implements HeldEntry<S>, Charged {
     })
   }
 }
+
+defineFlags(Entry.prototype, { live: LIVE, reused: REUSED, inUsed: IN_USED, inHeld: IN_HELD, heldReused: HELD_REUSED })
 
 /**
  * Makes a set of held files for the current scope; when the scope ends,
