@@ -434,8 +434,12 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
   })
   // Charged to the budget as it changes, so that a read checks a running total instead of summing every entry.
   const setState = (entry: Entry, state: Kept) => {
-    // Dropped from the cache: a refresh still in flight keeps nothing in it.
-    if (!entry.live) return
+    if (!entry.live) {
+      // Dropped from the cache: a read still in flight keeps nothing in it, not even the record it made for it (an
+      // entry is dropped as soon as it is evicted, and the read may run on until its next step).
+      if (isResting(state)) resting.free(state)
+      return
+    }
     if (isResting(entry.state)) resting.free(entry.state)
     entry.state = state
     sessions.setBytes(
