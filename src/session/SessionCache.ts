@@ -275,6 +275,8 @@ export interface SessionCacheStats {
   readonly uncached: number
   /** Estimated bytes of state kept for the Sessions in the cache now; at most `maxBytes`. */
   readonly retainedBytes: number
+  /** Sessions kept at rest now, each as one record outside the heap (`RecordArena`); never more than the cache keeps. */
+  readonly resting: number
 }
 
 /**
@@ -836,7 +838,11 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       onSuccess: (answer) => ("availability" in answer ? answer : evidenceOf(answer))
     })
 
-  const stats = Effect.sync((): SessionCacheStats => ({ ...counters, retainedBytes: sessions.bytes() }))
+  const stats = Effect.sync((): SessionCacheStats => ({
+    ...counters,
+    retainedBytes: sessions.bytes(),
+    resting: resting.size
+  }))
 
   return { read, observe, observeEvidence, stats } satisfies SessionCache
 })

@@ -73,6 +73,8 @@ export interface SidecarCurrentCacheStats {
   readonly kept: number
   /** Sidecars held open now. */
   readonly held: number
+  /** Proofs kept now, each as one record outside the heap (`RecordArena`); never more than `kept`. */
+  readonly records: number
 }
 
 /**
@@ -232,7 +234,12 @@ export const makeSidecarCurrentCache = Effect.fnUntraced(function*(
 
   const stats = Effect.sync((): SidecarCurrentCacheStats => {
     const entries = [...sidecars.entries()]
-    return { ...counters, kept: entries.length, held: entries.filter((entry) => entry.file.holding()).length }
+    return {
+      ...counters,
+      kept: entries.length,
+      held: entries.filter((entry) => entry.file.holding()).length,
+      records: proofs.size
+    }
   })
   return { read, stats } satisfies SidecarCurrentCache
 })

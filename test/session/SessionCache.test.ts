@@ -240,7 +240,7 @@ fileSystemSuite("SessionCache", (it) => {
       yield* append(file, turnsText(2))
       yield* check(cache, file, root, "first")
       const { retainedBytes, ...stats } = yield* check(cache, file, root, "again")
-      assert.deepStrictEqual(stats, { full: 1, incremental: 0, unchanged: 1, unopened: 0, uncached: 0 })
+      assert.deepStrictEqual(stats, { full: 1, incremental: 0, unchanged: 1, unopened: 0, uncached: 0, resting: 0 })
       assert.isAbove(retainedBytes, 0)
     }))
 
@@ -469,6 +469,29 @@ fileSystemSuite("SessionCache", (it) => {
       assert.strictEqual(budget.openFiles(), 0, "an idle Session holds no file")
       yield* checkEvidence(cache, file, root, "polled")
       assert.strictEqual(budget.openFiles(), 0)
+    }))
+
+  it.effect("a Session at rest keeps one record, freed when it is dropped or changes", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const now = Date.now()
+      yield* TestClock.setTime(now)
+      const aged = new Date(now - 60_000)
+      const cache = yield* makeSessionCache({ capacity: 2 })
+      const files = ["a", "b", "c"].map((name) => `${root}/${name}.jsonl`)
+      for (const [index, file] of files.entries()) {
+        yield* append(file, turnsText(2, `sess-${index}`))
+        yield* fs.utimes(file, aged, aged)
+      }
+      for (const [index, file] of files.entries()) yield* checkEvidence(cache, file, root, `observed ${index}`)
+      // The first was dropped beyond capacity, and its record with it.
+      assert.strictEqual((yield* cache.stats).resting, 2)
+      // Written again: no longer at rest, it keeps its parse, and its record is freed.
+      yield* append(files[2], turnsText(1, "sess-2-more"))
+      yield* checkEvidence(cache, files[2], root, "observed after a write")
+      assert.strictEqual((yield* cache.stats).resting, 1)
+      yield* checkEvidence(cache, files[1], root, "polled")
+      assert.strictEqual((yield* cache.stats).resting, 1)
     }))
 
   it.effect("within 2 s of its mtime a same-size rewrite that keeps the mtime is still seen", ({ root }) =>

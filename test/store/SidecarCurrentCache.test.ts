@@ -186,7 +186,7 @@ fileSystemSuite("sidecar current cache", (it) => {
       const second = yield* cache.read(kit.sidecar)
       assert.strictEqual(first.availability, "available")
       assert.deepStrictEqual(second, first)
-      assert.deepStrictEqual(yield* cache.stats, { full: 1, confirmed: 1, opened: 1, kept: 1, held: 1 })
+      assert.deepStrictEqual(yield* cache.stats, { full: 1, confirmed: 1, opened: 1, kept: 1, held: 1, records: 1 })
     }))
 
   it.effect("a byte changed inside the head or the receipt is seen; the answer fails closed", ({ root }) =>
@@ -276,7 +276,7 @@ fileSystemSuite("sidecar current cache", (it) => {
       assert.strictEqual(fresh.availability, "available")
       assert.deepStrictEqual(yield* cache.read(kit.sidecar), fresh)
       assert.deepStrictEqual(yield* cache.read(kit.sidecar), fresh)
-      assert.deepStrictEqual(yield* cache.stats, { full: 1, confirmed: 1, opened: 1, kept: 1, held: 1 })
+      assert.deepStrictEqual(yield* cache.stats, { full: 1, confirmed: 1, opened: 1, kept: 1, held: 1, records: 1 })
     }))
 
   it.effect("answers are fresh objects: changing one does not change the next", ({ root }) =>
@@ -313,16 +313,16 @@ fileSystemSuite("sidecar current cache", (it) => {
       yield* cache.read(copies[0])
       yield* cache.read(copies[1])
       // Both kept, one held: a's file was let go when b's was opened.
-      assert.deepStrictEqual(yield* cache.stats, { full: 2, confirmed: 0, opened: 2, kept: 2, held: 1 })
+      assert.deepStrictEqual(yield* cache.stats, { full: 2, confirmed: 0, opened: 2, kept: 2, held: 1, records: 2 })
       yield* cache.read(copies[0])
-      assert.deepStrictEqual(yield* cache.stats, { full: 2, confirmed: 1, opened: 3, kept: 2, held: 1 })
+      assert.deepStrictEqual(yield* cache.stats, { full: 2, confirmed: 1, opened: 3, kept: 2, held: 1, records: 2 })
       // A third does not fit: b, the least recently read, is dropped.
       yield* cache.read(copies[2])
-      assert.deepStrictEqual(yield* cache.stats, { full: 3, confirmed: 1, opened: 4, kept: 2, held: 1 })
+      assert.deepStrictEqual(yield* cache.stats, { full: 3, confirmed: 1, opened: 4, kept: 2, held: 1, records: 2 })
       assert.isAtMost(budget.bytes(), Math.floor(one * 2.5))
       yield* cache.read(copies[0])
       yield* cache.read(copies[1])
-      assert.deepStrictEqual(yield* cache.stats, { full: 4, confirmed: 2, opened: 6, kept: 2, held: 1 })
+      assert.deepStrictEqual(yield* cache.stats, { full: 4, confirmed: 2, opened: 6, kept: 2, held: 1, records: 2 })
     }))
 
   it.effect("polled round-robin, more sidecars than the budget holds still confirm the ones it keeps", ({ root }) =>
@@ -387,11 +387,12 @@ fileSystemSuite("sidecar current cache", (it) => {
       yield* cache.read(copies[1])
       yield* cache.read(copies[0])
       yield* cache.read(copies[2])
-      assert.deepStrictEqual(yield* cache.stats, { full: 3, confirmed: 1, opened: 3, kept: 2, held: 2 })
+      // The dropped sidecar's proof record is freed with it.
+      assert.deepStrictEqual(yield* cache.stats, { full: 3, confirmed: 1, opened: 3, kept: 2, held: 2, records: 2 })
       yield* cache.read(copies[0])
       assert.strictEqual((yield* cache.stats).confirmed, 2)
       yield* cache.read(copies[1])
-      assert.deepStrictEqual(yield* cache.stats, { full: 4, confirmed: 2, opened: 4, kept: 2, held: 2 })
+      assert.deepStrictEqual(yield* cache.stats, { full: 4, confirmed: 2, opened: 4, kept: 2, held: 2, records: 2 })
     }))
 })
 
@@ -439,7 +440,7 @@ describe("sidecar current cache holds each sidecar open between reads", () => {
         yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(2) }))
         const grown = yield* cache.read(kit.sidecar)
         assert.strictEqual((grown.receipt as { jobId: string }).jobId, jobId(2))
-        assert.deepStrictEqual(yield* cache.stats, { full: 2, confirmed: 3, opened: 1, kept: 1, held: 1 })
+        assert.deepStrictEqual(yield* cache.stats, { full: 2, confirmed: 3, opened: 1, kept: 1, held: 1, records: 1 })
         assert.deepStrictEqual(reads(memory), [kit.sidecar])
       }))
     ))
