@@ -91,6 +91,8 @@ describe("docs", () => {
   it("type-check every other TypeScript block against the package as built", async () => {
     const docs = await readDocs()
     const blocks = [...docs].flatMap(([doc, text]) => blocksOf(doc, text))
+    // An indented fence (in a list) would escape the block pattern, and with it every check.
+    for (const [doc, text] of docs) assert.notMatch(text, /^[ \t]+```/m, `${doc}: an indented code fence`)
     for (const block of blocks) {
       assert.isTrue(LANGUAGES.has(block.language), `${block.doc}: a \`\`\`${block.language} block`)
       assert.isTrue(block.label === undefined || block.label.startsWith("examples/"), `${block.doc}: ${block.label}`)
