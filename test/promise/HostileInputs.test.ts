@@ -6,8 +6,8 @@
  * access, relative roots. For each case our package and the reference run
  * on fresh, identical worlds, and must agree on the outcome (the error's
  * class, `code` and whole message, or the value) and on the files left
- * behind, except for the deliberate differences listed in the README's
- * compatibility section, which are pinned below.
+ * behind, except for the deliberate differences listed in
+ * docs/compatibility.md, which are pinned below.
  *
  * The calls run in a child process (`HostileInputs.driver.mjs`) with its own
  * working directory and HOME, and without root privileges when the tests run
@@ -86,7 +86,7 @@ const NON_STRING_TRUTHY = new Set([
 ])
 
 /**
- * The deliberate differences (README, "Compatibility with the reference"):
+ * The deliberate differences (docs/compatibility.md):
  * for a case, what each side does instead of agreeing.
  */
 const deliberate = (c: Case): { readonly ours: Partial<Outcome>; readonly reference: Partial<Outcome> } | undefined => {

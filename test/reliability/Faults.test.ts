@@ -153,7 +153,7 @@ const baselineOf = (
 
 /**
  * The steps where a fault is known to break exactly-once or the same
- * worker's retry (see RELIABILITY.md, "Known gaps"):
+ * worker's retry (see docs/reliability.md, "Fault injection"):
  * - `afterAppend`: from the sidecar append to the settled claim's rename.
  *   Settle then fails and deletes the claim although the receipt is in the
  *   sidecar, so the retry runs the job a second time.
