@@ -15,6 +15,11 @@
  *   a power cut.
  * - A directory is fsynced through a handle that must be a directory, opened
  *   without following a symlink and without blocking (`io/RegularFile`).
+ *   On a platform that cannot fsync a directory (Windows: opening one for
+ *   a flush fails `EPERM`; see `PlatformTraits`), the directory fsync is
+ *   skipped and succeeds: NTFS journals its metadata, so a rename or unlink
+ *   there is as durable as the platform makes it, and an operation never
+ *   fails after it has committed for want of a call Windows cannot make.
  *
  * What it leaves to its callers: naming the temp file (next to its target,
  * so the link or rename stays within one file system), and the link or
@@ -25,6 +30,7 @@
 import { Effect } from "effect"
 import type { FileSystem } from "effect/FileSystem"
 import type { PlatformError } from "effect/PlatformError"
+import { platformTraitsOf } from "../io/NonBlockingOpen.js"
 import { type NotDirectory, openDirectory } from "../io/RegularFile.js"
 
 const encoder = new TextEncoder()
@@ -56,9 +62,11 @@ export const removeIfPresent = (fs: FileSystem, path: string): Effect.Effect<voi
 /**
  * Fsyncs a directory so a rename or unlink in it is durable. The directory
  * is opened without following a symlink and without blocking, and must be
- * one.
+ * one. Where the platform cannot fsync a directory, nothing is done.
  *
  * @internal
  */
 export const syncDirectory = (fs: FileSystem, directory: string): Effect.Effect<void, PlatformError | NotDirectory> =>
-  Effect.scoped(Effect.flatMap(openDirectory(fs, directory), ({ file }) => file.sync))
+  platformTraitsOf(fs).directorySync
+    ? Effect.scoped(Effect.flatMap(openDirectory(fs, directory), ({ file }) => file.sync))
+    : Effect.void
