@@ -9,7 +9,18 @@
 # root), keeps node.exe and the Wine prefix under .windows-e2e/ (ignored by
 # git), sets Wine's Windows version to 10 (Node refuses anything older), and
 # fails unless every step the script reports passed. Not part of `npm test`:
-# the first run takes a minute or more to set up Wine.
+# the first run takes a minute or more to set up Wine. The environment
+# reaches node.exe through Wine, so a store setting can be tried, e.g.
+# `RAREBIT_STORE_CACHE_MAX_OPEN_FILES=0 npm run test:windows`.
+#
+# What Wine cannot show: ACLs (Wine enforces none; privacy on Windows rests
+# on the profile's ACL), real NTFS (Wine maps C: onto the Linux file
+# system: durability, delete semantics and case folding are Wine's
+# emulation), symlinks and junctions (Wine 8 cannot create a junction, and
+# a symlink it creates cannot be stat'ed, so symlink refusal is tested only
+# on the memory file system's Windows profile), ReadDirectoryChangesW
+# overflow (Wine builds it on inotify), FAT or SMB volumes without hard
+# links, antivirus or indexer handles, and Ctrl-C / Ctrl-Break delivery.
 set -euo pipefail
 
 project="$(cd "$(dirname "$0")/.." && pwd)"

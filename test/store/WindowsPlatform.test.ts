@@ -17,6 +17,7 @@ import { Effect, FileSystem, Layer, Path, PlatformError } from "effect"
 import { errnoOf } from "../../src/io/ErrnoCode.js"
 import { handleChmodOf, platformTraitsOf, POSIX_TRAITS, WIN32_TRAITS } from "../../src/io/NonBlockingOpen.js"
 import { openDirectory, openRegular, readBounded } from "../../src/io/RegularFile.js"
+import * as DirectFileSystem from "../../src/platform/DirectFileSystem.js"
 import { lockTempPath } from "../../src/store/CommitLock.js"
 import { installExclusive, syncDirectory, writeDurableTemp } from "../../src/store/DurableFile.js"
 import { readClaim } from "../../src/store/JobClaims.js"
@@ -75,6 +76,12 @@ describe("the memory file system's Windows profile", () => {
 })
 
 describe("the store's file steps on Windows", () => {
+  it.effect("the Node file systems carry the host's traits: POSIX's here, Windows' under win32", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      assert.deepStrictEqual(platformTraitsOf(fs), process.platform === "win32" ? WIN32_TRAITS : POSIX_TRAITS)
+    }).pipe(Effect.provide(DirectFileSystem.layer)))
+
   it.effect("private directories are made without any chmod, and a symlinked component is still refused", () =>
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
