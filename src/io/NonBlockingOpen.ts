@@ -24,6 +24,11 @@
  *   of `DirectFileSystem` has it; `FaultFileSystem` hides it, so that every
  *   open and read meets its fault points.
  *
+ * - {@link PlatformTraitsTypeId} on a `FileSystem`: what its platform can
+ *   do that POSIX code takes for granted (`O_NOFOLLOW`, a directory fsync,
+ *   permission bits that mean privacy, `\` as a separator). Windows has none
+ *   of them; see {@link PlatformTraits}.
+ *
  * The first three are implemented by `DirectFileSystem` (both its layers),
  * `MemoryFileSystem`, and forwarded by `FaultFileSystem`. A file system
  * without them still works: `RegularFile` falls back to portable checks and
@@ -208,3 +213,94 @@ export const processUidOf = (fs: FileSystem.FileSystem): number | undefined => {
   const getuid = (globalThis as { readonly process?: { readonly getuid?: () => number } }).process?.getuid
   return typeof getuid === "function" ? getuid() : undefined
 }
+
+/**
+ * The key of the platform traits of a `FileSystem`.
+ *
+ * @category type ids
+ * @since 0.1.0
+ */
+export const PlatformTraitsTypeId: unique symbol = Symbol.for("rarebit-store/io/PlatformTraits")
+
+/**
+ * What the platform under a `FileSystem` can do that POSIX code assumes.
+ *
+ * **Details**
+ *
+ * On Windows (libuv) none of them holds: `O_NOFOLLOW`, `O_NONBLOCK` and
+ * `O_DIRECTORY` are undefined, so an open follows a symlink or a junction;
+ * a directory handle cannot be fsynced (`EPERM`); modes are derived from
+ * the read-only attribute (0666 or 0444, directories included), so `chmod`
+ * cannot make anything private and `fchmod` of a directory fails `EPERM`;
+ * a path may use `\` as well as `/`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface PlatformTraits {
+  /** An open with `noFollow` fails on a final symlink (`O_NOFOLLOW` exists). */
+  readonly noFollowOpen: boolean
+  /** A directory can be opened and fsynced, to make a rename or unlink in it durable. */
+  readonly directorySync: boolean
+  /** Permission bits are POSIX modes: 0700 keeps other users out, and `chmod` can make it so. */
+  readonly posixModes: boolean
+  /** `\` separates path components as `/` does. */
+  readonly backslashSeparator: boolean
+}
+
+/**
+ * Linux, macOS and the other POSIX systems.
+ *
+ * @category constants
+ * @since 0.1.0
+ */
+export const POSIX_TRAITS: PlatformTraits = {
+  noFollowOpen: true,
+  directorySync: true,
+  posixModes: true,
+  backslashSeparator: false
+}
+
+/**
+ * Windows, as Node's libuv presents it.
+ *
+ * @category constants
+ * @since 0.1.0
+ */
+export const WIN32_TRAITS: PlatformTraits = {
+  noFollowOpen: false,
+  directorySync: false,
+  posixModes: false,
+  backslashSeparator: true
+}
+
+/**
+ * A `FileSystem` that says what its platform can do.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface PlatformTraitsCapable {
+  readonly [PlatformTraitsTypeId]: PlatformTraits
+}
+
+const hostPlatform = (globalThis as { readonly process?: { readonly platform?: string } }).process?.platform
+
+/**
+ * The traits of the host this code runs on: Windows' under win32, POSIX's
+ * elsewhere.
+ *
+ * @category constants
+ * @since 0.1.0
+ */
+export const HOST_TRAITS: PlatformTraits = hostPlatform === "win32" ? WIN32_TRAITS : POSIX_TRAITS
+
+/**
+ * The platform traits of `fs`: its own answer if it has one, else the
+ * host's (a foreign file system is taken to be the host's).
+ *
+ * @category getters
+ * @since 0.1.0
+ */
+export const platformTraitsOf = (fs: FileSystem.FileSystem): PlatformTraits =>
+  (fs as Partial<PlatformTraitsCapable>)[PlatformTraitsTypeId] ?? HOST_TRAITS

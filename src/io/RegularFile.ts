@@ -20,6 +20,14 @@
  * a FIFO swapped in between the check and the open can still make that open
  * wait: only the capability closes that window.
  *
+ * Where the platform has no `O_NOFOLLOW` (Windows: see `PlatformTraits`), a
+ * symlink or junction is refused by identity instead: the path's `lstat`
+ * must be a regular file (or a directory, for `openDirectory`), and the
+ * opened handle's `fstat` must be that same file (device and inode). A
+ * symlink swapped in between the two shows as another file; the open is
+ * closed and tried again from the `lstat`, and refused as a symlink if the
+ * path keeps changing.
+ *
  * `readBounded` never trusts a size `fstat` reports (files grow, and `/proc`
  * reports 0): it reads until end of file or until one byte more than the
  * caller's limit, whichever comes first.
@@ -27,8 +35,9 @@
  * @since 0.1.0
  */
 import { Effect, Exit, type FileSystem, Option, type PlatformError, Schema, Scope } from "effect"
+import { fileIdentity } from "../protocol/internal/FileInfo.js"
 import { errnoOf } from "./ErrnoCode.js"
-import { nonBlockingOpenOf } from "./NonBlockingOpen.js"
+import { nonBlockingOpenOf, platformTraitsOf } from "./NonBlockingOpen.js"
 
 /**
  * A path that must be a regular file is something else.
@@ -130,16 +139,35 @@ const refusalOf = (
   )
 }
 
-/** Checks an open handle: a regular file, or the refusal (the caller closes what was opened). */
+/**
+ * The handle is not the file an `lstat` of its path found a moment before:
+ * something was swapped in between (internal: retried, then a refusal).
+ */
+class IdentityChanged extends Schema.TaggedError<IdentityChanged>()("IdentityChanged", { path: Schema.String }) {}
+
+/**
+ * Checks an open handle: a regular file (and, given `expected`, the very
+ * file an `lstat` found), or the refusal (the caller closes what was opened).
+ */
 const checkRegular = (
   path: string,
-  file: FileSystem.File
-): Effect.Effect<OpenedRegular, PlatformError.PlatformError | FileNotRegular> =>
+  file: FileSystem.File,
+  expected?: FileSystem.File.Info
+): Effect.Effect<OpenedRegular, PlatformError.PlatformError | FileNotRegular | IdentityChanged> =>
   Effect.flatMap(
     file.stat,
-    (info) =>
-      info.type === "File" ? Effect.succeed({ file, info }) : Effect.fail(new FileNotRegular({ path, type: info.type }))
+    (info): Effect.Effect<OpenedRegular, FileNotRegular | IdentityChanged> => {
+      if (info.type !== "File") return Effect.fail(new FileNotRegular({ path, type: info.type }))
+      if (expected !== undefined && fileIdentity(info) !== fileIdentity(expected)) {
+        return Effect.fail(new IdentityChanged({ path }))
+      }
+      return Effect.succeed({ file, info })
+    }
   )
+
+/** Whether opens of `fs` must refuse a symlink by identity, having no `O_NOFOLLOW`. */
+const needsIdentityCheck = (fs: FileSystem.FileSystem, noFollow: boolean): boolean =>
+  noFollow && !platformTraitsOf(fs).noFollowOpen
 
 /**
  * Opens through `open` in a child of the caller's scope, checks the handle,
@@ -152,12 +180,16 @@ const openChecked = (
   open: Effect.Effect<FileSystem.File, PlatformError.PlatformError, Scope.Scope>,
   onOpenFailure: (
     error: PlatformError.PlatformError
-  ) => Effect.Effect<never, PlatformError.PlatformError | FileNotRegular>
-): Effect.Effect<OpenedRegular, PlatformError.PlatformError | FileNotRegular, Scope.Scope> =>
+  ) => Effect.Effect<never, PlatformError.PlatformError | FileNotRegular>,
+  expected?: FileSystem.File.Info
+): Effect.Effect<OpenedRegular, PlatformError.PlatformError | FileNotRegular | IdentityChanged, Scope.Scope> =>
   Effect.flatMap(Effect.scope, (parent) => {
     const child = Scope.forkUnsafe(parent)
     return Effect.onError(
-      Effect.flatMap(Effect.catch(Scope.provide(open, child), onOpenFailure), (file) => checkRegular(path, file)),
+      Effect.flatMap(
+        Effect.catch(Scope.provide(open, child), onOpenFailure),
+        (file) => checkRegular(path, file, expected)
+      ),
       () => Scope.close(child, Exit.void)
     )
   })
@@ -184,11 +216,15 @@ export const openRegular = (
 ): Effect.Effect<OpenedRegular, PlatformError.PlatformError | FileNotRegular, Scope.Scope> => {
   const open = nonBlockingOpenOf(fs)
   const noFollow = !options.followSymlinks
-  if (open !== undefined) {
-    return openChecked(
-      path,
-      open(path, { flag: options.flag, mode: options.mode, noFollow }),
-      (error) => refusalOf(fs, path, options.followSymlinks, error)
+  if (open !== undefined && !needsIdentityCheck(fs, noFollow)) {
+    return Effect.catchTag(
+      openChecked(
+        path,
+        open(path, { flag: options.flag, mode: options.mode, noFollow }),
+        (error) => refusalOf(fs, path, options.followSymlinks, error)
+      ),
+      "IdentityChanged",
+      Effect.die
     )
   }
   return openPortably(fs, path, options)
@@ -199,6 +235,8 @@ export const openRegular = (
  * a `(l)stat` shows is not a regular file, then open, then check the handle.
  * `a+` on a missing path creates exclusively (`ax+`), so it never opens
  * something that appeared in between; a lost race is retried from the check.
+ * When symlinks are refused, the handle must be the file the `lstat` found
+ * (the only refusal of a symlink where the platform has no `O_NOFOLLOW`).
  */
 const openPortably = (
   fs: FileSystem.FileSystem,
@@ -224,13 +262,18 @@ const openPortably = (
         return openChecked(
           path,
           fs.open(path, { flag, noFollow, ...(options.mode === undefined ? {} : { mode: options.mode }) }),
-          (error) => refusalOf(fs, path, options.followSymlinks, error)
+          (error) => refusalOf(fs, path, options.followSymlinks, error),
+          noFollow ? Option.getOrUndefined(found) : undefined
         ).pipe(
           Effect.catchIf(
             (error) =>
               flag === "ax+" && retries > 0 && error._tag === "PlatformError" && error.reason._tag === "AlreadyExists",
             () => attempt(retries - 1)
-          )
+          ),
+          Effect.catchTag("IdentityChanged", () =>
+            retries > 0
+              ? attempt(retries - 1)
+              : Effect.fail(new FileNotRegular({ path, type: "SymbolicLink" })))
         )
       })
     )
@@ -263,13 +306,13 @@ export const readBounded = (
   const open = nonBlockingOpenOf(fs)
   // Its own scope holds the handle, so a refused file is closed when that scope
   // ends; no child scope is needed (this runs on every claim and lock read).
-  const opened = open !== undefined
+  const opened = open !== undefined && !needsIdentityCheck(fs, !options.followSymlinks)
     ? Effect.flatMap(
       Effect.catch(
         open(path, { flag: "r", noFollow: !options.followSymlinks }),
         (error) => refusalOf(fs, path, options.followSymlinks, error)
       ),
-      (file) => checkRegular(path, file)
+      (file) => Effect.catchTag(checkRegular(path, file), "IdentityChanged", Effect.die)
     )
     : openPortably(fs, path, { flag: "r", followSymlinks: options.followSymlinks })
   return Effect.scoped(
@@ -364,9 +407,12 @@ export class NotDirectory extends Schema.TaggedError<NotDirectory>()("NotDirecto
  *
  * With the non-blocking open this is `open(2)` with `O_DIRECTORY |
  * O_NOFOLLOW | O_NONBLOCK`, then `fstat`: nothing but the directory itself
- * is ever opened. Without it, an `lstat` refuses anything but a directory,
- * then `fs.open(path, { noFollow: true })` and the same `fstat` check: only
- * a FIFO swapped in between the two can make that open wait.
+ * is ever opened. Without it, or where the platform has no `O_NOFOLLOW`
+ * (Windows), an `lstat` refuses anything but a directory, then
+ * `fs.open(path, { noFollow: true })` and the same `fstat` check, which
+ * must also find the directory the `lstat` found (a symlink or junction
+ * swapped in between is refused): only a FIFO swapped in between the two
+ * can make that open wait.
  *
  * @category constructors
  * @since 0.1.0
@@ -376,16 +422,20 @@ export const openDirectory = (
   path: string
 ): Effect.Effect<OpenedRegular, PlatformError.PlatformError | NotDirectory, Scope.Scope> => {
   const open = nonBlockingOpenOf(fs)
+  // The `lstat` of the fallback, which the handle must match.
+  let expected: FileSystem.File.Info | undefined
   const opened: Effect.Effect<FileSystem.File, PlatformError.PlatformError | NotDirectory, Scope.Scope> =
-    open !== undefined
+    open !== undefined && !needsIdentityCheck(fs, true)
       ? open(path, { flag: "r", noFollow: true, directory: true })
       // Without it, an `lstat` first: only a directory is ever opened, unless one is swapped in between.
       : Effect.flatMap(
         fs.lstat(path),
-        (info): Effect.Effect<FileSystem.File, PlatformError.PlatformError | NotDirectory, Scope.Scope> =>
-          info.type === "Directory"
+        (info): Effect.Effect<FileSystem.File, PlatformError.PlatformError | NotDirectory, Scope.Scope> => {
+          expected = info
+          return info.type === "Directory"
             ? fs.open(path, { flag: "r", noFollow: true })
             : Effect.fail(new NotDirectory({ path, type: info.type }))
+        }
       )
   return Effect.flatMap(
     Effect.scope,
@@ -407,10 +457,14 @@ export const openDirectory = (
             }
           ),
           Effect.flatMap((file) =>
-            Effect.flatMap(file.stat, (info): Effect.Effect<OpenedRegular, NotDirectory> =>
-              info.type === "Directory"
-                ? Effect.succeed({ file, info })
-                : Effect.fail(new NotDirectory({ path, type: info.type })))
+            Effect.flatMap(file.stat, (info): Effect.Effect<OpenedRegular, NotDirectory> => {
+              if (info.type !== "Directory") return Effect.fail(new NotDirectory({ path, type: info.type }))
+              // Not the directory the `lstat` found: what the path named then was swapped (a junction, say).
+              if (expected !== undefined && fileIdentity(info) !== fileIdentity(expected)) {
+                return Effect.fail(new NotDirectory({ path, type: "SymbolicLink" }))
+              }
+              return Effect.succeed({ file, info })
+            })
           ),
           Effect.onError(() => Scope.close(child, Exit.void))
         ))

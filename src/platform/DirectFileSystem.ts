@@ -26,6 +26,10 @@
  * files can `fchmod` their handle, and the process's uid. The store opens
  * every file through it, so a FIFO planted at one of its paths is refused
  * after a non-blocking open instead of occupying a pool thread forever.
+ * They also carry the host's platform traits: on Windows, where libuv has
+ * no `O_NOFOLLOW`, `O_NONBLOCK` or `O_DIRECTORY` (the bits are simply
+ * absent from the open), `io/RegularFile` checks the path's `lstat` against
+ * the handle's `fstat` instead.
  *
  * @since 0.1.0
  */
@@ -34,9 +38,12 @@ import { ByteSize, Effect, FileSystem, Layer, Option, PlatformError, type Scope 
 import * as NFS from "node:fs"
 import {
   HandleChmodTypeId,
+  HOST_TRAITS,
   type NonBlockingOpen,
   type NonBlockingOpenCapable,
   NonBlockingOpenTypeId,
+  type PlatformTraitsCapable,
+  PlatformTraitsTypeId,
   type ProcessUidCapable,
   ProcessUidTypeId,
   type SmallRegularRead,
@@ -388,13 +395,22 @@ const processUid = process.getuid?.()
  * being read whole. Anything else gives `undefined`, never an exception.
  */
 const readSmallRegular: SmallRegularRead = (path, limit, noFollow) => {
+  // Without `O_NOFOLLOW` (Windows) the path's own identity is taken first and
+  // the handle must match it, so a symlink or junction is never read through.
+  const checkIdentity = noFollow && !HOST_TRAITS.noFollowOpen
+  let linkStats: NFS.BigIntStats | undefined
   let fd: number
   try {
+    if (checkIdentity) {
+      linkStats = NFS.lstatSync(path, { bigint: true })
+      if (!linkStats.isFile()) return undefined
+    }
     fd = NFS.openSync(path, openFlags("r", noFollow) | NFS.constants.O_NONBLOCK)
   } catch {
     return undefined
   }
   try {
+    if (linkStats !== undefined && !sameFile(linkStats, NFS.fstatSync(fd, { bigint: true }))) return undefined
     const stats = NFS.fstatSync(fd)
     if (!stats.isFile() || stats.size > limit) return undefined
     const size = stats.size
@@ -413,10 +429,14 @@ const readSmallRegular: SmallRegularRead = (path, limit, noFollow) => {
   }
 }
 
+/** Whether two stats describe one file: the same device and inode (volume serial and file index on Windows). */
+const sameFile = (a: NFS.BigIntStats, b: NFS.BigIntStats): boolean => a.dev === b.dev && a.ino === b.ino
+
 const capabilities = (
   pooled: boolean
-): NonBlockingOpenCapable & ProcessUidCapable & Partial<SmallRegularReadCapable> => ({
+): NonBlockingOpenCapable & ProcessUidCapable & PlatformTraitsCapable & Partial<SmallRegularReadCapable> => ({
   [NonBlockingOpenTypeId]: nonBlockingOpen(pooled),
+  [PlatformTraitsTypeId]: HOST_TRAITS,
   [ProcessUidTypeId]: () => processUid,
   // The thread-pool layer promises never to make the event loop wait on a read.
   ...(pooled ? {} : { [SmallRegularReadTypeId]: readSmallRegular })

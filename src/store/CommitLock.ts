@@ -49,6 +49,7 @@ import { Clock, Effect, Random, type Scope } from "effect"
 import type * as SecureRandom from "effect/crypto/SecureRandom"
 import type { FileSystem } from "effect/FileSystem"
 import type { PlatformError } from "effect/PlatformError"
+import { platformTraitsOf } from "../io/NonBlockingOpen.js"
 import { describeType, type FileNotRegular, readBounded } from "../io/RegularFile.js"
 import { encodeLockLine, MAX_LOCK_LINE_BYTES } from "../protocol/CommitLockFile.js"
 import { fileIdentity } from "../protocol/internal/FileInfo.js"
@@ -57,7 +58,7 @@ import { parseJsonOrNull } from "../protocol/internal/JsonParse.js"
 import { memberOf } from "../protocol/internal/JsonShape.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { MAX_LOCK_FILE_BYTES } from "../protocol/Limits.js"
-import { removeIfPresent, writeDurableTemp } from "./DurableFile.js"
+import { installExclusive, removeIfPresent, writeDurableTemp } from "./DurableFile.js"
 import { LockHeld, type StoreIo, storeIo } from "./Errors.js"
 import { isOwnEvidence, LockOwner, type OwnerEvidence, ownerEvidenceOf } from "./LockOwner.js"
 import * as LockQueues from "./LockQueues.js"
@@ -173,11 +174,15 @@ export const releaseFileLock: (fs: FileSystem, lockPath: string, token: string) 
  *
  * @internal
  */
-export const lockTempPath = (lockPath: string, token: string): string => {
-  const slash = lockPath.lastIndexOf("/")
+export const lockTempPath = (lockPath: string, token: string, backslashSeparator = false): string => {
+  const slash = lastSeparator(lockPath, backslashSeparator)
   const named = `${lockPath}.${token}.tmp`
   return fitsFileName(named.slice(slash + 1)) ? named : `${lockPath.slice(0, slash + 1)}.commit-lock.${token}.tmp`
 }
+
+/** Where the last component of `path` starts, less one: `/` always separates, `\\` too on Windows. */
+const lastSeparator = (path: string, backslashSeparator: boolean): number =>
+  backslashSeparator ? Math.max(path.lastIndexOf("/"), path.lastIndexOf("\\")) : path.lastIndexOf("/")
 
 // The longest file name most file systems accept, in bytes.
 const NAME_MAX = 255
@@ -304,7 +309,7 @@ const acquireFileLock = (
       const token = yield* randomToken(24)
       const claimedAt = isoTimestampOf(yield* Clock.currentTimeMillis)
       const content = lockLine(token, claimedAt, probe.current)
-      const tempPath = lockTempPath(lockPath, token)
+      const tempPath = lockTempPath(lockPath, token, platformTraitsOf(fs).backslashSeparator)
       yield* writeDurableTemp(fs, tempPath, content)
       tokensHeldHere.add(token)
       let linked = false
@@ -327,10 +332,7 @@ const acquireFileLock = (
         let offGrid = 0
         for (let attempt = 0; attempt < retry.attempts; attempt++) {
           const free = attempt === 0 || !(yield* fs.exists(lockPath))
-          linked = free && (yield* fs.link(tempPath, lockPath).pipe(
-            Effect.as(true),
-            Effect.catchReason("PlatformError", "AlreadyExists", () => Effect.succeed(false))
-          ))
+          linked = free && (yield* installExclusive(fs, tempPath, lockPath))
           if (linked) {
             const lock: HeldLock = { lockPath, token }
             yield* Effect.addFinalizer(() => release(lock))
@@ -444,7 +446,8 @@ export const acquireCommitLock: (
  * reference's open does.
  */
 const lockPathAccepted = (fs: FileSystem, lockPath: string): Effect.Effect<void, StoreIo> =>
-  lockPath.includes("\0") || !fitsFileName(lockPath.slice(lockPath.lastIndexOf("/") + 1))
+  lockPath.includes("\0") ||
+    !fitsFileName(lockPath.slice(lastSeparator(lockPath, platformTraitsOf(fs).backslashSeparator) + 1))
     ? Effect.scoped(fs.open(lockPath, { flag: "r" })).pipe(
       Effect.catchReason("PlatformError", "NotFound", () => Effect.void),
       Effect.asVoid,

@@ -3,7 +3,9 @@
  *
  * Guarantees:
  * - A claim appears whole or not at all: it is written to a private temp
- *   file, fsynced, then hard-linked into place for an exclusive create, or
+ *   file, fsynced, then hard-linked into place for an exclusive create (or,
+ *   where hard links are unsupported, renamed over an empty placeholder
+ *   made with `wx`: see `DurableFile`), or
  *   renamed over the old claim (and the directory fsynced) for a
  *   replacement. Readers, ours or the reference's, never see a partial claim
  *   written by us.
@@ -37,7 +39,7 @@ import { modifiedMs } from "../protocol/internal/FileInfo.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { encodeClaimLine, type JobClaim, parseClaim } from "../protocol/JobClaim.js"
 import { MAX_CLAIM_BYTES } from "../protocol/Limits.js"
-import { removeIfPresent, syncDirectory, writeDurableTemp } from "./DurableFile.js"
+import { installExclusive, removeIfPresent, syncDirectory, writeDurableTemp } from "./DurableFile.js"
 import { randomToken } from "./RandomToken.js"
 
 /**
@@ -124,11 +126,7 @@ export const createClaimExclusive: (
   claim: JobClaim
 ) {
   const { tempPath } = yield* prepareClaim(fs, claimPath, claim)
-  return yield* fs.link(tempPath, claimPath).pipe(
-    Effect.as(true),
-    Effect.catchReason("PlatformError", "AlreadyExists", () => Effect.succeed(false)),
-    Effect.ensuring(Effect.ignore(fs.remove(tempPath)))
-  )
+  return yield* installExclusive(fs, tempPath, claimPath).pipe(Effect.ensuring(Effect.ignore(fs.remove(tempPath))))
 }, Effect.uninterruptible)
 
 /**

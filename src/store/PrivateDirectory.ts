@@ -36,6 +36,15 @@
  *   reservation can name one) is not the store's: it is made and chmodded
  *   0700 by path, exactly as the reference makes it.
  *
+ * On Windows (a file system whose `PlatformTraits` say modes are not POSIX)
+ * there is no mode to set: libuv reports every directory as 0666 and
+ * `fchmod` of a directory fails `EPERM`. The walk still refuses symlinks,
+ * junctions and non-directories, creates what is missing, and changes no
+ * mode; privacy there is the ACL a directory inherits, which under the
+ * user's profile (`%USERPROFILE%`, where Pi keeps its sessions) grants only
+ * that user, SYSTEM and Administrators. A root placed elsewhere gets
+ * whatever ACL its parent passes down.
+ *
  * What it cannot promise: the check and the later use of a path are
  * separate system calls. Inside our own 0700 directories only our own user
  * can swap anything. A component directly under a root that others can
@@ -50,7 +59,7 @@ import type { File, FileSystem } from "effect/FileSystem"
 import type { Path } from "effect/Path"
 import type { PlatformError } from "effect/PlatformError"
 import { errnoOf } from "../io/ErrnoCode.js"
-import { handleChmodOf, processUidOf } from "../io/NonBlockingOpen.js"
+import { handleChmodOf, platformTraitsOf, processUidOf } from "../io/NonBlockingOpen.js"
 import { describeType, openDirectory } from "../io/RegularFile.js"
 import { fileIdentity } from "../protocol/internal/FileInfo.js"
 import { type StoreIo, storeIo, UnsafeDirectory } from "./Errors.js"
@@ -136,7 +145,11 @@ const makePrivate = (fs: FileSystem, directory: string, checked: File.Info, uid:
 
 type Walk = Effect.Effect<void, UnsafeDirectory | StoreIo>
 
-/** Accepts `info` (an `lstat` of `directory`) as one of ours, making it 0700 if it is not. */
+/**
+ * Accepts `info` (an `lstat` of `directory`) as one of ours, making it 0700
+ * if it is not (where modes are POSIX modes: elsewhere there is nothing a
+ * chmod could do).
+ */
 const checkFound = (
   fs: FileSystem,
   directory: string,
@@ -146,7 +159,7 @@ const checkFound = (
 ): Walk => {
   const refusal = refusalOf(info, uid)
   if (refusal !== undefined) return Effect.fail(new UnsafeDirectory({ path: directory, reason: refusal }))
-  if ((info.mode & 0o777) === 0o700) return Effect.void
+  if ((info.mode & 0o777) === 0o700 || !platformTraitsOf(fs).posixModes) return Effect.void
   return Effect.mapError(
     makePrivate(fs, directory, info, uid),
     (error) => error._tag === "UnsafeDirectory" ? error : storeIo(operation, directory)(error)
@@ -235,19 +248,22 @@ const ensureComponents: (
 /**
  * A directory outside the rarebit root, made as the reference makes it:
  * `mkdir -p` and `chmod 0700` by path (skipped when it already is a 0700
+ * directory; without POSIX modes, only `mkdir -p`, skipped when it is a
  * directory).
  */
-const makeAsReference = (fs: FileSystem, directory: string): Walk =>
-  fs.stat(directory).pipe(
-    Effect.map((info) => info.type === "Directory" && (info.mode & 0o777) === 0o700),
+const makeAsReference = (fs: FileSystem, directory: string): Walk => {
+  const posixModes = platformTraitsOf(fs).posixModes
+  return fs.stat(directory).pipe(
+    Effect.map((info) => info.type === "Directory" && (!posixModes || (info.mode & 0o777) === 0o700)),
     Effect.orElseSucceed(() => false),
     Effect.flatMap((ready) =>
       ready ? Effect.void : fs.makeDirectory(directory, { recursive: true, mode: 0o700 }).pipe(
-        Effect.andThen(fs.chmod(directory, 0o700)),
+        Effect.andThen(posixModes ? fs.chmod(directory, 0o700) : Effect.void),
         Effect.mapError(storeIo(CREATE_PRIVATE_DIRECTORY, directory))
       )
     )
   )
+}
 
 /**
  * Makes sure every directory from the rarebit root down to each of

@@ -52,6 +52,19 @@
  * last synced bytes, so a never-synced file is empty). Both return a fresh
  * file system with no open handles and zeroed sync counters.
  *
+ * Platform profile (`platform: "win32"`): Windows as Node's libuv shows it,
+ * for running the store's bodies as they would run there. Names are looked
+ * up case-insensitively (an existing entry keeps its spelling); modes are
+ * what libuv reports (0666, or 0444 when `chmod` clears the write bit, which
+ * is all `chmod` does; directories included, and no umask); `fchmod` of a
+ * directory handle and `fsync` of a directory fail `EPERM`; opens ignore
+ * `noFollow` and `directory` (Windows has no `O_NOFOLLOW`, `O_DIRECTORY`),
+ * so a final symlink is followed; no process uid is reported; and the
+ * `PlatformTraits` say so. Open handles have share-delete semantics, as
+ * Node's opens ask for: an open file can be renamed or deleted, and its
+ * name is gone at once (the POSIX delete of current NTFS); this is the
+ * POSIX model unchanged. Paths stay `/`-separated.
+ *
  * Why one module of this size: every `FileSystem` method (some forty, a few
  * lines each) works on the same private volume of inodes, handles, watches
  * and sync counters. Split up, the volume would become an internal other
@@ -67,8 +80,12 @@ import {
   HandleChmodTypeId,
   type NonBlockingOpenCapable,
   NonBlockingOpenTypeId,
+  type PlatformTraitsCapable,
+  PlatformTraitsTypeId,
+  POSIX_TRAITS,
   type ProcessUidCapable,
-  ProcessUidTypeId
+  ProcessUidTypeId,
+  WIN32_TRAITS
 } from "../io/NonBlockingOpen.js"
 import { type ErrnoCode, errnoError } from "./Errno.js"
 
@@ -95,7 +112,17 @@ export interface MemoryFileSystemOptions {
   readonly uid?: number | undefined
   /** The group id of the nodes the process creates. Default 0. */
   readonly gid?: number | undefined
+  /** The platform profile: `"posix"` (Linux, the default) or `"win32"` (see the module documentation). */
+  readonly platform?: MemoryPlatform | undefined
 }
+
+/**
+ * The platform a memory file system behaves like.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type MemoryPlatform = "posix" | "win32"
 
 /**
  * The character devices the model can create: `/dev/zero` (endless zeros),
@@ -278,6 +305,7 @@ interface Volume {
   gid: number
   readonly watchers: Map<number, MemoryWatcher>
   nextWatcherId: number
+  readonly platform: MemoryPlatform
   /** What the step running now changed, reported to watchers once it is done. */
   readonly notices: Array<Notice>
 }
@@ -416,10 +444,13 @@ const allocIno = (volume: Volume): bigint => {
   return ino
 }
 
+/** The mode libuv reports on Windows for a node given `mode`: only the write bit counts (read-only or not). */
+const win32Mode = (mode: number): number => (mode & 0o200) === 0 ? 0o444 : 0o666
+
 const newDirectory = (volume: Volume, mode: number, now: number): DirNode => ({
   kind: "Directory",
   ino: allocIno(volume),
-  mode,
+  mode: volume.platform === "win32" ? 0o666 : mode,
   entries: new Map(),
   ...newStamps(volume, now)
 })
@@ -427,7 +458,7 @@ const newDirectory = (volume: Volume, mode: number, now: number): DirNode => ({
 const newFile = (volume: Volume, mode: number, now: number): FileNode => ({
   kind: "File",
   ino: allocIno(volume),
-  mode,
+  mode: volume.platform === "win32" ? win32Mode(mode) : mode,
   links: 1,
   bytes: new Uint8Array(0),
   size: 0,
@@ -527,7 +558,7 @@ const resolve = (volume: Volume, input: string, follow: boolean): Found | Missin
   const pathOf = (name: string): string => `/${[...stack.map((entry) => entry.name), name].join("/")}`
   const ancestors = (): Array<DirNode> => [volume.root, ...stack.map((entry) => entry.dir)]
   while (index < pending.length) {
-    const name = pending[index]
+    let name = pending[index]
     const last = index === pending.length - 1
     if (name === ".") {
       index++
@@ -539,7 +570,15 @@ const resolve = (volume: Volume, input: string, follow: boolean): Found | Missin
       continue
     }
     const dir = top()
-    const child = dir.entries.get(name)
+    let child = dir.entries.get(name)
+    if (child === undefined && volume.platform === "win32") {
+      // Case-insensitive, case-preserving: the entry found keeps the spelling it was made with.
+      const stored = caseFolded(dir, name)
+      if (stored !== undefined) {
+        name = stored
+        child = dir.entries.get(stored)
+      }
+    }
     if (child === undefined) {
       if (last) return { found: false, parent: dir, name, path: pathOf(name), ancestors: ancestors(), trailing }
       return raise("ENOENT")
@@ -573,6 +612,13 @@ const resolve = (volume: Volume, input: string, follow: boolean): Found | Missin
     ancestors: ancestors(),
     trailing
   }
+}
+
+/** The name in `dir` that `name` matches without regard to case, if any. */
+const caseFolded = (dir: DirNode, name: string): string | undefined => {
+  const folded = name.toUpperCase()
+  for (const stored of dir.entries.keys()) if (stored.toUpperCase() === folded) return stored
+  return undefined
 }
 
 const existing = (volume: Volume, path: string, follow: boolean): Found => {
@@ -715,6 +761,7 @@ const cloneVolume = (volume: Volume, mode: CrashMode): Volume => {
     gid: volume.gid,
     watchers: new Map(),
     nextWatcherId: 1,
+    platform: volume.platform,
     notices: []
   }
 }
@@ -875,11 +922,14 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
     path: string,
     flag: FileSystem.OpenFlag,
     mode: number,
-    noFollow: boolean,
+    askedNoFollow: boolean,
     now: number,
     nonBlocking = false,
-    directory = false
+    askedDirectory = false
   ): OpenedNode => {
+    // Windows has neither flag: the open follows a final symlink and opens whatever is there.
+    const noFollow = askedNoFollow && volume.platform !== "win32"
+    const directory = askedDirectory && volume.platform !== "win32"
     const flags = FLAGS[flag]
     // O_CREAT|O_EXCL never follows a final symlink: the link itself "exists".
     const result = resolve(volume, path, !noFollow && !(flags.create && flags.exclusive))
@@ -1054,6 +1104,11 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
       [HandleChmodTypeId]: (mode) =>
         attempt("chmod", "fchmod", handle.fd, () => {
           ensureOpen("fchmod")
+          if (volume.platform === "win32") {
+            if (handle.node.kind === "Directory") return raise("EPERM")
+            handle.node.mode = win32Mode(mode)
+            return noticeChange(volume, handle.parent, handle.name, handle.node)
+          }
           handle.node.mode = mode & 0o7777
           noticeChange(volume, handle.parent, handle.name, handle.node)
         }),
@@ -1064,6 +1119,8 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
       }),
       sync: attempt("sync", "fsync", handle.fd, () => {
         ensureOpen("fsync")
+        // Windows cannot flush a directory handle.
+        if (volume.platform === "win32" && handle.node.kind === "Directory") return raise("EPERM")
         volume.syncs.set(handle.path, (volume.syncs.get(handle.path) ?? 0) + 1)
         if (handle.node.kind === "File") handle.node.durable = contents(handle.node)
       }),
@@ -1174,7 +1231,7 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
     chmod: (path, mode) =>
       attempt("chmod", "chmod", path, () => {
         const found = existing(volume, path, true)
-        found.node.mode = mode & 0o7777
+        found.node.mode = volume.platform === "win32" ? win32Mode(mode) : mode & 0o7777
         noticeChange(volume, found.parent, found.name, found.node)
       }),
     chown: (path, uid, gid) =>
@@ -1419,7 +1476,7 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
     return entries.filter((entry) => entry.path !== "/")
   }
 
-  const capabilities: NonBlockingOpenCapable & ProcessUidCapable = {
+  const capabilities: NonBlockingOpenCapable & ProcessUidCapable & PlatformTraitsCapable = {
     [NonBlockingOpenTypeId]: (path, options) =>
       open(path, {
         flag: options.flag,
@@ -1428,7 +1485,9 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
         directory: options.directory,
         nonBlocking: true
       }),
-    [ProcessUidTypeId]: () => volume.uid
+    // Windows has no uid to check ownership against.
+    [ProcessUidTypeId]: () => volume.platform === "win32" ? undefined : volume.uid,
+    [PlatformTraitsTypeId]: volume.platform === "win32" ? WIN32_TRAITS : POSIX_TRAITS
   }
 
   return {
@@ -1467,10 +1526,11 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
  */
 export const makeMemoryFileSystem = (options?: MemoryFileSystemOptions): MemoryFileSystemShape => {
   const umask = options?.umask ?? 0o022
+  const platform = options?.platform ?? "posix"
   const root: DirNode = {
     kind: "Directory",
     ino: 2n,
-    mode: 0o755,
+    mode: platform === "win32" ? 0o666 : 0o755,
     entries: new Map(),
     atime: 0,
     mtime: 0,
@@ -1494,10 +1554,11 @@ export const makeMemoryFileSystem = (options?: MemoryFileSystemOptions): MemoryF
     gid: 0,
     watchers: new Map(),
     nextWatcherId: 1,
+    platform,
     notices: []
   }
   makeDirectoryPath(volume, volume.tmpdir, 0o755, 0)
-  if (volume.tmpdir === "/tmp") (root.entries.get("tmp") as DirNode).mode = 0o1777
+  if (volume.tmpdir === "/tmp" && platform === "posix") (root.entries.get("tmp") as DirNode).mode = 0o1777
   makeDirectoryPath(volume, cwd, 0o755, 0)
   volume.uid = options?.uid ?? 0
   volume.gid = options?.gid ?? 0
