@@ -50,6 +50,7 @@ import {
   siblingScript,
   textTable
 } from "./Harness.js"
+import { heapGroup } from "./HeapDiagnostics.js"
 import { loadOurPromiseModules, loadStore, projectRoot, type Side, type StoreApi } from "./Implementations.js"
 import { measuredMarkdown, type MeasuredRow, measuredText, meetsTarget } from "./MeasuredTable.js"
 import { pollingGroup } from "./PollingRows.js"
@@ -76,7 +77,8 @@ const groups: ReadonlyArray<BenchGroup> = [
   pollingGroup,
   sessionMemoryGroup,
   settleGroup,
-  writersGroup
+  writersGroup,
+  heapGroup
 ]
 
 const BUILT_IN_GROUPS: ReadonlyArray<readonly [string, string]> = [

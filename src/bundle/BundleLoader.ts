@@ -16,7 +16,12 @@
  * V8 compiled eagerly, and every function the program calls is compiled
  * again in every process. `createCachedData()` on a script that has run
  * holds every function that run compiled. It works on Node 20 too, and it
- * changes nothing for the other modules of the caller's program.
+ * changes nothing for the other modules of the caller's program. Measured
+ * on Node 22.23 with the bundle `require`d under `enableCompileCache`:
+ * Node's cache of the executable's bundle is half the size of this one
+ * (431 against 873 KB), and `current --json` costs 1.56× the reference's
+ * CPU time against 1.32× with this loader (no cache: 1.9×), over the 1.5×
+ * the cold-start row allows.
  *
  * Guarantees: a cache only ever saves compile time. A cache file is used only
  * for the bundle it was made from (the build's content hash, the file's size

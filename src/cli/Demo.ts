@@ -20,16 +20,17 @@ import { Clock, Console, Deferred, Effect } from "effect"
 import { Command, Flag } from "effect/cli"
 import { FileSystem } from "effect/FileSystem"
 import { Path } from "effect/Path"
+import type { PlatformError } from "effect/PlatformError"
 import * as ProcessOwner from "../platform/ProcessOwner.js"
 import { RarebitStore } from "../store/RarebitStore.js"
-import { auditStore } from "../store/SidecarAudit.js"
+import { type AuditReport, auditStore } from "../store/SidecarAudit.js"
 import { toCliFailure } from "./CliFailure.js"
 import { formatCurrent } from "./Current.js"
-import { sampleJobIds, sampleSession, summaryReceipt, titleReceipt } from "./DemoSession.js"
+import { sampleJobIds, type SampleSession, sampleSession, summaryReceipt, titleReceipt } from "./DemoSession.js"
 import { globals, storeLayer } from "./GlobalOptions.js"
 import { formatHistoryRecord } from "./History.js"
 import { formatJobs } from "./Jobs.js"
-import { printJson, short, style } from "./Output.js"
+import { printJson, short, type Style, style } from "./Output.js"
 import { formatAudit } from "./Verify.js"
 
 const LEASE_MS = 300
@@ -93,6 +94,130 @@ export const exploreCommands = (
   ]
 }
 
+/** What the tour's steps share: where it runs, how it prints, and the summary job's claim. */
+interface Tour {
+  readonly s: Style
+  readonly path: Path
+  readonly say: (line: string) => Effect.Effect<void>
+  readonly step: (actor: DemoStep["actor"], event: string) => Effect.Effect<void>
+  readonly showFile: (label: string, lines: ReadonlyArray<string>) => Effect.Effect<void>
+  readonly directory: string
+  readonly session: SampleSession
+  readonly sessionFile: string
+  readonly jobs: { readonly summary: string; readonly title: string }
+  readonly claimPath: string
+  readonly readClaimLine: Effect.Effect<string, PlatformError>
+}
+
+/**
+ * Workers A and B on the summary job: A stalls past its lease, B takes the
+ * job over and settles, A's late settle is fenced. Returns the claim as B
+ * held it and once settled.
+ */
+const twoWorkers = Effect.fnUntraced(function*(tour: Tour) {
+  const { jobs, s, session, sessionFile, step } = tour
+  const store = yield* RarebitStore
+  const aReserved = yield* Deferred.make<void>()
+  const bSettled = yield* Deferred.make<void>()
+  let claimWhileHeld = ""
+  let claimSettled = ""
+
+  const workerA = Effect.gen(function*() {
+    const reservation = yield* store.reserve({ jobId: jobs.summary, sessionFile, leaseMs: LEASE_MS }).pipe(
+      Effect.ensuring(Deferred.succeed(aReserved, undefined))
+    )
+    if (reservation._tag !== "Acquired") return yield* step("A", `could not reserve (${reservation._tag})`)
+    yield* step("A", `reserved the summary job with a ${LEASE_MS} ms lease, then stalls while deriving`)
+    // Stall past the lease, and until B has settled, so the order of
+    // events is the same however slow the machine is.
+    yield* Effect.all([Effect.sleep(STALL_MS), Deferred.await(bSettled)], { concurrency: "unbounded" })
+    const observedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
+    const late = summaryReceipt(session, { summary: "A stale summary from worker A.", observedAt })
+    const outcome = yield* Effect.result(store.settle(reservation, late))
+    if (outcome._tag === "Failure" && outcome.failure._tag === "LeaseFenced") {
+      yield* step(
+        "A",
+        `woke up and tried to settle: ${s.red("FENCED")} (LeaseFenced: ${outcome.failure.message})`
+      )
+    } else {
+      yield* step("A", `settle was not fenced (${outcome._tag}); this should not happen`)
+    }
+  })
+
+  const workerB = Effect.gen(function*() {
+    // B comes along once A holds the job, after A's lease has run out.
+    yield* Deferred.await(aReserved)
+    yield* Effect.sleep(LEASE_MS + 150)
+    const reservation = yield* store.reserve({ jobId: jobs.summary, sessionFile })
+    if (reservation._tag !== "Acquired") {
+      yield* Deferred.succeed(bSettled, undefined)
+      return yield* step("B", `could not reserve (${reservation._tag})`)
+    }
+    yield* step("B", "reserved the same job: A's lease had run out, so B took the claim over")
+    claimWhileHeld = yield* tour.readClaimLine
+    yield* tour.showFile(
+      `${tour.path.relative(tour.directory, tour.claimPath)} (active: B's lease token, when, how long):`,
+      [claimWhileHeld]
+    )
+    const observedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
+    const settled = yield* store.settle(
+      reservation,
+      summaryReceipt(session, {
+        summary: "A three-step repotting checklist, plus one line on choosing a pot with drainage.",
+        observedAt
+      })
+    ).pipe(Effect.ensuring(Deferred.succeed(bSettled, undefined)))
+    const current = yield* store.readCurrent({ sessionFile })
+    yield* step(
+      "B",
+      `settled its summary receipt (${settled.status}); the head now points at byte ${current.head?.receiptOffset}`
+    )
+    claimSettled = yield* tour.readClaimLine
+    yield* tour.showFile("the claim now (settled: a pointer to the receipt's bytes):", [claimSettled])
+  })
+
+  yield* Effect.all([workerA, workerB], { concurrency: "unbounded" })
+  return { claimWhileHeld, claimSettled }
+})
+
+/** What the tour ends with, for the human-readable output. */
+interface Finale {
+  readonly sidecar: string
+  readonly sidecarLines: ReadonlyArray<string>
+  readonly current: Parameters<typeof formatCurrent>[2]
+  readonly history: { readonly records: ReadonlyArray<Parameters<typeof formatHistoryRecord>[1]> }
+  readonly audit: AuditReport
+  readonly explore: ReadonlyArray<string> | null
+}
+
+/** Prints the sidecar's lines, the current read, the history, the jobs, the audit and, with `--keep`, what to run next. */
+const printFinale = Effect.fnUntraced(function*({ directory, path, s, say, sessionFile }: Tour, finale: Finale) {
+  yield* say("")
+  yield* say(s.bold(`the sidecar: ${path.relative(directory, finale.sidecar)} (append-only, one JSON record per line)`))
+  for (const line of finale.sidecarLines) {
+    // Heads are short and are the point; receipts are shown cut.
+    const type = String((JSON.parse(line) as { readonly type?: unknown }).type)
+    yield* say(`  ${s.cyan(type.padEnd(16))} ${rawLine(line, type === "rarebit_head" ? 400 : 140)}`)
+  }
+  yield* say("")
+  yield* say(s.bold("current"))
+  for (const line of formatCurrent(s, sessionFile, finale.current)) yield* say(`  ${line}`)
+  yield* say("")
+  yield* say(s.bold(`history (${finale.history.records.length} receipts; heads are not listed)`))
+  for (const entry of finale.history.records) yield* say(`  ${formatHistoryRecord(s, entry)}`)
+  yield* say("")
+  yield* say(s.bold("jobs"))
+  for (const line of formatJobs(s, finale.audit, yield* Clock.currentTimeMillis)) yield* say(`  ${line}`)
+  yield* say("")
+  yield* say(s.bold("verify"))
+  for (const line of formatAudit(s, finale.audit)) yield* say(`  ${line}`)
+  if (finale.explore !== null) {
+    yield* say("")
+    yield* say(s.bold("explore what was kept"))
+    for (const command of finale.explore) yield* say(`  ${command}`)
+  }
+})
+
 /**
  * The `demo` command.
  *
@@ -120,7 +245,7 @@ export const demoCommand = Command.make(
       ? say(s.dim(`Kept ${directory}`))
       : Effect.ignore(fs.remove(directory, { recursive: true }))
 
-    const tour = Effect.gen(function*() {
+    const run = Effect.gen(function*() {
       const sessionRoot = path.join(directory, "sessions")
       const rarebitRoot = path.join(directory, "rarebit")
       const session = sampleSession()
@@ -143,82 +268,34 @@ export const demoCommand = Command.make(
 
       const steps: Array<DemoStep> = []
       const claimPath = path.join(rarebitRoot, "jobs-v4", `${jobs.summary}.json`)
-      const readClaimLine = fs.readFileString(claimPath).pipe(Effect.map((text) => shortenToken(text.trimEnd())))
-      let claimWhileHeld = ""
-      let claimSettled = ""
-      const showFile = (label: string, lines: ReadonlyArray<string>) =>
-        Effect.gen(function*() {
-          yield* say(`  ${s.dim("".padEnd(8))}    ${s.dim(label)}`)
-          for (const line of lines) yield* say(`  ${s.dim("".padEnd(8))}      ${rawLine(line, 400)}`)
-        })
       const start = yield* Clock.currentTimeMillis
       const actorStyle = (actor: DemoStep["actor"]) => (actor === "A" ? s.yellow : actor === "B" ? s.cyan : s.dim)
-      const step = (actor: DemoStep["actor"], event: string) =>
-        Effect.gen(function*() {
-          const atMs = (yield* Clock.currentTimeMillis) - start
-          steps.push({ atMs, actor, event })
-          yield* say(`  ${s.dim(`+${atMs}ms`.padEnd(8))} ${actorStyle(actor)(actor)}  ${event}`)
-        })
+      const tour: Tour = {
+        s,
+        say,
+        path,
+        directory,
+        session,
+        sessionFile,
+        jobs,
+        claimPath,
+        readClaimLine: fs.readFileString(claimPath).pipe(Effect.map((text) => shortenToken(text.trimEnd()))),
+        step: (actor, event) =>
+          Effect.gen(function*() {
+            const atMs = (yield* Clock.currentTimeMillis) - start
+            steps.push({ atMs, actor, event })
+            yield* say(`  ${s.dim(`+${atMs}ms`.padEnd(8))} ${actorStyle(actor)(actor)}  ${event}`)
+          }),
+        showFile: (label, lines) =>
+          Effect.gen(function*() {
+            yield* say(`  ${s.dim("".padEnd(8))}    ${s.dim(label)}`)
+            for (const line of lines) yield* say(`  ${s.dim("".padEnd(8))}      ${rawLine(line, 400)}`)
+          })
+      }
 
       return yield* Effect.gen(function*() {
         const store = yield* RarebitStore
-        const aReserved = yield* Deferred.make<void>()
-        const bSettled = yield* Deferred.make<void>()
-
-        const workerA = Effect.gen(function*() {
-          const reservation = yield* store.reserve({ jobId: jobs.summary, sessionFile, leaseMs: LEASE_MS }).pipe(
-            Effect.ensuring(Deferred.succeed(aReserved, undefined))
-          )
-          if (reservation._tag !== "Acquired") return yield* step("A", `could not reserve (${reservation._tag})`)
-          yield* step("A", `reserved the summary job with a ${LEASE_MS} ms lease, then stalls while deriving`)
-          // Stall past the lease, and until B has settled, so the order of
-          // events is the same however slow the machine is.
-          yield* Effect.all([Effect.sleep(STALL_MS), Deferred.await(bSettled)], { concurrency: "unbounded" })
-          const observedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
-          const late = summaryReceipt(session, { summary: "A stale summary from worker A.", observedAt })
-          const outcome = yield* Effect.result(store.settle(reservation, late))
-          if (outcome._tag === "Failure" && outcome.failure._tag === "LeaseFenced") {
-            yield* step(
-              "A",
-              `woke up and tried to settle: ${s.red("FENCED")} (LeaseFenced: ${outcome.failure.message})`
-            )
-          } else {
-            yield* step("A", `settle was not fenced (${outcome._tag}); this should not happen`)
-          }
-        })
-
-        const workerB = Effect.gen(function*() {
-          // B comes along once A holds the job, after A's lease has run out.
-          yield* Deferred.await(aReserved)
-          yield* Effect.sleep(LEASE_MS + 150)
-          const reservation = yield* store.reserve({ jobId: jobs.summary, sessionFile })
-          if (reservation._tag !== "Acquired") {
-            yield* Deferred.succeed(bSettled, undefined)
-            return yield* step("B", `could not reserve (${reservation._tag})`)
-          }
-          yield* step("B", "reserved the same job: A's lease had run out, so B took the claim over")
-          claimWhileHeld = yield* readClaimLine
-          yield* showFile(`${path.relative(directory, claimPath)} (active: B's lease token, when, how long):`, [
-            claimWhileHeld
-          ])
-          const observedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
-          const settled = yield* store.settle(
-            reservation,
-            summaryReceipt(session, {
-              summary: "A three-step repotting checklist, plus one line on choosing a pot with drainage.",
-              observedAt
-            })
-          ).pipe(Effect.ensuring(Deferred.succeed(bSettled, undefined)))
-          const current = yield* store.readCurrent({ sessionFile })
-          yield* step(
-            "B",
-            `settled its summary receipt (${settled.status}); the head now points at byte ${current.head?.receiptOffset}`
-          )
-          claimSettled = yield* readClaimLine
-          yield* showFile("the claim now (settled: a pointer to the receipt's bytes):", [claimSettled])
-        })
-
-        yield* Effect.all([workerA, workerB], { concurrency: "unbounded" })
+        const { claimSettled, claimWhileHeld } = yield* twoWorkers(tour)
 
         const titleOutcome = yield* store.withJob(
           { jobId: jobs.title, sessionFile },
@@ -229,7 +306,7 @@ export const demoCommand = Command.make(
                 titleReceipt(session, { title: "Herb repotting checklist", observedAt: new Date(now).toISOString() })
             )
         )
-        yield* step(
+        yield* tour.step(
           "-",
           titleOutcome._tag === "Settled" && titleOutcome.receipt.type === "rarebit_title"
             ? `settled a title receipt for a second job ("${titleOutcome.receipt.title}"); ` +
@@ -258,34 +335,11 @@ export const demoCommand = Command.make(
             explore
           })
         }
-        yield* say("")
-        yield* say(s.bold(`the sidecar: ${path.relative(directory, sidecar)} (append-only, one JSON record per line)`))
-        for (const line of sidecarLines) {
-          // Heads are short and are the point; receipts are shown cut.
-          const type = String((JSON.parse(line) as { readonly type?: unknown }).type)
-          yield* say(`  ${s.cyan(type.padEnd(16))} ${rawLine(line, type === "rarebit_head" ? 400 : 140)}`)
-        }
-        yield* say("")
-        yield* say(s.bold("current"))
-        for (const line of formatCurrent(s, sessionFile, current)) yield* say(`  ${line}`)
-        yield* say("")
-        yield* say(s.bold(`history (${history.records.length} receipts; heads are not listed)`))
-        for (const entry of history.records) yield* say(`  ${formatHistoryRecord(s, entry)}`)
-        yield* say("")
-        yield* say(s.bold("jobs"))
-        for (const line of formatJobs(s, audit, yield* Clock.currentTimeMillis)) yield* say(`  ${line}`)
-        yield* say("")
-        yield* say(s.bold("verify"))
-        for (const line of formatAudit(s, audit)) yield* say(`  ${line}`)
-        if (explore !== null) {
-          yield* say("")
-          yield* say(s.bold("explore what was kept"))
-          for (const command of explore) yield* say(`  ${command}`)
-        }
+        yield* printFinale(tour, { sidecar, sidecarLines, current, history, audit, explore })
       }).pipe(Effect.provide(storeLayer({ rarebitRoot, sessionRoot, allowExternalSession: false })))
     })
 
-    yield* tour.pipe(Effect.ensuring(cleanup), Effect.mapError(toCliFailure))
+    yield* run.pipe(Effect.ensuring(cleanup), Effect.mapError(toCliFailure))
   })
 ).pipe(
   Command.withDescription(

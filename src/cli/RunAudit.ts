@@ -6,7 +6,7 @@
  */
 import { Effect, Option } from "effect"
 import * as ProcessOwner from "../platform/ProcessOwner.js"
-import { type AuditOptions, auditStore, auditStoreCompactly } from "../store/SidecarAudit.js"
+import { auditStore } from "../store/SidecarAudit.js"
 import { toCliFailure } from "./CliFailure.js"
 import { type Globals, requireStore, type ResolvedSession, resolveSession } from "./GlobalOptions.js"
 import { makeProgress } from "./Output.js"
@@ -19,31 +19,13 @@ import { makeProgress } from "./Output.js"
  * @since 0.1.0
  */
 export const runAudit = (options: Globals, session: Option.Option<string>, strict: boolean = false) =>
-  runWith(auditStore, options, session, strict)
-
-/**
- * `runAudit`, its claims held compactly (`auditStoreCompactly`): for a
- * command that prints the whole report.
- *
- * @category audit
- * @since 0.1.0
- */
-export const runCompactAudit = (options: Globals, session: Option.Option<string>, strict: boolean = false) =>
-  runWith(auditStoreCompactly, options, session, strict)
-
-const runWith = <A, E extends Parameters<typeof toCliFailure>[0], R>(
-  audit: (options: AuditOptions) => Effect.Effect<A, E, R>,
-  options: Globals,
-  session: Option.Option<string>,
-  strict: boolean
-) =>
   Effect.gen(function*() {
     yield* requireStore(options)
     const resolved: ResolvedSession | undefined = Option.isSome(session)
       ? yield* resolveSession(session.value, options)
       : undefined
     const progress = makeProgress()
-    const report = yield* audit({
+    const report = yield* auditStore({
       rarebitRoot: options.rarebitRoot,
       sidecar: resolved?.sidecar,
       strict,

@@ -15,12 +15,11 @@
  */
 import { Effect } from "effect"
 import { Command, Flag } from "effect/cli"
-import type { AuditFinding, AuditReport, CompactAuditReport, FindingKind } from "../store/SidecarAudit.js"
+import type { AuditFinding, AuditReport, FindingKind } from "../store/SidecarAudit.js"
 import { CliFailure, ExitCode } from "./CliFailure.js"
 import { globals, sessionFlag } from "./GlobalOptions.js"
-import { JsonList } from "./JsonText.js"
 import { printJson, printLines, type Style, style } from "./Output.js"
-import { relativeTo, runCompactAudit } from "./RunAudit.js"
+import { relativeTo, runAudit } from "./RunAudit.js"
 
 const HINTS: Partial<Record<FindingKind, string>> = {
   torn_tail: "an append was cut short by a crash; readers ignore these bytes (a notice without --strict)",
@@ -50,7 +49,7 @@ const findingLine = (s: Style, root: string, item: AuditFinding) => {
  * @category formatting
  * @since 0.1.0
  */
-export const formatAudit = (s: Style, report: AuditReport | CompactAuditReport): ReadonlyArray<string> => {
+export const formatAudit = (s: Style, report: AuditReport): ReadonlyArray<string> => {
   const receipts = report.sidecars.reduce((sum, sidecar) => sum + sidecar.receipts, 0)
   const heads = report.sidecars.reduce((sum, sidecar) => sum + sidecar.heads, 0)
   const lines = [
@@ -94,12 +93,9 @@ export const verifyCommand = Command.make(
   },
   Effect.fn("cli.verify")(function*({ session, strict }) {
     const options = yield* globals
-    const { report } = yield* runCompactAudit(options, session, strict)
-    if (options.json) {
-      // The claims are made one at a time as they are written, never all held as objects.
-      const claims = report.claims
-      yield* printJson({ ...report, claims: new JsonList(claims.length, (index) => claims.at(index)) })
-    } else yield* printLines(formatAudit(yield* style, report))
+    const { report } = yield* runAudit(options, session, strict)
+    if (options.json) yield* printJson(report)
+    else yield* printLines(formatAudit(yield* style, report))
     if (!report.ok) {
       return yield* new CliFailure({
         tag: "Damage",

@@ -25,22 +25,6 @@
  * The package runs this module bundled (`dist/cli/main.bundle.cjs`, see
  * `scripts/bundle.mjs`), started from a V8 code cache.
  *
- * The executable, and only it (never the library a program imports), tunes
- * one V8 flag for `verify` and `jobs`, which walk a whole store (the other
- * commands start ~3 ms faster without it): `--semi-space-growth-factor=1`,
- * set as this module starts, so the young generation keeps the size it has
- * then (2 MiB semispaces) instead of doubling up to 16 MiB ones as data
- * survives. `verify` over a
- * whole store keeps a few MiB alive for its whole run, and that was enough
- * for V8 to grow the young generation to 32 MiB, a third of the peak RSS
- * (116 MiB without the flag over 10,000 sidecars and 20,000 claims, 85 with
- * it; CPU time the same within noise: more scavenges, each of a smaller
- * space). It is a flag V8 reads each time it would grow the space, so
- * setting it at run time takes effect; the heap's limits, which V8 reads
- * only at start, are not touched. It is set back to V8's default as the
- * process exits, before the code cache is written: V8 stamps a cache with
- * the flags in force, and the next process checks it under the defaults.
- *
  * When stdout is a pipe that closes early (`rarebit-store history --all |
  * head`), the run is interrupted the same way and the process exits 141
  * (128 + SIGPIPE) without a message.
@@ -53,24 +37,10 @@ import * as NodeStdio from "@effect/platform-node/NodeStdio"
 import * as NodeTerminal from "@effect/platform-node/NodeTerminal"
 import { Cause, Effect, Exit, Layer, PlatformError, Runtime, Scope, Terminal } from "effect"
 import { ChildProcessSpawner } from "effect/process"
-import { setFlagsFromString } from "node:v8"
 import * as DirectFileSystem from "../platform/DirectFileSystem.js"
 import { errorJson, jsonRequested, runCli } from "./Cli.js"
 
 const args = process.argv.slice(2)
-
-// The young generation stays at the size it starts at (see the docblock),
-// for the commands that walk a whole store. A word of the command line is
-// enough to decide: set for another command, the flag costs only a few
-// more scavenges.
-if (args.includes("verify") || args.includes("jobs")) {
-  setFlagsFromString("--semi-space-growth-factor=1")
-  // V8 stamps a code cache with a hash of the flags in force, and the bundle's
-  // cache is written at exit (`BundleLoader`) and checked at the next start,
-  // before this module runs: the default goes back first, or every cache
-  // written would be rejected by the next process.
-  process.prependListener("exit", () => setFlagsFromString("--semi-space-growth-factor=2"))
-}
 
 const BROKEN_PIPE_EXIT = 141
 const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const

@@ -26,35 +26,36 @@
  *
  * Whatever a file holds, the report stays small and serialisable
  * (`ReportFields`). Memory grows only with the number of files and claims,
- * never with sidecar size: a sidecar's summary and path (a few hundred
- * bytes), and for a claim with nothing wrong whose job has one receipt,
- * about 150 bytes from its read to its pointer check (`AuditClaimTable`),
- * then 84 in the report (`ClaimReportList`). The audit reads a store that writers may be
+ * never with sidecar size: a sidecar's summary and path, and each claim's
+ * report and the receipts of its job (plain objects, about 1.5 KB a claim
+ * from its read to the report). The audit reads a store that writers may be
  * using; a finding about something a writer was doing at that instant is
  * possible only for the tail of a sidecar being appended to, and for the
  * young files reported as notices.
  *
  * @since 0.1.0
  */
-import { Clock, Effect, type Result } from "effect"
+import { Clock, Effect } from "effect"
 import { FileSystem } from "effect/FileSystem"
 import { Path } from "effect/Path"
 import { isPlatformError, type PlatformError } from "effect/PlatformError"
 import { describeType } from "../io/RegularFile.js"
-import { AuditClaimTable } from "./AuditClaimTable.js"
 import { type AuditFinding, finding, judgedStrictly } from "./AuditFinding.js"
-import { forEachBounded } from "./BoundedForEach.js"
-import { checkClaimPointer, type CheckedClaim, type ClaimReport, inspectClaimEntry } from "./ClaimInspection.js"
-import { ClaimReportList } from "./ClaimReportList.js"
+import {
+  checkClaimPointer,
+  type ClaimReport,
+  inspectClaimEntry,
+  type InspectedClaim,
+  type KnownReceipt
+} from "./ClaimInspection.js"
 import { DEFAULT_STALE_AFTER_MS, inspectCommitLock, type LockReport } from "./CommitLockRepair.js"
 import { JOBS_DIR, MATERIALIZATIONS_DIR } from "./MirroredPath.js"
 import { ageText, describeError, modifiedAt } from "./ReportFields.js"
-import { scanSidecar, type SidecarScan, type SidecarSummary } from "./SidecarScan.js"
+import { type ScannedReceipt, scanSidecar, type SidecarScan, type SidecarSummary } from "./SidecarScan.js"
 
 // What an audit reports and takes, from the modules that make each part.
 export { type AuditFinding, type FindingKind, type Severity } from "./AuditFinding.js"
 export { type ClaimReport, type KnownReceipt, type PointerStatus, type ReportedReceiptRef } from "./ClaimInspection.js"
-export { type ClaimReportList } from "./ClaimReportList.js"
 export { DEFAULT_STALE_AFTER_MS, type LockReport, type OwnerLiveness } from "./CommitLockRepair.js"
 export { MAX_DETAIL_CHARS, MAX_FIELD_CHARS } from "./ReportFields.js"
 export { type ScannedReceipt, type SidecarSummary } from "./SidecarScan.js"
@@ -81,18 +82,6 @@ export interface AuditReport {
   readonly locks: ReadonlyArray<LockReport>
   readonly findings: ReadonlyArray<AuditFinding>
   readonly counts: { readonly damage: number; readonly notices: number }
-}
-
-/**
- * An `AuditReport` whose claims are held compactly (`ClaimReportList`): what
- * the CLI prints from, so a store of tens of thousands of claims is never
- * held as that many objects.
- *
- * @category models
- * @since 0.1.0
- */
-export interface CompactAuditReport extends Omit<AuditReport, "claims"> {
-  readonly claims: ClaimReportList
 }
 
 /** Progress of a store audit, reported once per sidecar before it is read. @category models @since 0.1.0 */
@@ -285,67 +274,121 @@ const walkMaterializations = (fs: FileSystem, path: Path, root: string): Effect.
 const AUDIT_READ_CONCURRENCY = 16
 
 /**
- * Every claim under `jobsDir`, inspected into a table (`AuditClaimTable`),
- * and the claims' leftover temp files. What the listing made is dropped
- * before the first claim is read: only the table is kept through the audit.
+ * `f` over `items`, `AUDIT_READ_CONCURRENCY` at a time, the results in the
+ * items' order. Each item starts with a yield: on the direct file system
+ * every read returns at once, so without it a whole store would be audited
+ * in one turn of the event loop, with timers and signals (Ctrl-C) waiting.
  */
-const inspectClaims = (
-  fs: FileSystem,
-  path: Path,
-  jobsDir: string,
-  now: number,
-  findings: Array<AuditFinding>,
-  sidecarAt: (walkIndex: number) => string
-) =>
-  Effect.flatMap(listStoreDirectory(fs, jobsDir), (listed) => {
-    // Only what this returns outlives the listing: nothing of it is held while the claims are read.
-    const { claimLeftovers, entryTypes, table } = tableOfListing(path, jobsDir, listed, findings, sidecarAt)
-    const slots = Array.from({ length: table.size }, (_, slot) => slot)
-    const claimPath = childPaths(path, jobsDir)
-    // Each claim is packed into the table as its read ends, so what the
-    // read made dies young instead of being promoted with twenty thousand others.
-    const inspected = forEachBounded(slots, AUDIT_READ_CONCURRENCY, (slot) => {
-      // The path and job id are made here, so the only copies are the ones a kept report holds.
-      const jobId = table.jobIdAt(slot)
-      return Effect.map(
-        inspectClaimEntry(fs, claimPath(`${jobId}.json`), jobId, entryTypes[slot], now),
-        (claim) => table.record(slot, claim)
-      )
-    })
-    return Effect.as(inspected, { claimLeftovers, table })
+const forEachRead = <A, B>(
+  items: ReadonlyArray<A>,
+  f: (item: A, index: number) => Effect.Effect<B>
+): Effect.Effect<ReadonlyArray<B>> =>
+  Effect.forEach(items, (item, index) => Effect.flatMap(Effect.yieldNow, () => f(item, index)), {
+    concurrency: AUDIT_READ_CONCURRENCY
   })
 
-const tableOfListing = (
-  path: Path,
-  jobsDir: string,
-  listed: Result.Result<StoreDirectory, PlatformError>,
-  findings: Array<AuditFinding>,
-  sidecarAt: (walkIndex: number) => string
-) => {
-  const claimFiles: Array<string> = []
-  const entryTypes: Array<string> = []
-  const claimLeftovers: Array<string> = []
-  if (listed._tag === "Failure") {
-    findings.push(finding("directory_unreadable", "damage", jobsDir, describeError(listed.failure)))
-  } else if (listed.success._tag === "Unsafe") {
-    findings.push(unsafeDirectoryFinding(jobsDir, listed.success.type))
-  } else {
-    const entries = [...listed.success.entries].sort((a, b) => (a.name < b.name ? -1 : 1))
-    for (const entry of entries) {
-      if (CLAIM_FILE.test(entry.name)) {
-        claimFiles.push(entry.name)
-        entryTypes.push(entry.type)
-      } else if (CLAIM_TEMP.test(entry.name)) claimLeftovers.push(path.join(jobsDir, entry.name))
-    }
-  }
-  return { claimLeftovers, entryTypes, table: new AuditClaimTable(jobsDir, claimFiles, sidecarAt) }
+/** The sidecars that hold receipts of one claim's job, in walk order, and those receipts. */
+interface JobReceipts {
+  /** Each sidecar's place in the walk. */
+  readonly order: Array<number>
+  readonly sidecars: Array<string>
+  readonly known: Array<KnownReceipt>
 }
 
-/** The pointer check of a claim the table verified at once: nothing to read, nothing to report yet. */
-const VERIFIED_AT_ONCE: Effect.Effect<CheckedClaim | undefined> = Effect.succeed(undefined)
+/**
+ * The claims an audit read, by slot (the claim's place in the sorted
+ * listing of `jobs-v4`), and the receipts of their jobs the scan finds.
+ */
+interface ClaimsRead {
+  /** `undefined` for a claim released before it could be read. */
+  readonly inspected: ReadonlyArray<InspectedClaim | undefined>
+  readonly slotOf: ReadonlyMap<string, number>
+  readonly receipts: Map<number, JobReceipts>
+  readonly claimLeftovers: ReadonlyArray<string>
+}
+
+/** Every claim under `jobsDir`, inspected, and the claims' leftover temp files. */
+const inspectClaims = (fs: FileSystem, path: Path, jobsDir: string, now: number, findings: Array<AuditFinding>) =>
+  Effect.flatMap(listStoreDirectory(fs, jobsDir), (listed) => {
+    const claimFiles: Array<string> = []
+    const entryTypes: Array<string> = []
+    const claimLeftovers: Array<string> = []
+    if (listed._tag === "Failure") {
+      findings.push(finding("directory_unreadable", "damage", jobsDir, describeError(listed.failure)))
+    } else if (listed.success._tag === "Unsafe") {
+      findings.push(unsafeDirectoryFinding(jobsDir, listed.success.type))
+    } else {
+      const entries = [...listed.success.entries].sort((a, b) => (a.name < b.name ? -1 : 1))
+      for (const entry of entries) {
+        if (CLAIM_FILE.test(entry.name)) {
+          claimFiles.push(entry.name)
+          entryTypes.push(entry.type)
+        } else if (CLAIM_TEMP.test(entry.name)) claimLeftovers.push(path.join(jobsDir, entry.name))
+      }
+    }
+    const claimPath = childPaths(path, jobsDir)
+    const jobIds = claimFiles.map((name) => name.slice(0, -".json".length))
+    return Effect.map(
+      forEachRead(
+        jobIds,
+        (jobId, slot) => inspectClaimEntry(fs, claimPath(claimFiles[slot]), jobId, entryTypes[slot], now)
+      ),
+      (inspected): ClaimsRead => ({
+        inspected,
+        slotOf: new Map(jobIds.map((jobId, slot) => [jobId, slot])),
+        receipts: new Map(),
+        claimLeftovers
+      })
+    )
+  })
+
+/** Notes the receipts of claimed jobs the scan found in `sidecar`, the sidecar at `walkIndex`. */
+const noteReceipts = (
+  claims: ClaimsRead,
+  walkIndex: number,
+  sidecar: string,
+  receipts: ReadonlyArray<ScannedReceipt>
+) => {
+  for (const receipt of receipts) {
+    const slot = claims.slotOf.get(receipt.jobId)
+    if (slot === undefined) continue
+    let held = claims.receipts.get(slot)
+    if (held === undefined) {
+      held = { order: [], sidecars: [], known: [] }
+      claims.receipts.set(slot, held)
+    }
+    if (!held.order.includes(walkIndex)) {
+      // Scans end in about walk order; the sidecars of a job are kept in walk order exactly.
+      let at = held.order.length
+      while (at > 0 && held.order[at - 1] > walkIndex) at--
+      held.order.splice(at, 0, walkIndex)
+      held.sidecars.splice(at, 0, sidecar)
+    }
+    held.known.push({ sidecar, offset: receipt.offset, length: receipt.length, hash: receipt.hash })
+  }
+}
 
 const byPathAndOffset = (a: AuditFinding, b: AuditFinding) =>
   a.path < b.path ? -1 : a.path > b.path ? 1 : (a.offset ?? -1) - (b.offset ?? -1)
+
+/** The store's files to audit: the whole tree, or one sidecar and its lock's files. */
+const filesToAudit = (fs: FileSystem, path: Path, rarebitRoot: string, findings: Array<AuditFinding>, only?: string) =>
+  Effect.gen(function*() {
+    if (only === undefined) {
+      const tree = yield* walkMaterializations(fs, path, path.join(rarebitRoot, MATERIALIZATIONS_DIR))
+      findings.push(...tree.findings)
+      return tree.files
+    }
+    const sidecar = path.resolve(only)
+    const directory = path.dirname(sidecar)
+    const base = path.basename(sidecar)
+    const entries = yield* fs.readDirectoryEntries(directory).pipe(Effect.catch(() => Effect.succeed([])))
+    return entries
+      .filter((entry) => entry.name === base || entry.name.startsWith(`${base}${LOCK_SUFFIX}`))
+      .sort((a, b) => (a.name < b.name ? -1 : 1))
+      .map((entry) => classify(path.join(directory, entry.name), entry.type === "File"))
+      .filter((file) => file._tag !== "Sidecar" || file.path === sidecar)
+  })
 
 /**
  * Audits a whole store, or one sidecar with its lock and the claims of its
@@ -355,28 +398,6 @@ const byPathAndOffset = (a: AuditFinding, b: AuditFinding) =>
  * @since 0.1.0
  */
 export const auditStore = Effect.fn("SidecarAudit.auditStore")(function*(options: AuditOptions) {
-  const { claims, ...report } = yield* auditStoreCompactly(options)
-  return {
-    ok: report.ok,
-    scope: report.scope,
-    rarebitRoot: report.rarebitRoot,
-    sidecars: report.sidecars,
-    claims: claims.toArray(),
-    unattributedClaims: report.unattributedClaims,
-    locks: report.locks,
-    findings: report.findings,
-    counts: report.counts
-  } satisfies AuditReport
-})
-
-/**
- * `auditStore`, its claims held compactly: the same report, but for the
- * form of `claims`.
- *
- * @category audit
- * @since 0.1.0
- */
-export const auditStoreCompactly = Effect.fn("SidecarAudit.auditStoreCompactly")(function*(options: AuditOptions) {
   const fs = yield* FileSystem
   const path = yield* Path
   const now = yield* Clock.currentTimeMillis
@@ -386,54 +407,31 @@ export const auditStoreCompactly = Effect.fn("SidecarAudit.auditStoreCompactly")
 
   // Claims first, so the sidecar scan can note which of their jobs it meets.
   const jobsDir = path.join(rarebitRoot, JOBS_DIR)
-  let sidecars: Array<SidecarSummary> = []
-  const { claimLeftovers, table } = yield* inspectClaims(
-    fs,
-    path,
-    jobsDir,
-    now,
-    findings,
-    (walkIndex) => sidecars[walkIndex].path
-  )
+  const claims = yield* inspectClaims(fs, path, jobsDir, now, findings)
+  const wanted = {
+    has: (jobId: string) => {
+      const slot = claims.slotOf.get(jobId)
+      return slot !== undefined && claims.inspected[slot] !== undefined
+    }
+  }
 
   // Sidecars, locks and leftovers.
   const scope = options.sidecar === undefined ? "store" : "sidecar"
-  let files: Array<TreeFile>
-  if (options.sidecar === undefined) {
-    const tree = yield* walkMaterializations(fs, path, path.join(rarebitRoot, MATERIALIZATIONS_DIR))
-    findings.push(...tree.findings)
-    files = tree.files
-  } else {
-    const sidecar = path.resolve(options.sidecar)
-    const directory = path.dirname(sidecar)
-    const base = path.basename(sidecar)
-    const entries = yield* fs.readDirectoryEntries(directory).pipe(Effect.catch(() => Effect.succeed([])))
-    files = entries
-      .filter((entry) => entry.name === base || entry.name.startsWith(`${base}${LOCK_SUFFIX}`))
-      .sort((a, b) => (a.name < b.name ? -1 : 1))
-      .map((entry) => classify(path.join(directory, entry.name), entry.type === "File"))
-      .filter((file) => file._tag !== "Sidecar" || file.path === sidecar)
-  }
-
+  const files = yield* filesToAudit(fs, path, rarebitRoot, findings, options.sidecar)
   const sidecarFiles = files.filter((file) => file._tag === "Sidecar")
-  // Each scan is folded in as it ends, so what it made that the report
-  // does not keep dies young instead of being promoted to the old
-  // generation with ten thousand others.
   // Sized up front: each scan lands at its file's index, in whatever order the scans end.
   // oxlint-disable-next-line unicorn/no-new-array
-  sidecars = new Array<SidecarSummary>(sidecarFiles.length)
+  const sidecars = new Array<SidecarSummary>(sidecarFiles.length)
   const fold = (index: number, scan: SidecarScan) => {
     sidecars[index] = scan.summary
     // Findings are sorted by path and offset at the end; a sidecar's own keep their order.
     for (const found of scan.findings) findings.push(found)
-    table.noteReceipts(index, scan.receipts)
+    noteReceipts(claims, index, scan.summary.path, scan.receipts)
   }
   let scanned = 0
   const onProgress = options.onProgress
-  const indices = Array.from({ length: sidecarFiles.length }, (_, index) => index)
-  yield* forEachBounded(indices, AUDIT_READ_CONCURRENCY, (index) => {
-    const file = sidecarFiles[index]
-    const scan = Effect.map(scanSidecar(fs, file.path, table), (scan) => {
+  yield* forEachRead(sidecarFiles, (file, index) => {
+    const scan = Effect.map(scanSidecar(fs, file.path, wanted), (scan) => {
       scanned++
       fold(index, scan)
     })
@@ -466,34 +464,33 @@ export const auditStoreCompactly = Effect.fn("SidecarAudit.auditStoreCompactly")
   // A claim's temp file names its job but not its Session, so only the
   // store scope can report it.
   if (scope === "store") {
-    for (const leftover of claimLeftovers) {
+    for (const leftover of claims.claimLeftovers) {
       findings.push(yield* leftoverFinding(fs, leftover, "temp_file_leftover", now, staleAfterMs))
     }
   }
 
   // Settled claims against the sidecars that hold receipts of their jobs.
-  const attributed: Array<number> = []
-  for (let slot = 0; slot < table.size; slot++) {
-    if (table.isPresent(slot) && (scope === "store" || table.hasReceipts(slot))) attributed.push(slot)
-  }
-  const checkedClaims = yield* forEachBounded(attributed, AUDIT_READ_CONCURRENCY, (slot) => {
-    if (table.verifiesAtOnce(slot)) return VERIFIED_AT_ONCE
-    const held = table.receiptsOf(slot)
-    return checkClaimPointer(fs, table.inspected(slot), held?.sidecars ?? [], held?.known)
-  })
-  const claims = new ClaimReportList(jobsDir, attributed.length)
-  for (let index = 0; index < attributed.length; index++) {
-    const slot = attributed[index]
-    const checked = checkedClaims[index]
-    if (checked === undefined) {
-      table.pushVerified(slot, claims)
-      continue
+  const attributed: Array<InspectedClaim> = []
+  const candidates: Array<JobReceipts | undefined> = []
+  let present = 0
+  claims.inspected.forEach((inspected, slot) => {
+    if (inspected === undefined) return
+    present++
+    if (scope === "store" || claims.receipts.has(slot)) {
+      attributed.push(inspected)
+      candidates.push(claims.receipts.get(slot))
     }
-    findings.push(...table.inspected(slot).findings)
-    claims.push(checked.report)
-    findings.push(...checked.findings)
-  }
-  const unattributedClaims = table.present - attributed.length
+  })
+  const checked = yield* forEachRead(
+    attributed,
+    (inspected, index) => checkClaimPointer(fs, inspected, candidates[index]?.sidecars ?? [], candidates[index]?.known)
+  )
+  const reports: Array<ClaimReport> = []
+  attributed.forEach((inspected, index) => {
+    findings.push(...inspected.findings)
+    reports.push(checked[index].report)
+    findings.push(...checked[index].findings)
+  })
 
   const judged = options.strict === true ? judgedStrictly(findings) : findings
   judged.sort(byPathAndOffset)
@@ -503,10 +500,10 @@ export const auditStoreCompactly = Effect.fn("SidecarAudit.auditStoreCompactly")
     scope,
     rarebitRoot,
     sidecars,
-    claims,
-    unattributedClaims,
+    claims: reports,
+    unattributedClaims: present - attributed.length,
     locks,
     findings: judged,
     counts: { damage, notices: judged.length - damage }
-  } satisfies CompactAuditReport
+  } satisfies AuditReport
 })

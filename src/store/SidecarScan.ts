@@ -102,8 +102,8 @@ export interface ScannedReceipt {
 }
 
 /**
- * The job ids whose receipts a scan keeps (a `Set` of them will do): the
- * audit's claim table answers without holding them as strings.
+ * The job ids whose receipts a scan keeps (a `Set` of them will do; the
+ * audit asks whether it read a claim of the job).
  *
  * @category models
  * @since 0.1.0

@@ -61,31 +61,6 @@ describe("node dist/cli/main.js", () => {
     )
   })
 
-  it("keeps its young generation at its starting size however much survives (its one V8 flag)", async () => {
-    // After the command ran, the preload keeps ~25 MiB of small objects alive:
-    // V8's default would double the young generation up to 32 MiB for them.
-    const log = join(roots.root, "young.json")
-    const run = await runWithPreload(
-      "young-generation.mjs",
-      [
-        "import { writeFileSync } from \"node:fs\"",
-        "import v8 from \"node:v8\"",
-        // First among the exit listeners, once the executable has registered its own.
-        "setImmediate(() => process.prependListener(\"exit\", () => {",
-        "  const kept = []",
-        "  for (let index = 0; index < 400_000; index++) kept.push({ index, text: `kept ${index}` })",
-        "  const young = v8.getHeapSpaceStatistics().find((space) => space.space_name === \"new_space\").space_size",
-        `  writeFileSync(${JSON.stringify(log)}, JSON.stringify({ young, kept: kept.length }))`,
-        "}))"
-      ],
-      ["verify", "--json", ...rootFlags(roots)]
-    )
-    assert.strictEqual(run.code, 0, run.stderr)
-    const { kept, young } = JSON.parse(await readFile(log, "utf8")) as { young: number; kept: number }
-    assert.strictEqual(kept, 400_000)
-    assert.isAtMost(young, 8 * 1024 * 1024)
-  })
-
   it("reads over the direct file system: store files are opened on the calling thread, never on libuv's pool", async () => {
     // Node's `fs` is wrapped before the executable loads, for CommonJS and ES module users alike.
     const log = join(roots.root, "opens.json")

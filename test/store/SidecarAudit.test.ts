@@ -19,7 +19,7 @@ import { encodeClaimLine, makeSettledClaim } from "../../src/protocol/JobClaim.j
 import { MAX_HISTORY_BYTES } from "../../src/protocol/Limits.js"
 import { inspectCommitLock, removeCommitLock } from "../../src/store/CommitLockRepair.js"
 import { LockOwner, makeLockOwnerProbe } from "../../src/store/LockOwner.js"
-import { type AuditFinding, auditStore, auditStoreCompactly } from "../../src/store/SidecarAudit.js"
+import { type AuditFinding, auditStore } from "../../src/store/SidecarAudit.js"
 import { readSidecarCurrent } from "../../src/store/SidecarReader.js"
 import { MemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { makeCountingFileSystem } from "../support/CountingFileSystem.js"
@@ -233,33 +233,6 @@ fileSystemSuite("SidecarAudit", (it) => {
         )
         assert.deepStrictEqual(concurrent, sequential)
       }
-    }))
-
-  it.effect("the compact report is the report, but for the form of its claims", ({ root }) =>
-    Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
-      const { claims, sidecars } = yield* writeSettledStore(root, 12, 3)
-      // Verified claims are packed; the damaged and the orphan ones are kept as they are.
-      yield* fs.writeFile(sidecars[2].path, encoder.encode("{\"ty"), { flag: "a" })
-      yield* fs.writeFileString(
-        claims[3],
-        encodeClaimLine(makeSettledClaim(hex(4), "0".repeat(32), makeHead(session.id, 1, encoder.encode("x\n"))))
-      )
-      yield* fs.writeFileString(
-        `${root}/jobs-v4/${hex(999)}.json`,
-        encodeClaimLine(makeSettledClaim(hex(999), "0".repeat(32), makeHead(session.id, 0, encoder.encode("x\n"))))
-      )
-      const full = yield* auditStore({ rarebitRoot: root })
-      const compact = yield* auditStoreCompactly({ rarebitRoot: root })
-      assert.strictEqual(full.claims.length, 37)
-      assert.deepStrictEqual(
-        [...new Set(full.claims.map((claim) => claim.pointer))].sort(),
-        ["invalid", "orphan", "verified"]
-      )
-      const { claims: compactClaims, ...rest } = compact
-      assert.deepStrictEqual({ ...rest, claims: compactClaims.toArray() }, full)
-      // The same text too: the CLI prints from the compact form.
-      assert.strictEqual(JSON.stringify(compactClaims.toArray()), JSON.stringify(full.claims))
     }))
 
   it.effect("lines that straddle the 1 MiB read chunks are scanned like any other", ({ root }) =>
