@@ -3,10 +3,17 @@
  * mirrored under `<rarebitRoot>/materializations-v4/`.
  *
  * A Session outside the root is refused unless external Sessions are
- * allowed; then its sidecar is keyed by the SHA-256 of its resolved path, so
- * no outside path is ever joined into the store. Pure: it takes the `Path`
- * implementation as an argument, and only `resolve` reads the working
- * directory.
+ * allowed; then its sidecar is keyed by the SHA-256 of its resolved path in
+ * Unicode NFC, so no outside path is ever joined into the store. Pure: it
+ * takes the `Path` implementation as an argument (POSIX or win32 semantics
+ * follow from it), and only `resolve` reads the working directory.
+ *
+ * Where the reference's rule is defined, the sidecar is the reference's.
+ * Under win32 semantics, a Session on another drive or share, or in the
+ * `\\?\` or `\\.\` namespaces, is outside the root: the reference joins
+ * such a path under the store as it is (`relative` returns it absolute).
+ * An external Session's path given in NFD (as macOS may spell it) hashes
+ * as its NFC spelling, where the reference would hash the bytes given.
  *
  * @since 0.1.0
  */
@@ -48,16 +55,56 @@ export const materializationPath = (
   if (typeof sessionFile !== "string" || !sessionFile.trim()) return Result.fail(new SessionFileRequired())
   const outputRoot = path.resolve(path.join(location.rarebitRoot, MATERIALIZATIONS_DIR))
   const source = path.resolve(sessionFile)
-  const relativePath = path.relative(path.resolve(location.sessionRoot), source)
-  const up = `..${path.sep}`
-  const outsideRoot = !relativePath || relativePath === ".." || relativePath.startsWith(up) ||
-    relativePath.includes(`${path.sep}${up}`)
-  if (!outsideRoot) return Result.succeed(path.join(outputRoot, relativePath))
+  const relativePath = relativeWithin(path, location.sessionRoot, source)
+  if (relativePath !== undefined) return Result.succeed(path.join(outputRoot, relativePath))
   if (!location.allowExternalSession) {
     return Result.fail(new SessionOutsideRoot({ sessionFile, sessionRoot: location.sessionRoot }))
   }
-  return Result.succeed(path.join(outputRoot, "external", `${sha256Hex(source)}.jsonl`))
+  return Result.succeed(path.join(outputRoot, "external", `${externalKey(source)}.jsonl`))
 }
+
+/**
+ * The path of `file` relative to `sessionRoot`, or `undefined` when it is
+ * not strictly under it by the sidecar rule.
+ *
+ * **Details**
+ *
+ * Under win32 semantics `relative` answers with the target itself when it
+ * is on another drive or share, and Windows does not collapse `..` in a
+ * `\\?\` path, so lexical containment proves nothing there: all of these
+ * are outside, whatever the root.
+ *
+ * @category paths
+ * @since 0.1.0
+ */
+export const relativeWithin = (path: Path, sessionRoot: string, file: string): string | undefined => {
+  const relativePath = path.relative(path.resolve(sessionRoot), path.resolve(file))
+  const up = `..${path.sep}`
+  const outside = !relativePath || relativePath === ".." || relativePath.startsWith(up) ||
+    relativePath.includes(`${path.sep}${up}`) || path.isAbsolute(relativePath) || isNamespaced(path, file)
+  return outside ? undefined : relativePath
+}
+
+/**
+ * Whether `file` is a win32 `\\?\` (no normalization) or `\\.\` (device)
+ * path, with either separator; never under POSIX semantics, where these are
+ * plain names.
+ *
+ * @category paths
+ * @since 0.1.0
+ */
+export const isNamespaced = (path: Path, file: string): boolean => path.sep === "\\" && /^[\\/]{2}[?.][\\/]/.test(file)
+
+/**
+ * The name of an external Session's sidecar: the SHA-256 of its resolved
+ * path in NFC, so the composed and decomposed spellings of one name (macOS
+ * hands out either) share a sidecar, the one the reference writes for the
+ * NFC spelling.
+ *
+ * @category paths
+ * @since 0.1.0
+ */
+export const externalKey = (resolvedSession: string): string => sha256Hex(resolvedSession.normalize("NFC"))
 
 /** The claim file of a job. @category paths @since 0.1.0 */
 export const claimPath = (path: Path, rarebitRoot: string, jobId: string): string =>
