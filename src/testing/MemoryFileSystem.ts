@@ -95,6 +95,18 @@ export interface MemoryFileSystemOptions {
   readonly uid?: number | undefined
   /** The group id of the nodes the process creates. Default 0. */
   readonly gid?: number | undefined
+  /**
+   * Look names up ignoring case, as APFS and NTFS do by default: a name
+   * finds an entry spelled in another case, and `realPath` answers with the
+   * spelling the entry was created with. Default `false`.
+   */
+  readonly caseInsensitive?: boolean | undefined
+  /**
+   * Store names decomposed (`"NFD"`, as HFS+ does) and look them up whatever
+   * their normalization (as APFS does): `realPath` answers in NFD. Default:
+   * names are bytes, as on Linux.
+   */
+  readonly normalization?: "NFD" | undefined
 }
 
 /**
@@ -280,6 +292,10 @@ interface Volume {
   nextWatcherId: number
   /** What the step running now changed, reported to watchers once it is done. */
   readonly notices: Array<Notice>
+  /** How a name compares with the entries' (case, normalization), when not byte for byte. */
+  readonly fold: ((name: string) => string) | undefined
+  /** The spelling a new entry is stored under. */
+  readonly stored: (name: string) => string
 }
 
 /**
@@ -513,6 +529,15 @@ const infoOf = (node: Node): FileSystem.File.Info => {
   }
 }
 
+// The key of the entry `name` finds in `dir`: its own spelling where names
+// compare byte for byte, else the existing entry's, else how a new one is stored.
+const entryKey = (volume: Volume, dir: DirNode, name: string): string => {
+  if (volume.fold === undefined || dir.entries.has(name)) return name
+  const wanted = volume.fold(name)
+  for (const key of dir.entries.keys()) if (volume.fold(key) === wanted) return key
+  return volume.stored(name)
+}
+
 // Walks `input` component by component from the root. Intermediate symlinks
 // are always followed; the final one only with `follow` or a trailing slash.
 const resolve = (volume: Volume, input: string, follow: boolean): Found | Missing => {
@@ -527,18 +552,18 @@ const resolve = (volume: Volume, input: string, follow: boolean): Found | Missin
   const pathOf = (name: string): string => `/${[...stack.map((entry) => entry.name), name].join("/")}`
   const ancestors = (): Array<DirNode> => [volume.root, ...stack.map((entry) => entry.dir)]
   while (index < pending.length) {
-    const name = pending[index]
     const last = index === pending.length - 1
-    if (name === ".") {
+    if (pending[index] === ".") {
       index++
       continue
     }
-    if (name === "..") {
+    if (pending[index] === "..") {
       stack.pop()
       index++
       continue
     }
     const dir = top()
+    const name = entryKey(volume, dir, pending[index])
     const child = dir.entries.get(name)
     if (child === undefined) {
       if (last) return { found: false, parent: dir, name, path: pathOf(name), ancestors: ancestors(), trailing }
@@ -715,7 +740,9 @@ const cloneVolume = (volume: Volume, mode: CrashMode): Volume => {
     gid: volume.gid,
     watchers: new Map(),
     nextWatcherId: 1,
-    notices: []
+    notices: [],
+    fold: volume.fold,
+    stored: volume.stored
   }
 }
 
@@ -1445,6 +1472,17 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
   }
 }
 
+const nameRules = (options: MemoryFileSystemOptions | undefined): Pick<Volume, "fold" | "stored"> => {
+  const caseInsensitive = options?.caseInsensitive === true
+  const decomposed = options?.normalization === "NFD"
+  if (!caseInsensitive && !decomposed) return { fold: undefined, stored: (name) => name }
+  return {
+    // Decomposed first, so a case mapping that composes (or not) compares alike.
+    fold: (name) => caseInsensitive ? name.normalize("NFD").toLowerCase().normalize("NFD") : name.normalize("NFD"),
+    stored: decomposed ? (name) => name.normalize("NFD") : (name) => name
+  }
+}
+
 /**
  * Creates an empty in-memory file system (holding only `/`, the `tmpdir` and
  * the `cwd`, plus any `files` given).
@@ -1461,6 +1499,8 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
  *
  * Mode bits are never enforced, `File.Info.dev` is always `1n`, and times come
  * from the `Clock` service, so under `it.effect` they follow the `TestClock`.
+ * With `caseInsensitive` or `normalization`, names are matched as a Darwin
+ * volume matches them; `readDirectory` lists the stored spellings.
  *
  * @category constructors
  * @since 0.1.0
@@ -1494,7 +1534,8 @@ export const makeMemoryFileSystem = (options?: MemoryFileSystemOptions): MemoryF
     gid: 0,
     watchers: new Map(),
     nextWatcherId: 1,
-    notices: []
+    notices: [],
+    ...nameRules(options)
   }
   makeDirectoryPath(volume, volume.tmpdir, 0o755, 0)
   if (volume.tmpdir === "/tmp") (root.entries.get("tmp") as DirNode).mode = 0o1777
