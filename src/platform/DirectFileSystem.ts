@@ -422,6 +422,14 @@ const capabilities = (
   ...(pooled ? {} : { [SmallRegularReadTypeId]: readSmallRegular })
 })
 
+// On macOS and Windows the native realpath answers with each name as it is
+// spelled on disk (JavaScript's keeps the caller's case), which is how the
+// store gives two spellings of one Session one identity (`SessionIdentity`).
+// Linux names are bytes, and its JavaScript realpath fails as `lstat` does.
+const realpathSync = process.platform === "darwin" || process.platform === "win32"
+  ? NFS.realpathSync.native
+  : NFS.realpathSync
+
 const make = (pool: FileSystem.FileSystem): FileSystem.FileSystem =>
   FileSystem.make({
     ...pool,
@@ -457,7 +465,7 @@ const make = (pool: FileSystem.FileSystem): FileSystem.FileSystem =>
     rename: (oldPath, newPath) => direct("rename", oldPath, () => NFS.renameSync(oldPath, newPath)),
     utimes: (path, atime, mtime) => direct("utime", path, () => NFS.utimesSync(path, atime, mtime)),
     readLink: (path) => direct("readLink", path, () => NFS.readlinkSync(path)),
-    realPath: (path) => direct("realPath", path, () => NFS.realpathSync(path)),
+    realPath: (path) => direct("realPath", path, () => realpathSync(path)),
     symlink: (target, path) => direct("symlink", target, () => NFS.symlinkSync(target, path)),
     truncate: (path, length) => direct("truncate", path, () => NFS.truncateSync(path, length)),
     remove: (path, options) => {

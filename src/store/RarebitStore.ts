@@ -64,6 +64,7 @@ import {
   type ReserveOptions,
   type SettledReceipt
 } from "./Reservation.js"
+import * as SessionIdentity from "./SessionIdentity.js"
 import { makeSettle, type SettleError, type SettleOptions } from "./Settlement.js"
 import { makeSidecarCurrentCache } from "./SidecarCurrentCache.js"
 import type { HistoryPage, HistoryRecord } from "./SidecarReader.js"
@@ -202,6 +203,7 @@ export const makeContext = Effect.fnUntraced(function*(config: StoreConfig) {
     config,
     fs,
     path,
+    identify: SessionIdentity.make(fs, path).canonical,
     sidecarPath: (sessionFile, location) => Effect.fromResult(materializationPath(path, sessionFile, location)),
     readSidecar: sidecars.read,
     observeNative: (sessionFile: string, location: StoreLocation): Effect.Effect<NativeObservation> =>
