@@ -92,6 +92,8 @@ export const make = (fs: FileSystem, path: Path): SessionIdentity => {
     if (real._tag === "None") return { real: resolved, foldsCase: path.sep === "\\" }
     const identity: RootIdentity = { real: real.value, foldsCase: yield* foldsCase(real.value) }
     roots.set(resolved, identity)
+    // An absolute root is also remembered as spelled, for the lookup without `resolve` below.
+    if (path.isAbsolute(sessionRoot)) roots.set(sessionRoot, identity)
     return identity
   })
 
@@ -103,26 +105,45 @@ export const make = (fs: FileSystem, path: Path): SessionIdentity => {
     return directory._tag === "Some" ? path.join(directory.value, path.basename(resolved)) : resolved
   })
 
-  const canonical = Effect.fnUntraced(function*<S>(sessionFile: S, location: StoreLocation) {
-    const asGiven: SessionSpelling<S> = { sessionFile, location }
+  const atRealRoot = (location: StoreLocation, root: RootIdentity): StoreLocation =>
+    root.real === location.sessionRoot ? location : { ...location, sessionRoot: root.real }
+
+  /** The spelling of a Session under either spelling of its root: the rest of its path, below the real root. */
+  const below = (location: StoreLocation, root: RootIdentity, resolved: string): string | undefined =>
+    relativeWithin(path, location.sessionRoot, resolved) ??
+      (root.real === location.sessionRoot ? undefined : relativeWithin(path, root.real, resolved))
+
+  const slow = Effect.fnUntraced(function*<S>(sessionFile: S & string, location: StoreLocation) {
+    const root = yield* rootOf(location.sessionRoot)
+    const resolved = path.resolve(sessionFile)
+    const rest = below(location, root, resolved)
+    if (rest !== undefined && !root.foldsCase) {
+      return { sessionFile: path.join(root.real, rest) as S, location: atRealRoot(location, root) }
+    }
+    const real = yield* realSpelling(resolved)
+    if (rest === undefined || relativeWithin(path, root.real, real) !== undefined) {
+      return { sessionFile: real as S, location: atRealRoot(location, root) }
+    }
+    // Its real path leaves the root (a symlink out of it): the reference's sidecar for its spelling.
+    return { sessionFile: path.join(root.real, rest) as S, location: atRealRoot(location, root) }
+  })
+
+  const canonical = <S>(sessionFile: S, location: StoreLocation): Effect.Effect<SessionSpelling<S>> => {
     if (
       typeof sessionFile !== "string" || !sessionFile.trim() || typeof location.sessionRoot !== "string" ||
       isNamespaced(path, sessionFile)
-    ) return asGiven
-    const root = yield* rootOf(location.sessionRoot)
-    const realLocation = root.real === location.sessionRoot ? location : { ...location, sessionRoot: root.real }
-    const resolved = path.resolve(sessionFile)
-    const below = relativeWithin(path, location.sessionRoot, resolved) ?? relativeWithin(path, root.real, resolved)
-    if (below !== undefined && !root.foldsCase) {
-      return { sessionFile: path.join(root.real, below) as S, location: realLocation }
+    ) return Effect.succeed({ sessionFile, location })
+    // The polling path: a known root on a volume that keeps case, and a Session under it.
+    const root = roots.get(location.sessionRoot)
+    if (root !== undefined && !root.foldsCase) {
+      const resolved = path.resolve(sessionFile)
+      const rest = below(location, root, resolved)
+      if (rest !== undefined) {
+        return Effect.succeed({ sessionFile: path.join(root.real, rest) as S, location: atRealRoot(location, root) })
+      }
     }
-    const real = yield* realSpelling(resolved)
-    if (below === undefined || relativeWithin(path, root.real, real) !== undefined) {
-      return { sessionFile: real as S, location: realLocation }
-    }
-    // Its real path leaves the root (a symlink out of it): the reference's sidecar for its spelling.
-    return { sessionFile: path.join(root.real, below) as S, location: realLocation }
-  })
+    return slow(sessionFile, location)
+  }
 
   return { canonical, roots: () => roots.size }
 }

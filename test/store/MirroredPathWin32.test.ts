@@ -7,13 +7,18 @@
  */
 import * as NodePath from "@effect/platform-node/NodePath"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Path, Result } from "effect"
+import { Effect, FileSystem, Path, Result } from "effect"
+import { SecureRandom } from "effect/crypto/SecureRandom"
 import fc from "fast-check"
 import { createHash } from "node:crypto"
 import * as NodePathModule from "node:path"
 import { materializationPath } from "../../src/store/MirroredPath.js"
+import { make } from "../../src/store/RarebitStore.js"
+import { makeStoreConfig } from "../../src/store/StoreConfig.js"
+import { makeMemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 import { Store as Ref } from "../support/Reference.js"
+import { tokensSeededFromRandom } from "../support/Tokens.js"
 
 type Flavour = typeof NodePathModule.posix
 
@@ -201,4 +206,28 @@ describe("materializationPath under win32 semantics", () => {
         assert.isTrue(Result.isFailure(refused) && refused.failure._tag === "SessionOutsideRoot", foreign)
       }
     }))
+
+  it.effect("the store, given a win32 Path, answers by the same rule", () =>
+    Effect.gen(function*() {
+      const path = yield* Path.Path
+      const store = yield* make(makeStoreConfig({ sessionRoot, rarebitRoot })).pipe(
+        Effect.provideService(FileSystem.FileSystem, makeMemoryFileSystem()),
+        Effect.provideService(Path.Path, path),
+        Effect.provideService(SecureRandom, yield* tokensSeededFromRandom)
+      )
+      const mirrored = `${rarebitRoot}\\materializations-v4\\--C--work--\\s.jsonl`
+      assert.strictEqual(yield* store.materializationPath(`${sessionRoot}\\--C--work--\\s.jsonl`), mirrored)
+      assert.strictEqual(
+        yield* store.materializationPath("C:/Users/Me/.pi/agent/sessions/--C--work--/s.jsonl"),
+        mirrored
+      )
+      for (const foreign of ["D:\\sessions\\s.jsonl", "\\\\server\\share\\s.jsonl", `\\\\?\\${sessionRoot}\\s.jsonl`]) {
+        const error = yield* Effect.flip(store.materializationPath(foreign))
+        assert.strictEqual(error._tag, "SessionOutsideRoot", foreign)
+        const current = yield* Effect.flip(
+          store.readCurrent({ sessionFile: foreign, native: { availability: "missing" } })
+        )
+        assert.strictEqual(current._tag, "SessionOutsideRoot", foreign)
+      }
+    }).pipe(Effect.provide(NodePath.layerWin32)))
 })
