@@ -426,9 +426,23 @@ const capabilities = (
 // spelled on disk (JavaScript's keeps the caller's case), which is how the
 // store gives two spellings of one Session one identity (`SessionIdentity`).
 // Linux names are bytes, and its JavaScript realpath fails as `lstat` does.
-const realpathSync = process.platform === "darwin" || process.platform === "win32"
-  ? NFS.realpathSync.native
-  : NFS.realpathSync
+const nativeRealpath = process.platform === "darwin" || process.platform === "win32"
+const realpathSync = nativeRealpath ? NFS.realpathSync.native : NFS.realpathSync
+
+/** The same realpath on libuv's pool, for the thread-pool layer. */
+const pooledRealPath = (pool: FileSystem.FileSystem): Pick<FileSystem.FileSystem, "realPath"> =>
+  nativeRealpath
+    ? {
+      realPath: (path) =>
+        Effect.callback<string, PlatformError.PlatformError>((resume) => {
+          NFS.realpath.native(
+            path,
+            (error, resolved) =>
+              resume(error ? Effect.fail(failure("realPath", path, error)) : Effect.succeed(resolved))
+          )
+        })
+    }
+    : { realPath: pool.realPath }
 
 const make = (pool: FileSystem.FileSystem): FileSystem.FileSystem =>
   FileSystem.make({
@@ -552,5 +566,8 @@ export const layer: Layer.Layer<FileSystem.FileSystem> = Layer.effect(FileSystem
  * @since 0.1.0
  */
 export const threadpoolLayer: Layer.Layer<FileSystem.FileSystem> = Layer.effect(FileSystem.FileSystem)(
-  Effect.map(Effect.service(FileSystem.FileSystem), (pool) => FileSystem.make({ ...pool, ...capabilities(true) }))
+  Effect.map(
+    Effect.service(FileSystem.FileSystem),
+    (pool) => FileSystem.make({ ...pool, ...capabilities(true), ...pooledRealPath(pool) })
+  )
 ).pipe(Layer.provide(NodeFileSystem.layer))
