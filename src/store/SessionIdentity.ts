@@ -49,6 +49,8 @@ export interface SessionIdentity {
 
 interface RootIdentity {
   readonly real: string
+  /** `real` ending with a separator. */
+  readonly realPrefix: string
   readonly foldsCase: boolean
 }
 
@@ -83,14 +85,22 @@ export const make = (fs: FileSystem, path: Path): SessionIdentity => {
       self.dev === other.dev
   }, Effect.orElseSucceed(() => false))
 
+  const withSeparator = (directory: string) => directory.endsWith(path.sep) ? directory : `${directory}${path.sep}`
+  const rootIdentity = (real: string, folds: boolean): RootIdentity => ({
+    real,
+    realPrefix: withSeparator(real),
+    foldsCase: folds
+  })
+  const givenPrefix = (sessionRoot: string) => withSeparator(path.resolve(sessionRoot))
+
   const rootOf = Effect.fnUntraced(function*(sessionRoot: string) {
     const resolved = path.resolve(sessionRoot)
     const known = roots.get(resolved)
     if (known !== undefined) return known
     const real = yield* Effect.option(fs.realPath(resolved))
     // A root that is not there yet is taken as spelled, and asked again next time.
-    if (real._tag === "None") return { real: resolved, foldsCase: path.sep === "\\" }
-    const identity: RootIdentity = { real: real.value, foldsCase: yield* foldsCase(real.value) }
+    if (real._tag === "None") return rootIdentity(resolved, path.sep === "\\")
+    const identity = rootIdentity(real.value, yield* foldsCase(real.value))
     roots.set(resolved, identity)
     // An absolute root is also remembered as spelled, for the lookup without `resolve` below.
     if (path.isAbsolute(sessionRoot)) roots.set(sessionRoot, identity)
@@ -133,13 +143,19 @@ export const make = (fs: FileSystem, path: Path): SessionIdentity => {
       typeof sessionFile !== "string" || !sessionFile.trim() || typeof location.sessionRoot !== "string" ||
       isNamespaced(path, sessionFile)
     ) return Effect.succeed({ sessionFile, location })
-    // The polling path: a known root on a volume that keeps case, and a Session under it.
+    // The polling path: a known root on a volume that keeps case, and a Session
+    // under it. A resolved path is under a root exactly when it extends the
+    // root's spelling by a separator and a name (POSIX: win32 roots fold case).
     const root = roots.get(location.sessionRoot)
     if (root !== undefined && !root.foldsCase) {
       const resolved = path.resolve(sessionFile)
-      const rest = below(location, root, resolved)
-      if (rest !== undefined) {
-        return Effect.succeed({ sessionFile: path.join(root.real, rest) as S, location: atRealRoot(location, root) })
+      if (resolved.length > root.realPrefix.length && resolved.startsWith(root.realPrefix)) {
+        return Effect.succeed({ sessionFile: resolved as S, location: atRealRoot(location, root) })
+      }
+      const given = givenPrefix(location.sessionRoot)
+      if (resolved.length > given.length && resolved.startsWith(given)) {
+        const canonicalFile = root.realPrefix + resolved.slice(given.length)
+        return Effect.succeed({ sessionFile: canonicalFile as S, location: atRealRoot(location, root) })
       }
     }
     return slow(sessionFile, location)
