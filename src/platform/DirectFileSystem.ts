@@ -424,7 +424,7 @@ const capabilities = (
 
 // On macOS and Windows the native realpath answers with each name as it is
 // spelled on disk (JavaScript's keeps the caller's case), which is how the
-// store gives two spellings of one Session one identity (`SessionIdentity`).
+// store gives two spellings of one Session one identity (`makeSessionIdentity` in `MirroredPath`).
 // Linux names are bytes, and its JavaScript realpath fails as `lstat` does.
 const nativeRealpath = process.platform === "darwin" || process.platform === "win32"
 const realpathSync = nativeRealpath ? NFS.realpathSync.native : NFS.realpathSync

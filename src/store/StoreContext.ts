@@ -17,8 +17,7 @@ import type { FileSystem } from "effect/FileSystem"
 import type { Path } from "effect/Path"
 import type { NativeObservation } from "../state/ArtifactState.js"
 import type { LockHeld, StoreIo } from "./Errors.js"
-import type { PathError } from "./MirroredPath.js"
-import type { SessionIdentity } from "./SessionIdentity.js"
+import type { PathError, SessionIdentity } from "./MirroredPath.js"
 import type { SidecarCurrent } from "./SidecarReader.js"
 import type { StoreConfig, StoreLocation } from "./StoreConfig.js"
 
@@ -33,7 +32,7 @@ export interface StoreContext {
   readonly fs: FileSystem
   readonly path: Path
   /**
-   * The canonical spelling of a Session path and its roots (`SessionIdentity`):
+   * The canonical spelling of a Session path and its roots (`makeSessionIdentity`):
    * taken once at each operation's entry, so every key below it is one per file.
    */
   readonly identify: SessionIdentity["canonical"]

@@ -9,8 +9,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, FileSystem, Layer, Path, Result } from "effect"
 import { sha256Hex } from "../../src/protocol/CanonicalJson.js"
-import { materializationPath } from "../../src/store/MirroredPath.js"
-import * as SessionIdentity from "../../src/store/SessionIdentity.js"
+import { makeSessionIdentity, materializationPath } from "../../src/store/MirroredPath.js"
 import { makeMemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { fileSystemSuite, type World } from "../support/FileSystemSuite.js"
 import { jobId, sessionText, summaryReceipt } from "../support/Receipts.js"
@@ -142,7 +141,7 @@ fileSystemSuite("One identity per Session file, on a Darwin-like volume (case-in
       for (const spelling of [composed, onDisk, composed.toLowerCase(), onDisk.toUpperCase()]) {
         assert.strictEqual(yield* kit.store.materializationPath(spelling.replace("SESSIONS", "sessions")), sidecar)
       }
-      const identity = SessionIdentity.make(kit.fs, path)
+      const identity = makeSessionIdentity(kit.fs, path)
       const location = { sessionRoot: kit.sessionRoot, rarebitRoot: kit.rarebitRoot, allowExternalSession: false }
       const canonical = yield* identity.canonical(composed.toLowerCase(), location)
       assert.deepStrictEqual(canonical, { sessionFile: onDisk, location })
