@@ -442,6 +442,28 @@ const capabilities = (
   ...(pooled ? {} : { [SmallRegularReadTypeId]: readSmallRegular })
 })
 
+// On macOS and Windows the native realpath answers with each name as it is
+// spelled on disk (JavaScript's keeps the caller's case), which is how the
+// store gives two spellings of one Session one identity (`makeSessionIdentity` in `MirroredPath`).
+// Linux names are bytes, and its JavaScript realpath fails as `lstat` does.
+const nativeRealpath = process.platform === "darwin" || process.platform === "win32"
+const realpathSync = nativeRealpath ? NFS.realpathSync.native : NFS.realpathSync
+
+/** The same realpath on libuv's pool, for the thread-pool layer. */
+const pooledRealPath = (pool: FileSystem.FileSystem): Pick<FileSystem.FileSystem, "realPath"> =>
+  nativeRealpath
+    ? {
+      realPath: (path) =>
+        Effect.callback<string, PlatformError.PlatformError>((resume) => {
+          NFS.realpath.native(
+            path,
+            (error, resolved) =>
+              resume(error ? Effect.fail(failure("realPath", path, error)) : Effect.succeed(resolved))
+          )
+        })
+    }
+    : { realPath: pool.realPath }
+
 const make = (pool: FileSystem.FileSystem): FileSystem.FileSystem =>
   FileSystem.make({
     ...pool,
@@ -477,7 +499,7 @@ const make = (pool: FileSystem.FileSystem): FileSystem.FileSystem =>
     rename: (oldPath, newPath) => direct("rename", oldPath, () => NFS.renameSync(oldPath, newPath)),
     utimes: (path, atime, mtime) => direct("utime", path, () => NFS.utimesSync(path, atime, mtime)),
     readLink: (path) => direct("readLink", path, () => NFS.readlinkSync(path)),
-    realPath: (path) => direct("realPath", path, () => NFS.realpathSync(path)),
+    realPath: (path) => direct("realPath", path, () => realpathSync(path)),
     symlink: (target, path) => direct("symlink", target, () => NFS.symlinkSync(target, path)),
     truncate: (path, length) => direct("truncate", path, () => NFS.truncateSync(path, length)),
     remove: (path, options) => {
@@ -564,5 +586,8 @@ export const layer: Layer.Layer<FileSystem.FileSystem> = Layer.effect(FileSystem
  * @since 0.1.0
  */
 export const threadpoolLayer: Layer.Layer<FileSystem.FileSystem> = Layer.effect(FileSystem.FileSystem)(
-  Effect.map(Effect.service(FileSystem.FileSystem), (pool) => FileSystem.make({ ...pool, ...capabilities(true) }))
+  Effect.map(
+    Effect.service(FileSystem.FileSystem),
+    (pool) => FileSystem.make({ ...pool, ...capabilities(true), ...pooledRealPath(pool) })
+  )
 ).pipe(Layer.provide(NodeFileSystem.layer))

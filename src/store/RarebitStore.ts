@@ -51,7 +51,7 @@ import type { NativeObservation, ProjectionInputInvalid } from "../state/Artifac
 import { makeLockQueues, withCommitLock } from "./CommitLock.js"
 import * as CurrentWatch from "./CurrentWatch.js"
 import type { HistoryBoundsInvalid, HistoryUnreadable } from "./Errors.js"
-import { commitLockPath, materializationPath, type PathError } from "./MirroredPath.js"
+import { commitLockPath, makeSessionIdentity, materializationPath, type PathError } from "./MirroredPath.js"
 import {
   type Acquired,
   type Duplicate,
@@ -202,6 +202,7 @@ export const makeContext = Effect.fnUntraced(function*(config: StoreConfig) {
     config,
     fs,
     path,
+    identify: makeSessionIdentity(fs, path).canonical,
     sidecarPath: (sessionFile, location) => Effect.fromResult(materializationPath(path, sessionFile, location)),
     readSidecar: sidecars.read,
     observeNative: (sessionFile: string, location: StoreLocation): Effect.Effect<NativeObservation> =>

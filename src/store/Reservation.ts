@@ -195,7 +195,9 @@ export const makeReserve = (ctx: StoreContext) =>
     const leaseMs = options.leaseMs ?? ctx.config.leaseMs
     if (!leaseValid(leaseMs)) return yield* new InvalidLease({ leaseMs })
     const location = locate(ctx.config, options)
-    const sidecar = yield* ctx.sidecarPath(options.sessionFile, location)
+    // The sidecar, hence its lock queue, of the canonical spelling; the reservation keeps the caller's.
+    const canonical = yield* ctx.identify(options.sessionFile, location)
+    const sidecar = yield* ctx.sidecarPath(canonical.sessionFile, canonical.location)
     const now = options.now ?? (yield* Clock.currentTimeMillis)
     const claimPath = claimPathOf(path, location.rarebitRoot, jobId)
     // Every directory the job writes into (its claim's and its sidecar's, in

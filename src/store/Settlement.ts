@@ -169,8 +169,10 @@ export const makeSettle = (ctx: StoreContext) =>
           return yield* new NotRegularFile({ path: sidecar })
         }
         // The reference re-derives the sidecar path from the Session file here,
-        // so a reservation whose Session file is not a valid one fails the same way.
-        yield* ctx.sidecarPath(reservation.sessionFile, reservation)
+        // so a reservation whose Session file is not a valid one fails the same way
+        // (by its canonical spelling, as at reserve).
+        const canonical = yield* ctx.identify(reservation.sessionFile, reservation)
+        yield* ctx.sidecarPath(canonical.sessionFile, canonical.location)
         // An earlier attempt of this lease may have appended its receipt and
         // then failed: finish that settlement instead of appending again.
         const earlier = yield* receiptSinceClaim(ctx, reservation, claim)
@@ -178,7 +180,7 @@ export const makeSettle = (ctx: StoreContext) =>
           yield* completeSettlement(ctx, reservation, reservation.claimPath, reservation.leaseToken, earlier)
           return settledAt(earlier.record, sidecar)
         }
-        const native = yield* ctx.observeNative(reservation.sessionFile, reservation)
+        const native = yield* ctx.observeNative(canonical.sessionFile, canonical.location)
         const current = yield* ctx.readSidecar(sidecar)
         const becomesCurrent = isSemanticCurrent(native, current, settled)
         appendAttempted = true

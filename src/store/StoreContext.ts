@@ -17,7 +17,7 @@ import type { FileSystem } from "effect/FileSystem"
 import type { Path } from "effect/Path"
 import type { NativeObservation } from "../state/ArtifactState.js"
 import type { LockHeld, StoreIo } from "./Errors.js"
-import type { PathError } from "./MirroredPath.js"
+import type { PathError, SessionIdentity } from "./MirroredPath.js"
 import type { SidecarCurrent } from "./SidecarReader.js"
 import type { StoreConfig, StoreLocation } from "./StoreConfig.js"
 
@@ -31,6 +31,11 @@ export interface StoreContext {
   readonly config: StoreConfig
   readonly fs: FileSystem
   readonly path: Path
+  /**
+   * The canonical spelling of a Session path and its roots (`makeSessionIdentity`):
+   * taken once at each operation's entry, so every key below it is one per file.
+   */
+  readonly identify: SessionIdentity["canonical"]
   /** A Session's sidecar path under `location`, or the path rule's failure. */
   readonly sidecarPath: (sessionFile: unknown, location: StoreLocation) => Effect.Effect<string, PathError>
   /** The bounded current read of a sidecar, through the instance's cache of open sidecars. */

@@ -90,13 +90,17 @@ export const makeReads = (ctx: StoreContext) => {
   const materializationPath = (sessionFile: unknown, overrides: LocationOverrides = {}) =>
     Effect.useSpan(
       "RarebitStore.materializationPath",
-      () => ctx.sidecarPath(sessionFile, locate(ctx.config, overrides))
+      () =>
+        ctx.identify(sessionFile, locate(ctx.config, overrides)).pipe(
+          Effect.flatMap((canonical) => ctx.sidecarPath(canonical.sessionFile, canonical.location))
+        )
     )
 
   const readCurrentUntraced = Effect.fnUntraced(function*(options: ReadCurrentOptions) {
-    const location = locate(ctx.config, options)
-    const sidecar = yield* ctx.sidecarPath(options.sessionFile, location)
-    const native = options.native ?? (yield* ctx.observeNative(options.sessionFile, location))
+    // One spelling from here on: the sidecar, its cache entry and the Session cache's key.
+    const { sessionFile, location } = yield* ctx.identify(options.sessionFile, locate(ctx.config, options))
+    const sidecar = yield* ctx.sidecarPath(sessionFile, location)
+    const native = options.native ?? (yield* ctx.observeNative(sessionFile, location))
     const current = yield* ctx.readSidecar(sidecar)
     // The sidecar reader's records are Summary receipts it verified for this answer.
     const artifactState = yield* withVerifiedSummaries(
@@ -119,7 +123,8 @@ export const makeReads = (ctx: StoreContext) => {
     const fromOffset = options.fromOffset ?? 0
     const limit = options.limit ?? 100
     yield* checkHistoryBounds(fromOffset, limit)
-    const sidecar = yield* ctx.sidecarPath(options.sessionFile, locate(ctx.config, options))
+    const { sessionFile, location } = yield* ctx.identify(options.sessionFile, locate(ctx.config, options))
+    const sidecar = yield* ctx.sidecarPath(sessionFile, location)
     return yield* readSidecarHistoryPage(ctx.fs, sidecar, fromOffset, limit)
   })
 
@@ -128,7 +133,8 @@ export const makeReads = (ctx: StoreContext) => {
       const fromOffset = options.fromOffset ?? 0
       const limit = options.limit ?? MAX_HISTORY_RECORDS
       yield* checkHistoryBounds(fromOffset, limit)
-      const sidecar = yield* ctx.sidecarPath(options.sessionFile, locate(ctx.config, options))
+      const { sessionFile, location } = yield* ctx.identify(options.sessionFile, locate(ctx.config, options))
+      const sidecar = yield* ctx.sidecarPath(sessionFile, location)
       return Stream.paginate(fromOffset, (offset: number) =>
         readSidecarHistoryPage(ctx.fs, sidecar, offset, limit).pipe(
           Effect.flatMap((page) =>

@@ -114,6 +114,18 @@ export interface MemoryFileSystemOptions {
   readonly gid?: number | undefined
   /** The platform profile: `"posix"` (Linux, the default) or `"win32"` (see the module documentation). */
   readonly platform?: MemoryPlatform | undefined
+  /**
+   * Look names up ignoring case, as APFS and NTFS do by default: a name
+   * finds an entry spelled in another case, and `realPath` answers with the
+   * spelling the entry was created with. Default `false`.
+   */
+  readonly caseInsensitive?: boolean | undefined
+  /**
+   * Store names decomposed (`"NFD"`, as HFS+ does) and look them up whatever
+   * their normalization (as APFS does): `realPath` answers in NFD. Default:
+   * names are bytes, as on Linux.
+   */
+  readonly normalization?: "NFD" | undefined
 }
 
 /**
@@ -308,6 +320,10 @@ interface Volume {
   readonly platform: MemoryPlatform
   /** What the step running now changed, reported to watchers once it is done. */
   readonly notices: Array<Notice>
+  /** How a name compares with the entries' (case, normalization), when not byte for byte. */
+  readonly fold: ((name: string) => string) | undefined
+  /** The spelling a new entry is stored under. */
+  readonly stored: (name: string) => string
 }
 
 /**
@@ -544,6 +560,15 @@ const infoOf = (node: Node): FileSystem.File.Info => {
   }
 }
 
+// The key of the entry `name` finds in `dir`: its own spelling where names
+// compare byte for byte, else the existing entry's, else how a new one is stored.
+const entryKey = (volume: Volume, dir: DirNode, name: string): string => {
+  if (volume.fold === undefined || dir.entries.has(name)) return name
+  const wanted = volume.fold(name)
+  for (const key of dir.entries.keys()) if (volume.fold(key) === wanted) return key
+  return volume.stored(name)
+}
+
 // Walks `input` component by component from the root. Intermediate symlinks
 // are always followed; the final one only with `follow` or a trailing slash.
 const resolve = (volume: Volume, input: string, follow: boolean): Found | Missing => {
@@ -558,27 +583,19 @@ const resolve = (volume: Volume, input: string, follow: boolean): Found | Missin
   const pathOf = (name: string): string => `/${[...stack.map((entry) => entry.name), name].join("/")}`
   const ancestors = (): Array<DirNode> => [volume.root, ...stack.map((entry) => entry.dir)]
   while (index < pending.length) {
-    let name = pending[index]
     const last = index === pending.length - 1
-    if (name === ".") {
+    if (pending[index] === ".") {
       index++
       continue
     }
-    if (name === "..") {
+    if (pending[index] === "..") {
       stack.pop()
       index++
       continue
     }
     const dir = top()
-    let child = dir.entries.get(name)
-    if (child === undefined && volume.platform === "win32") {
-      // Case-insensitive, case-preserving: the entry found keeps the spelling it was made with.
-      const stored = caseFolded(dir, name)
-      if (stored !== undefined) {
-        name = stored
-        child = dir.entries.get(stored)
-      }
-    }
+    const name = entryKey(volume, dir, pending[index])
+    const child = dir.entries.get(name)
     if (child === undefined) {
       if (last) return { found: false, parent: dir, name, path: pathOf(name), ancestors: ancestors(), trailing }
       return raise("ENOENT")
@@ -612,13 +629,6 @@ const resolve = (volume: Volume, input: string, follow: boolean): Found | Missin
     ancestors: ancestors(),
     trailing
   }
-}
-
-/** The name in `dir` that `name` matches without regard to case, if any. */
-const caseFolded = (dir: DirNode, name: string): string | undefined => {
-  const folded = name.toUpperCase()
-  for (const stored of dir.entries.keys()) if (stored.toUpperCase() === folded) return stored
-  return undefined
 }
 
 const existing = (volume: Volume, path: string, follow: boolean): Found => {
@@ -762,7 +772,9 @@ const cloneVolume = (volume: Volume, mode: CrashMode): Volume => {
     watchers: new Map(),
     nextWatcherId: 1,
     platform: volume.platform,
-    notices: []
+    notices: [],
+    fold: volume.fold,
+    stored: volume.stored
   }
 }
 
@@ -1504,6 +1516,18 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
   }
 }
 
+const nameRules = (options: MemoryFileSystemOptions | undefined): Pick<Volume, "fold" | "stored"> => {
+  // Windows' names compare without regard to case unless told otherwise, as NTFS's do by default.
+  const caseInsensitive = options?.caseInsensitive ?? options?.platform === "win32"
+  const decomposed = options?.normalization === "NFD"
+  if (!caseInsensitive && !decomposed) return { fold: undefined, stored: (name) => name }
+  return {
+    // Decomposed first, so a case mapping that composes (or not) compares alike.
+    fold: (name) => caseInsensitive ? name.normalize("NFD").toLowerCase().normalize("NFD") : name.normalize("NFD"),
+    stored: decomposed ? (name) => name.normalize("NFD") : (name) => name
+  }
+}
+
 /**
  * Creates an empty in-memory file system (holding only `/`, the `tmpdir` and
  * the `cwd`, plus any `files` given).
@@ -1520,6 +1544,8 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
  *
  * Mode bits are never enforced, `File.Info.dev` is always `1n`, and times come
  * from the `Clock` service, so under `it.effect` they follow the `TestClock`.
+ * With `caseInsensitive` or `normalization`, names are matched as a Darwin
+ * volume matches them; `readDirectory` lists the stored spellings.
  *
  * @category constructors
  * @since 0.1.0
@@ -1555,7 +1581,8 @@ export const makeMemoryFileSystem = (options?: MemoryFileSystemOptions): MemoryF
     watchers: new Map(),
     nextWatcherId: 1,
     platform,
-    notices: []
+    notices: [],
+    ...nameRules(options)
   }
   makeDirectoryPath(volume, volume.tmpdir, 0o755, 0)
   if (volume.tmpdir === "/tmp" && platform === "posix") (root.entries.get("tmp") as DirNode).mode = 0o1777
