@@ -258,7 +258,10 @@ export const makeReserve = (ctx: StoreContext) =>
         const recovered = yield* recoverSettlement(ctx, again, reservationLocation, claimPath)
         if (recovered !== undefined) return duplicateOf(reservationLocation, recovered)
         const offset = yield* claimedSidecarOffset(ctx, sidecar)
-        yield* replaceClaim(fs, path, claimPath, activeClaim(offset)).pipe(
+        // No directory fsync: a takeover a power cut loses brings back the
+        // expired claim, which frees the job again; settle makes the claim
+        // durable before it appends a receipt.
+        yield* replaceClaim(fs, path, claimPath, activeClaim(offset), { syncDirectory: false }).pipe(
           Effect.mapError(io),
           Effect.andThen(onAcquired(acquired)),
           Effect.uninterruptible

@@ -147,6 +147,13 @@ export const makeSettle = (ctx: StoreContext) =>
     )
     // The fsync of the settled claim's rename, once started.
     let claimsSynced: Fiber.Fiber<void, StoreIo> | undefined
+    // The active claim must be durable before the receipt can be: were its
+    // name lost to a power cut with the receipt kept, a new reserve would run
+    // the job again. Started now and awaited just before the append, so it
+    // runs while the lock is being taken.
+    const claimDurable = typeof reservation.claimPath === "string"
+      ? yield* Effect.forkChild(syncClaimsDirectory)
+      : undefined
 
     const locked = Effect.gen(function*() {
       const claim = yield* ownedClaim(ctx, reservation)
@@ -181,6 +188,7 @@ export const makeSettle = (ctx: StoreContext) =>
         const native = yield* ctx.observeNative(reservation.sessionFile, reservation)
         const current = yield* ctx.readSidecar(sidecar)
         const becomesCurrent = isSemanticCurrent(native, current, settled)
+        if (claimDurable !== undefined) yield* Fiber.join(claimDurable)
         appendAttempted = true
         const claimIo = storeIo("write job claim", reservation.claimPath)
         // The settled claim is written to its temp file while the append is
@@ -209,6 +217,14 @@ export const makeSettle = (ctx: StoreContext) =>
           )
         }).pipe(Effect.onError(() => Effect.suspend(() => (prepared ? discardClaim(fs, prepared) : Effect.void))))
         const settledClaim = prepared!
+        // A sidecar this append created is durable only once its directory
+        // is fsynced, and must be before a settled claim can point into it.
+        if (Option.isNone(existing)) {
+          yield* syncDirectory(fs, path.dirname(sidecar)).pipe(
+            Effect.mapError(storeIo("sync sidecar directory", sidecar)),
+            Effect.onError(() => discardClaim(fs, settledClaim))
+          )
+        }
         if (!(yield* Effect.onError(owns(ctx, reservation), () => discardClaim(fs, settledClaim)))) {
           yield* discardClaim(fs, settledClaim)
           return yield* fenced()
