@@ -264,7 +264,9 @@ export const makeSettle = (ctx: StoreContext) =>
     // `sidecarOffset` settles it on the next attempt or takeover.) Its
     // failure is still reported: the caller learns the settlement may not
     // survive a power cut, and a retry answers `Duplicate` once it is there.
-    yield* (claimsSynced === undefined ? syncClaimsDirectory : Fiber.join(claimsSynced))
+    // (An earlier attempt's receipt, finished by `completeSettlement`, was
+    // made durable there.)
+    if (claimsSynced !== undefined) yield* Fiber.join(claimsSynced)
     return result
   }, ctx.withTokens)
 
