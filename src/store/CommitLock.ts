@@ -17,7 +17,9 @@
  *   only one of them polls it and a held lock can pass from one to the
  *   next; the file still excludes other processes, unchanged on disk.
  * - Release runs on success, failure and interruption, and removes the file
- *   only if it still holds our token.
+ *   only if it still holds our token; the removal is fsynced, so a power cut
+ *   after a release never brings back a lock that, after the reboot, names
+ *   a boot that is gone (see docs/power-loss.md).
  * - A lock whose owner evidence proves its process dead (written in this
  *   process's own host, boot, PID and time namespace, pid gone or reused
  *   there; see `LockOwner`) is broken, under a per-token break file so two

@@ -11,7 +11,9 @@
  *   directory they planted can therefore never make the store change or
  *   create anything outside the root.
  * - A missing one is created with mode 0700, one level at a time (a
- *   creation raced by another process is checked like any other). One with
+ *   creation raced by another process is checked like any other), and its
+ *   parent fsynced, so a power cut cannot lose the directory with claims
+ *   or receipts later made durable inside it. One with
  *   another mode is made 0700 through a handle opened with `O_DIRECTORY |
  *   O_NOFOLLOW` (`fchmod`), after checking that the handle is the directory
  *   that was checked, so the mode change cannot land on anything swapped in

@@ -39,20 +39,18 @@ import { type ClaimRead, createClaimExclusive, readClaim, removeClaim, replaceCl
 import { claimPath as claimPathOf } from "./MirroredPath.js"
 import { ensurePrivateDirectories } from "./PrivateDirectory.js"
 import { randomToken } from "./RandomToken.js"
-import { claimedSidecarOffset, completeSettlement, receiptSinceClaim, recoverSettlement } from "./SettlementRecovery.js"
+import {
+  claimedSidecarOffset,
+  completeSettlement,
+  receiptSinceClaim,
+  recoverSettlement,
+  type ReservationLocation
+} from "./SettlementRecovery.js"
 import { readReceiptReference } from "./SidecarReader.js"
 import { locate, type LocationOverrides } from "./StoreConfig.js"
 import type { StoreContext } from "./StoreContext.js"
 
-/** Where a reservation's files are. @category models @since 0.1.0 */
-export interface ReservationLocation {
-  readonly jobId: string
-  readonly materializationPath: string
-  readonly sessionFile: string
-  readonly rarebitRoot: string
-  readonly sessionRoot: string
-  readonly allowExternalSession: boolean
-}
+export type { ReservationLocation }
 
 /** This worker now holds the job's lease. @category models @since 0.1.0 */
 export interface Acquired extends ReservationLocation {

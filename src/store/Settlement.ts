@@ -13,6 +13,10 @@
  * follows the second lease check, and is removed if that check fails.)
  *
  * Guarantees:
+ * - The claims directory is fsynced before the receipt is appended, so no
+ *   power cut keeps the receipt and loses the active claim that lets a
+ *   takeover find it. A sidecar the append created has its directory
+ *   fsynced before the settled claim can point into it.
  * - When `settle` returns, receipt and head are fsynced in the sidecar, and
  *   the settled claim has been renamed into place and its directory fsynced
  *   (that fsync starts right after the rename and is awaited once the lock

@@ -107,8 +107,9 @@ export const scenarios: ReadonlyArray<Scenario> = [
     receipt: currentSummary,
     finalCurrent: JOB1,
     // The root and three private directories created, each by one mkdir with
-    // mode 0700 (jobs-v4, materializations-v4, the Session's mirrored folder),
-    // then the exclusive claim: temp open, write, fsync, link, temp removal.
+    // mode 0700 (jobs-v4, materializations-v4, the Session's mirrored folder)
+    // and an fsync of its parent, then the exclusive claim: temp open, write,
+    // fsync, link, temp removal.
     expectedPoints: 14
   },
   {
@@ -133,8 +134,8 @@ export const scenarios: ReadonlyArray<Scenario> = [
     job: JOB1,
     receipt: currentSummary,
     finalCurrent: JOB1,
-    // Reserve finds the claim by reading it (no failed create), then lock 6, claim replace 5
-    // (temp open, write, fsync, rename, directory fsync); then settle 15.
+    // Reserve finds the claim by reading it (no failed create), then lock 7, claim replace 4
+    // (temp open, write, fsync, rename: no directory fsync, settle makes it durable); then settle 17.
     expectedPoints: 29
   },
   {
@@ -146,8 +147,9 @@ export const scenarios: ReadonlyArray<Scenario> = [
     job: JOB1,
     receipt: currentSummary,
     finalCurrent: JOB1,
-    // Settle: lock 6 (temp open, write, fsync, link, temp removal, release), append 4 (open, write, fsync, chmod),
-    // settled claim 5.
+    // Settle: the claims directory fsync (the active claim durable before the receipt), lock 7 (temp open,
+    // write, fsync, link, temp removal, release, directory fsync), append 4 (open, write, fsync, chmod),
+    // settled claim 5 (temp open, write, fsync, rename, directory fsync).
     expectedPoints: 18
   },
   {
@@ -183,7 +185,7 @@ export const scenarios: ReadonlyArray<Scenario> = [
     job: JOB1,
     receipt: currentSummary,
     finalCurrent: JOB1,
-    // Lock 6 plus the claim removal.
+    // Lock 7 plus the claim removal.
     expectedPoints: 9
   },
   {
@@ -195,7 +197,7 @@ export const scenarios: ReadonlyArray<Scenario> = [
     job: JOB1,
     receipt: currentSummary,
     finalCurrent: JOB1,
-    // Settle 15, plus a failed link, the break file, the dead lock's removal, the break file's removal and a
+    // Settle 17, plus a failed link, the break file, the dead lock's removal, the break file's removal and a
     // second link.
     expectedPoints: 22
   },
@@ -222,7 +224,7 @@ export const scenarios: ReadonlyArray<Scenario> = [
     job: JOB1,
     receipt: currentSummary,
     finalCurrent: JOB1,
-    // Reserve without a new claim (it reads the existing one): lock 6 + 4 to break the dead one, settled claim 5.
+    // Reserve without a new claim (it reads the existing one): lock 7 + 4 to break the dead one, settled claim 5.
     expectedPoints: 17
   },
   {
@@ -236,7 +238,7 @@ export const scenarios: ReadonlyArray<Scenario> = [
     receipt: currentSummary,
     finalCurrent: JOB1,
     // Reserve on an empty root 13 (the directories, each followed by an fsync of its parent); settle: the
-    // claims directory fsync, lock 6, append 4 creating the sidecar, its directory's fsync, settled claim 5.
+    // claims directory fsync, lock 7, append 4 creating the sidecar, its directory's fsync, settled claim 5.
     expectedPoints: 32
   },
   {
@@ -248,7 +250,7 @@ export const scenarios: ReadonlyArray<Scenario> = [
     job: JOB1,
     receipt: currentSummary,
     finalCurrent: JOB1,
-    // Reserve 5, then settle 16 (the claims directory fsync before the append).
+    // Reserve 5, then settle 17.
     expectedPoints: 23
   },
   {
@@ -276,7 +278,7 @@ export const scenarios: ReadonlyArray<Scenario> = [
     job: JOB1,
     receipt: currentSummary,
     finalCurrent: JOB1,
-    // The lock was lost with the power: lock 6 and the settled claim 5.
+    // The lock was lost with the power: lock 7 and the settled claim 5.
     expectedPoints: 13
   }
 ]
