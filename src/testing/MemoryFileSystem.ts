@@ -55,8 +55,10 @@
  * `crashImage("power", loss)` is what a power cut leaves: each file holds its
  * last synced bytes (a never-synced file is empty), and of the directory
  * operations still pending (`pendingDirectoryOperations`), those `loss`
- * names are undone: an entry gets back what it named before the first lost
- * operation, unless a later kept one set it. A lost unlink brings a name
+ * names are undone: each entry they changed names what the last kept one
+ * left there, or, when all are lost, what it named before them. The log of
+ * pending operations lives as long as the file system (an fsync of a
+ * directory empties it of that directory's). A lost unlink brings a name
  * back; a file or directory whose every name is lost vanishes, its data and
  * contents with it. Both return a fresh file system with no open handles,
  * zeroed sync counters and nothing pending.
