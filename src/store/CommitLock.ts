@@ -17,7 +17,9 @@
  *   only one of them polls it and a held lock can pass from one to the
  *   next; the file still excludes other processes, unchanged on disk.
  * - Release runs on success, failure and interruption, and removes the file
- *   only if it still holds our token.
+ *   only if it still holds our token; the removal is fsynced, so a power cut
+ *   after a release never brings back a lock that, after the reboot, names
+ *   a boot that is gone (see docs/power-loss.md).
  * - A lock whose owner evidence proves its process dead (written in this
  *   process's own host, boot, PID and time namespace, pid gone or reused
  *   there; see `LockOwner`) is broken, under a per-token break file so two
@@ -58,7 +60,7 @@ import { parseJsonOrNull } from "../protocol/internal/JsonParse.js"
 import { memberOf } from "../protocol/internal/JsonShape.js"
 import { decodeUtf8 } from "../protocol/internal/Utf8.js"
 import { MAX_LOCK_FILE_BYTES } from "../protocol/Limits.js"
-import { installExclusive, removeIfPresent, writeDurableTemp } from "./DurableFile.js"
+import { installExclusive, removeIfPresent, syncDirectory, writeDurableTemp } from "./DurableFile.js"
 import { LockHeld, type StoreIo, storeIo } from "./Errors.js"
 import { isOwnEvidence, LockOwner, type OwnerEvidence, ownerEvidenceOf } from "./LockOwner.js"
 import * as LockQueues from "./LockQueues.js"
@@ -154,6 +156,12 @@ const readJsonFile = (fs: FileSystem, path: string): Effect.Effect<unknown, Plat
     (read) => read._tag === "Absent" ? undefined : read._tag === "Read" ? read.content : null
   )
 
+/** The directory a lock file is in. */
+const directoryOf = (lockPath: string): string => {
+  const slash = lockPath.lastIndexOf("/")
+  return slash < 0 ? "." : slash === 0 ? "/" : lockPath.slice(0, slash)
+}
+
 /**
  * Removes `lockPath` only if it still holds `token`.
  *
@@ -162,7 +170,13 @@ const readJsonFile = (fs: FileSystem, path: string): Effect.Effect<unknown, Plat
 export const releaseFileLock: (fs: FileSystem, lockPath: string, token: string) => Effect.Effect<void, StoreIo> = Effect
   .fnUntraced(function*(fs: FileSystem, lockPath: string, token: string) {
     const current = yield* readJsonFile(fs, lockPath)
-    if (memberOf(current, "token") === token) yield* removeIfPresent(fs, lockPath)
+    if (memberOf(current, "token") !== token) return
+    yield* removeIfPresent(fs, lockPath)
+    // A removal a power cut loses brings the lock back; after the reboot its
+    // owner's evidence names another boot, and it is never broken (only
+    // `rarebit-store unlock` removes it). Its link may be durable already:
+    // any fsync of the directory while it was held made it so.
+    yield* syncDirectory(fs, directoryOf(lockPath))
   }, (effect, _fs, lockPath) => Effect.mapError(effect, storeIo("release commit lock", lockPath)))
 
 /**

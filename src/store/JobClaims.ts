@@ -5,9 +5,9 @@
  * - A claim appears whole or not at all: it is written to a private temp
  *   file, fsynced, then hard-linked into place for an exclusive create (or,
  *   where hard links are unsupported, renamed over an empty placeholder
- *   made with `wx`: see `DurableFile`), or
- *   renamed over the old claim (and the directory fsynced) for a
- *   replacement. Readers, ours or the reference's, never see a partial claim
+ *   made with `wx`: see `DurableFile`), or renamed over the old claim for a
+ *   replacement (and the directory fsynced, unless the caller makes it
+ *   durable later or does not need it). Readers, ours or the reference's, never see a partial claim
  *   written by us.
  * - Reading is lenient like the reference (any JSON value is returned), and
  *   an empty or unparsable claim — which the reference can leave, since it

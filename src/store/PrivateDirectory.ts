@@ -11,7 +11,9 @@
  *   directory they planted can therefore never make the store change or
  *   create anything outside the root.
  * - A missing one is created with mode 0700, one level at a time (a
- *   creation raced by another process is checked like any other). One with
+ *   creation raced by another process is checked like any other), and its
+ *   parent fsynced, so a power cut cannot lose the directory with claims
+ *   or receipts later made durable inside it. One with
  *   another mode is made 0700 through a handle opened with `O_DIRECTORY |
  *   O_NOFOLLOW` (`fchmod`), after checking that the handle is the directory
  *   that was checked, so the mode change cannot land on anything swapped in
@@ -60,8 +62,9 @@ import type { Path } from "effect/Path"
 import type { PlatformError } from "effect/PlatformError"
 import { errnoOf } from "../io/ErrnoCode.js"
 import { handleChmodOf, platformTraitsOf, processUidOf } from "../io/NonBlockingOpen.js"
-import { describeType, openDirectory } from "../io/RegularFile.js"
+import { describeType, type NotDirectory, openDirectory } from "../io/RegularFile.js"
 import { fileIdentity } from "../protocol/internal/FileInfo.js"
+import { syncDirectory } from "./DurableFile.js"
 import { type StoreIo, storeIo, UnsafeDirectory } from "./Errors.js"
 
 // Failures in resolving a path: every later call through the same
@@ -146,6 +149,13 @@ const makePrivate = (fs: FileSystem, directory: string, checked: File.Info, uid:
 type Walk = Effect.Effect<void, UnsafeDirectory | StoreIo>
 
 /**
+ * The rarebit root and its parents may be symlinks (the user's choice, or
+ * the system's, as `/tmp` on macOS): their directory is fsynced through
+ * `<dir>/.`, which the no-follow open of `syncDirectory` resolves.
+ */
+const throughLinks = (directory: string): string => `${directory}/.`
+
+/**
  * Accepts `info` (an `lstat` of `directory`) as one of ours, making it 0700
  * if it is not (where modes are POSIX modes: elsewhere there is nothing a
  * chmod could do).
@@ -200,14 +210,16 @@ const checkExisting = (
  */
 const ensureComponents: (
   fs: FileSystem,
+  root: string,
   components: ReadonlyArray<string>,
   uid: number | undefined,
-  createRoot: Effect.Effect<void, PlatformError>
+  createRoot: Effect.Effect<void, PlatformError | NotDirectory>
 ) => Walk = Effect.fnUntraced(function*(
   fs: FileSystem,
+  root: string,
   components: ReadonlyArray<string>,
   uid: number | undefined,
-  createRoot: Effect.Effect<void, PlatformError>
+  createRoot: Effect.Effect<void, PlatformError | NotDirectory>
 ) {
   const io = (directory: string) => storeIo(CREATE_PRIVATE_DIRECTORY, directory)
   // From the target up to the deepest component that is there: one `lstat`
@@ -236,12 +248,19 @@ const ensureComponents: (
   for (let index = deepest + 1; index < components.length; index++) {
     const directory = components[index]
     // Created here, or by a racing process: either way it is checked as found.
-    const info = yield* fs.makeDirectory(directory, { mode: 0o700 }).pipe(
-      Effect.catchReason("PlatformError", "AlreadyExists", () => Effect.void),
-      Effect.andThen(fs.lstat(directory)),
+    const created = yield* fs.makeDirectory(directory, { mode: 0o700 }).pipe(
+      Effect.as(true),
+      Effect.catchReason("PlatformError", "AlreadyExists", () => Effect.succeed(false)),
       Effect.mapError(io(directory))
     )
+    const info = yield* Effect.mapError(fs.lstat(directory), io(directory))
     yield* checkFound(fs, directory, info, uid, CREATE_PRIVATE_DIRECTORY)
+    // A power cut may lose a new directory's name, and with it every claim or
+    // receipt later made durable inside it, until its parent is fsynced.
+    if (created) {
+      const parent = index === 0 ? throughLinks(root) : components[index - 1]
+      yield* Effect.mapError(syncDirectory(fs, parent), io(parent))
+    }
   }
 })
 
@@ -290,17 +309,23 @@ export const ensurePrivateDirectories = (
     // the usual call, on an existing store, costs one `lstat` per component and nothing more.
     let rootExists = false
     const createRoot = Effect.suspend(() =>
-      rootExists || root === undefined ?
-        Effect.void :
-        Effect.map(fs.makeDirectory(root, { recursive: true, mode: 0o700 }), () => {
-          rootExists = true
-        })
+      rootExists || root === undefined ? Effect.void : Effect.gen(function*() {
+        // The root and any missing parents: each new name is durable only once its parent is fsynced.
+        const missing: Array<string> = []
+        for (let at = root; (yield* lstatIfPresent(fs, at)) === undefined; at = path.dirname(at)) {
+          missing.unshift(at)
+          if (path.dirname(at) === at) break
+        }
+        yield* fs.makeDirectory(root, { recursive: true, mode: 0o700 })
+        for (const created of missing) yield* syncDirectory(fs, throughLinks(path.dirname(created)))
+        rootExists = true
+      })
     )
     return Effect.forEach(directories, (directory) => {
       const components = root === undefined ? undefined : componentsOf(path, root, directory)
       if (components === undefined) return options.create ? makeAsReference(fs, directory) : Effect.void
       return options.create
-        ? ensureComponents(fs, components, uid, createRoot)
+        ? ensureComponents(fs, root!, components, uid, createRoot)
         : checkExisting(fs, components, uid, "check private directory")
     }, { discard: true })
   })

@@ -39,20 +39,18 @@ import { type ClaimRead, createClaimExclusive, readClaim, removeClaim, replaceCl
 import { claimPath as claimPathOf } from "./MirroredPath.js"
 import { ensurePrivateDirectories } from "./PrivateDirectory.js"
 import { randomToken } from "./RandomToken.js"
-import { claimedSidecarOffset, completeSettlement, receiptSinceClaim, recoverSettlement } from "./SettlementRecovery.js"
+import {
+  claimedSidecarOffset,
+  completeSettlement,
+  receiptSinceClaim,
+  recoverSettlement,
+  type ReservationLocation
+} from "./SettlementRecovery.js"
 import { readReceiptReference } from "./SidecarReader.js"
 import { locate, type LocationOverrides } from "./StoreConfig.js"
 import type { StoreContext } from "./StoreContext.js"
 
-/** Where a reservation's files are. @category models @since 0.1.0 */
-export interface ReservationLocation {
-  readonly jobId: string
-  readonly materializationPath: string
-  readonly sessionFile: string
-  readonly rarebitRoot: string
-  readonly sessionRoot: string
-  readonly allowExternalSession: boolean
-}
+export type { ReservationLocation }
 
 /** This worker now holds the job's lease. @category models @since 0.1.0 */
 export interface Acquired extends ReservationLocation {
@@ -260,7 +258,10 @@ export const makeReserve = (ctx: StoreContext) =>
         const recovered = yield* recoverSettlement(ctx, again, reservationLocation, claimPath)
         if (recovered !== undefined) return duplicateOf(reservationLocation, recovered)
         const offset = yield* claimedSidecarOffset(ctx, sidecar)
-        yield* replaceClaim(fs, path, claimPath, activeClaim(offset)).pipe(
+        // No directory fsync: a takeover a power cut loses brings back the
+        // expired claim, which frees the job again; settle makes the claim
+        // durable before it appends a receipt.
+        yield* replaceClaim(fs, path, claimPath, activeClaim(offset), { syncDirectory: false }).pipe(
           Effect.mapError(io),
           Effect.andThen(onAcquired(acquired)),
           Effect.uninterruptible

@@ -13,6 +13,10 @@
  * follows the second lease check, and is removed if that check fails.)
  *
  * Guarantees:
+ * - The claims directory is fsynced before the receipt is appended, so no
+ *   power cut keeps the receipt and loses the active claim that lets a
+ *   takeover find it. A sidecar the append created has its directory
+ *   fsynced before the settled claim can point into it.
  * - When `settle` returns, receipt and head are fsynced in the sidecar, and
  *   the settled claim has been renamed into place and its directory fsynced
  *   (that fsync starts right after the rename and is awaited once the lock
@@ -147,6 +151,13 @@ export const makeSettle = (ctx: StoreContext) =>
     )
     // The fsync of the settled claim's rename, once started.
     let claimsSynced: Fiber.Fiber<void, StoreIo> | undefined
+    // The active claim must be durable before the receipt can be: were its
+    // name lost to a power cut with the receipt kept, a new reserve would run
+    // the job again. Started now and awaited just before the append, so it
+    // runs while the lock is being taken.
+    const claimDurable = typeof reservation.claimPath === "string"
+      ? yield* Effect.forkChild(syncClaimsDirectory)
+      : undefined
 
     const locked = Effect.gen(function*() {
       const claim = yield* ownedClaim(ctx, reservation)
@@ -183,6 +194,7 @@ export const makeSettle = (ctx: StoreContext) =>
         const native = yield* ctx.observeNative(canonical.sessionFile, canonical.location)
         const current = yield* ctx.readSidecar(sidecar)
         const becomesCurrent = isSemanticCurrent(native, current, settled)
+        if (claimDurable !== undefined) yield* Fiber.join(claimDurable)
         appendAttempted = true
         const claimIo = storeIo("write job claim", reservation.claimPath)
         // The settled claim is written to its temp file while the append is
@@ -211,6 +223,14 @@ export const makeSettle = (ctx: StoreContext) =>
           )
         }).pipe(Effect.onError(() => Effect.suspend(() => (prepared ? discardClaim(fs, prepared) : Effect.void))))
         const settledClaim = prepared!
+        // A sidecar this append created is durable only once its directory
+        // is fsynced, and must be before a settled claim can point into it.
+        if (Option.isNone(existing)) {
+          yield* syncDirectory(fs, path.dirname(sidecar)).pipe(
+            Effect.mapError(storeIo("sync sidecar directory", sidecar)),
+            Effect.onError(() => discardClaim(fs, settledClaim))
+          )
+        }
         if (!(yield* Effect.onError(owns(ctx, reservation), () => discardClaim(fs, settledClaim)))) {
           yield* discardClaim(fs, settledClaim)
           return yield* fenced()
@@ -250,7 +270,9 @@ export const makeSettle = (ctx: StoreContext) =>
     // `sidecarOffset` settles it on the next attempt or takeover.) Its
     // failure is still reported: the caller learns the settlement may not
     // survive a power cut, and a retry answers `Duplicate` once it is there.
-    yield* (claimsSynced === undefined ? syncClaimsDirectory : Fiber.join(claimsSynced))
+    // (An earlier attempt's receipt, finished by `completeSettlement`, was
+    // made durable there.)
+    if (claimsSynced !== undefined) yield* Fiber.join(claimsSynced)
     return result
   }, ctx.withTokens)
 

@@ -39,7 +39,6 @@ import type { Receipt } from "../protocol/Receipt.js"
 import { isSemanticCurrent } from "./CurrentHead.js"
 import { HistoryUnreadable, StoreIo, storeIo } from "./Errors.js"
 import { type ClaimRead, replaceClaim } from "./JobClaims.js"
-import type { ReservationLocation } from "./Reservation.js"
 import { appendToSidecar } from "./SidecarAppend.js"
 import { type HistoryPage, type HistoryRecord, readReceiptReference, readSidecarHistoryPage } from "./SidecarReader.js"
 import type { StoreContext } from "./StoreContext.js"
@@ -52,6 +51,23 @@ import type { StoreContext } from "./StoreContext.js"
  * @since 0.1.0
  */
 export const RECOVERY_WINDOW_BYTES = 4 * MAX_HISTORY_BYTES
+
+/**
+ * Where a reservation's files are. Defined here, where recovery needs it,
+ * and re-exported by `Reservation`, so the two modules do not import each
+ * other.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface ReservationLocation {
+  readonly jobId: string
+  readonly materializationPath: string
+  readonly sessionFile: string
+  readonly rarebitRoot: string
+  readonly sessionRoot: string
+  readonly allowExternalSession: boolean
+}
 
 /** A job's receipt found in its sidecar, with the exact range it occupies. @category models @since 0.1.0 */
 export interface FoundReceipt {

@@ -44,13 +44,24 @@
  * many zero or random bytes as asked. Data written into a FIFO is not
  * modelled (such a write dies saying so).
  *
- * Crash model: directory operations (create, rename, unlink, chmod, symlink)
- * are durable as soon as they return; file data is durable only up to the last
- * `File.sync` on a handle to that file. `crashImage("process")` is what a
- * SIGKILL leaves (every completed write, since the kernel keeps its page
- * cache); `crashImage("power")` is what a power cut leaves (each file holds its
- * last synced bytes, so a never-synced file is empty). Both return a fresh
- * file system with no open handles and zeroed sync counters.
+ * Crash model: file data is durable only up to the last `File.sync` on a
+ * handle to that file; a directory operation (create, mkdir, link, symlink,
+ * mknod, unlink, rename) only once a directory it changed is fsynced (a
+ * `File.sync` on a handle to that directory), as on ext4, XFS, btrfs and
+ * APFS. A rename changes two entries and is lost or kept whole; across
+ * directories, an fsync of either one makes it durable. Attributes (mode,
+ * owner, times) are kept. `crashImage("process")` is what a SIGKILL leaves
+ * (every completed write and operation, since the kernel keeps its caches);
+ * `crashImage("power", loss)` is what a power cut leaves: each file holds its
+ * last synced bytes (a never-synced file is empty), and of the directory
+ * operations still pending (`pendingDirectoryOperations`), those `loss`
+ * names are undone: each entry they changed names what the last kept one
+ * left there, or, when all are lost, what it named before them. The log of
+ * pending operations lives as long as the file system (an fsync of a
+ * directory empties it of that directory's). A lost unlink brings a name
+ * back; a file or directory whose every name is lost vanishes, its data and
+ * contents with it. Both return a fresh file system with no open handles,
+ * zeroed sync counters and nothing pending.
  *
  * Platform profile (`platform: "win32"`): Windows as Node's libuv shows it,
  * for running the store's bodies as they would run there. Names are looked
@@ -156,6 +167,31 @@ export type CharacterDeviceKind = "zero" | "urandom" | "null"
 export type CrashMode = "process" | "power"
 
 /**
+ * Which directory operations a `"power"` image loses, of those no directory
+ * fsync had made durable (`pendingDirectoryOperations`): `"none"` (the
+ * default), `"all"`, or the ones at the given indices.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type DirectoryLoss = "none" | "all" | { readonly lost: ReadonlyArray<number> }
+
+/**
+ * A directory operation no fsync of a directory it changed has made durable
+ * yet, as `pendingDirectoryOperations` lists it.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface PendingDirectoryOperation {
+  /** Its position in the list, as a `DirectoryLoss` names it. */
+  readonly index: number
+  readonly method: "create" | "mkdir" | "link" | "symlink" | "mknod" | "unlink" | "rename"
+  /** The entries it changed (for a rename, the source then the target), by their directory's path now. */
+  readonly paths: ReadonlyArray<string>
+}
+
+/**
  * One node of the tree as `snapshot` reports it.
  *
  * @category models
@@ -219,8 +255,14 @@ export interface MemoryFileSystemShape extends FileSystem.FileSystem {
   readonly openDescriptors: () => ReadonlyArray<MemoryDescriptor>
   /** Watchers (`watch` streams) whose scope has not closed yet, in the order they were made. */
   readonly openWatchers: () => ReadonlyArray<MemoryWatcherInfo>
-  /** A new file system holding what a crash of the given kind leaves behind. */
-  readonly crashImage: (mode: CrashMode) => MemoryFileSystemShape
+  /**
+   * A new file system holding what a crash of the given kind leaves behind;
+   * a `"power"` image also loses the directory operations `loss` names
+   * (default `"none"`; a `"process"` image ignores it).
+   */
+  readonly crashImage: (mode: CrashMode, loss?: DirectoryLoss) => MemoryFileSystemShape
+  /** The directory operations a power cut now may lose, oldest first. */
+  readonly pendingDirectoryOperations: () => ReadonlyArray<PendingDirectoryOperation>
   /** `mkfifo(path, mode)`: a named pipe (default mode 0644 before the umask); `EEXIST` if the path exists. */
   readonly makeFifo: (path: string, mode?: number) => Effect.Effect<void, PlatformError.PlatformError>
   /** `mknod` of a character device behaving like `/dev/<kind>` (mode 0666); `EEXIST` if the path exists. */
@@ -324,6 +366,26 @@ interface Volume {
   readonly fold: ((name: string) => string) | undefined
   /** The spelling a new entry is stored under. */
   readonly stored: (name: string) => string
+  /** Directory operations no directory fsync has made durable yet, oldest first (see `crashImage`). */
+  readonly pending: Array<DirectoryOperation>
+}
+
+/** One entry of a directory set by an operation: what it named before and after. */
+interface EntryChange {
+  readonly dir: DirNode
+  readonly name: string
+  readonly before: Node | undefined
+  readonly after: Node | undefined
+}
+
+/**
+ * A directory operation a power cut may lose, whole: every entry it changed
+ * keeps its old value, or every one its new value (a rename is both its
+ * unlink of the source and its link of the target).
+ */
+interface DirectoryOperation {
+  readonly method: PendingDirectoryOperation["method"]
+  changes: Array<EntryChange>
 }
 
 /**
@@ -679,7 +741,99 @@ const noticeDropped = (volume: Volume, node: Node) => {
   noticeSelf(volume, node, "rename", true)
 }
 
+// ---- directory durability: what a power cut may lose -----------------------
+
+/** Records a directory operation as pending until a directory it changed is fsynced. */
+const recordPending = (
+  volume: Volume,
+  method: PendingDirectoryOperation["method"],
+  changes: Array<EntryChange>
+): void => {
+  volume.pending.push({ method, changes })
+}
+
+const methodOfCreation = (node: Node): PendingDirectoryOperation["method"] =>
+  node.kind === "Directory"
+    ? "mkdir"
+    : node.kind === "SymbolicLink"
+    ? "symlink"
+    : node.kind === "File"
+    ? node.links > 1 ? "link" : "create"
+    : "mknod"
+
+/**
+ * An fsync of `dir`: every pending operation that changed it is durable
+ * now (a rename across directories by an fsync of either, as on ext4). An
+ * earlier pending operation no longer decides an entry a durable one set
+ * later, so that entry is dropped from it.
+ */
+const commitDirectory = (volume: Volume, dir: DirNode): void => {
+  const settled = new Map<DirNode, Set<string>>()
+  const kept: Array<DirectoryOperation> = []
+  for (let index = volume.pending.length - 1; index >= 0; index--) {
+    const operation = volume.pending[index]
+    if (operation.changes.some((change) => change.dir === dir)) {
+      for (const change of operation.changes) {
+        const names = settled.get(change.dir) ?? new Set<string>()
+        names.add(change.name)
+        settled.set(change.dir, names)
+      }
+      continue
+    }
+    operation.changes = operation.changes.filter((change) => settled.get(change.dir)?.has(change.name) !== true)
+    if (operation.changes.length > 0) kept.push(operation)
+  }
+  volume.pending.length = 0
+  volume.pending.push(...kept.reverse())
+}
+
+/** Where each directory of the tree is, for naming pending operations. */
+const directoryPaths = (volume: Volume): Map<DirNode, string> => {
+  const paths = new Map<DirNode, string>([[volume.root, ""]])
+  const visit = (dir: DirNode, path: string): void => {
+    for (const [name, child] of dir.entries) {
+      if (child.kind === "Directory" && !paths.has(child)) {
+        paths.set(child, `${path}/${name}`)
+        visit(child, `${path}/${name}`)
+      }
+    }
+  }
+  visit(volume.root, "")
+  return paths
+}
+
+const pendingOperations = (volume: Volume): ReadonlyArray<PendingDirectoryOperation> => {
+  const paths = directoryPaths(volume)
+  return volume.pending.map((operation, index) => ({
+    index,
+    method: operation.method,
+    paths: operation.changes.map((change) => `${paths.get(change.dir) ?? "(gone)"}/${change.name}`)
+  }))
+}
+
+/**
+ * The entries a power cut changes back, per directory: for each entry a
+ * pending operation changed, the value the last kept operation gave it, or
+ * the one it had before the first of them when all of them are lost.
+ */
+const lostEntries = (volume: Volume, loss: DirectoryLoss): Map<DirNode, Map<string, Node | undefined>> => {
+  const overrides = new Map<DirNode, Map<string, Node | undefined>>()
+  if (loss === "none") return overrides
+  const lost = loss === "all" ? undefined : new Set(loss.lost)
+  volume.pending.forEach((operation, index) => {
+    const kept = lost !== undefined && !lost.has(index)
+    for (const change of operation.changes) {
+      const entries = overrides.get(change.dir) ?? new Map<string, Node | undefined>()
+      overrides.set(change.dir, entries)
+      if (!entries.has(change.name)) entries.set(change.name, change.before)
+      if (kept) entries.set(change.name, change.after)
+    }
+  })
+  return overrides
+}
+
 const attach = (volume: Volume, parent: DirNode, name: string, node: Node, now: number): void => {
+  recordPending(volume, methodOfCreation(node), [{ dir: parent, name, before: parent.entries.get(name), after: node }])
   parent.entries.set(name, node)
   parent.mtime = now
   noticeEntry(volume, parent, name, "rename")
@@ -687,6 +841,7 @@ const attach = (volume: Volume, parent: DirNode, name: string, node: Node, now: 
 
 const detach = (volume: Volume, parent: DirNode, name: string, now: number): void => {
   const node = parent.entries.get(name)
+  recordPending(volume, "unlink", [{ dir: parent, name, before: node, after: undefined }])
   parent.entries.delete(name)
   parent.mtime = now
   noticeEntry(volume, parent, name, "rename")
@@ -725,8 +880,11 @@ const uniqueName = (volume: Volume, length: number): string => {
   return name
 }
 
-const cloneVolume = (volume: Volume, mode: CrashMode): Volume => {
+const cloneVolume = (volume: Volume, mode: CrashMode, loss: DirectoryLoss = "none"): Volume => {
   const copies = new Map<Node, Node>()
+  const overrides = mode === "power" ? lostEntries(volume, loss) : new Map<DirNode, Map<string, Node | undefined>>()
+  // Link counts are those of the image: a lost link or unlink changes them.
+  const links = new Map<Node, number>()
   const copy = (node: Node): Node => {
     const known = copies.get(node)
     if (known !== undefined) return known
@@ -752,13 +910,24 @@ const cloneVolume = (volume: Volume, mode: CrashMode): Volume => {
       case "Directory": {
         const dir: DirNode = { ...node, entries: new Map() }
         copies.set(node, dir)
-        for (const [name, child] of node.entries) dir.entries.set(name, copy(child))
+        const entries = new Map(node.entries)
+        for (const [name, value] of overrides.get(node) ?? []) {
+          if (value === undefined) entries.delete(name)
+          else entries.set(name, value)
+        }
+        for (const [name, child] of entries) {
+          const copied = copy(child)
+          links.set(copied, (links.get(copied) ?? 0) + 1)
+          dir.entries.set(name, copied)
+        }
         return dir
       }
     }
   }
+  const root = copy(volume.root) as DirNode
+  for (const [node, count] of links) if (node.kind !== "Directory") node.links = count
   return {
-    root: copy(volume.root) as DirNode,
+    root,
     nextIno: volume.nextIno,
     nextFd: volume.nextFd,
     nameCounter: volume.nameCounter,
@@ -774,7 +943,8 @@ const cloneVolume = (volume: Volume, mode: CrashMode): Volume => {
     platform: volume.platform,
     notices: [],
     fold: volume.fold,
-    stored: volume.stored
+    stored: volume.stored,
+    pending: []
   }
 }
 
@@ -1135,6 +1305,7 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
         if (volume.platform === "win32" && handle.node.kind === "Directory") return raise("EPERM")
         volume.syncs.set(handle.path, (volume.syncs.get(handle.path) ?? 0) + 1)
         if (handle.node.kind === "File") handle.node.durable = contents(handle.node)
+        if (handle.node.kind === "Directory") commitDirectory(volume, handle.node)
       }),
       seek: (offset, from) =>
         Effect.suspend(() => {
@@ -1376,6 +1547,10 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
         // no observer ever sees the target name missing.
         const replaced = target.found ? target.node : undefined
         if (replaced !== undefined && replaced.kind !== "Directory") replaced.links--
+        recordPending(volume, "rename", [
+          { dir: source.parent, name: source.name, before: node, after: undefined },
+          { dir: target.parent!, name: target.name, before: replaced, after: node }
+        ])
         target.parent!.entries.set(target.name, node)
         target.parent!.mtime = now
         source.parent.entries.delete(source.name)
@@ -1512,7 +1687,8 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
     syncCount: (path) => volume.syncs.get(absoluteFrom(volume.cwd, path)) ?? 0,
     openDescriptors: () => [...volume.handles.values()].map(({ fd, flag, path }) => ({ fd, path, flag })),
     openWatchers: () => [...volume.watchers.values()].map(({ active, path }) => ({ path, active })),
-    crashImage: (mode) => fromVolume(cloneVolume(volume, mode))
+    crashImage: (mode, loss) => fromVolume(cloneVolume(volume, mode, loss)),
+    pendingDirectoryOperations: () => pendingOperations(volume)
   }
 }
 
@@ -1582,7 +1758,8 @@ export const makeMemoryFileSystem = (options?: MemoryFileSystemOptions): MemoryF
     nextWatcherId: 1,
     platform,
     notices: [],
-    ...nameRules(options)
+    ...nameRules(options),
+    pending: []
   }
   makeDirectoryPath(volume, volume.tmpdir, 0o755, 0)
   if (volume.tmpdir === "/tmp" && platform === "posix") (root.entries.get("tmp") as DirNode).mode = 0o1777
@@ -1599,6 +1776,8 @@ export const makeMemoryFileSystem = (options?: MemoryFileSystemOptions): MemoryF
     file.durable = contents(file)
     attach(volume, result.parent, result.name, file, 0)
   }
+  // The tree a file system starts with is on disk already.
+  volume.pending.length = 0
   return fromVolume(volume)
 }
 

@@ -9,8 +9,8 @@ import { Effect, Exit, FileSystem, type Path, type Scope } from "effect"
 import { TestClock } from "effect/testing"
 import type { ReceiptInput } from "../../src/protocol/Receipt.js"
 import type { Acquired } from "../../src/store/Reservation.js"
-import { makeFaultFileSystem } from "../../src/testing/FaultFileSystem.js"
-import type { MemoryFileSystemShape } from "../../src/testing/MemoryFileSystem.js"
+import { type FaultFileSystemShape, makeFaultFileSystem } from "../../src/testing/FaultFileSystem.js"
+import type { DirectoryLoss, MemoryFileSystemShape } from "../../src/testing/MemoryFileSystem.js"
 import {
   acquire,
   asWorker,
@@ -50,8 +50,12 @@ export interface Scenario {
   readonly expectedPoints: number
   /** The root starts empty: no job 0 and no directories. */
   readonly unseeded?: boolean
-  /** Whether the program settles (appends a receipt and writes a settled claim). */
+  /** Whether the program settles (appends a receipt and writes a settled claim); its settle returns last. */
   readonly settles: boolean
+  /** Whether the job is settled once the program returned (a settle, or a reserve answering `Duplicate`). */
+  readonly settledWhenDone?: boolean
+  /** The setup ends in a power cut losing these directory operations, rather than with everything on disk. */
+  readonly powerCut?: DirectoryLoss
   /** What the crash-free program must return. */
   readonly expect?: (result: unknown) => void
 }
@@ -103,9 +107,10 @@ export const scenarios: ReadonlyArray<Scenario> = [
     receipt: currentSummary,
     finalCurrent: JOB1,
     // The root and three private directories created, each by one mkdir with
-    // mode 0700 (jobs-v4, materializations-v4, the Session's mirrored folder),
-    // then the exclusive claim: temp open, write, fsync, link, temp removal.
-    expectedPoints: 10
+    // mode 0700 (jobs-v4, materializations-v4, the Session's mirrored folder)
+    // and an fsync of its parent, then the exclusive claim: temp open, write,
+    // fsync, link, temp removal.
+    expectedPoints: 14
   },
   {
     name: "reserve",
@@ -129,9 +134,9 @@ export const scenarios: ReadonlyArray<Scenario> = [
     job: JOB1,
     receipt: currentSummary,
     finalCurrent: JOB1,
-    // Reserve finds the claim by reading it (no failed create), then lock 6, claim replace 5
-    // (temp open, write, fsync, rename, directory fsync); then settle 15.
-    expectedPoints: 27
+    // Reserve finds the claim by reading it (no failed create), then lock 7, claim replace 4
+    // (temp open, write, fsync, rename: no directory fsync, settle makes it durable); then settle 17.
+    expectedPoints: 29
   },
   {
     name: "settle a summary (new head)",
@@ -142,9 +147,10 @@ export const scenarios: ReadonlyArray<Scenario> = [
     job: JOB1,
     receipt: currentSummary,
     finalCurrent: JOB1,
-    // Settle: lock 6 (temp open, write, fsync, link, temp removal, release), append 4 (open, write, fsync, chmod),
-    // settled claim 5.
-    expectedPoints: 16
+    // Settle: the claims directory fsync (the active claim durable before the receipt), lock 7 (temp open,
+    // write, fsync, link, temp removal, release, directory fsync), append 4 (open, write, fsync, chmod),
+    // settled claim 5 (temp open, write, fsync, rename, directory fsync).
+    expectedPoints: 18
   },
   {
     name: "settle a summary (repeated head)",
@@ -156,7 +162,7 @@ export const scenarios: ReadonlyArray<Scenario> = [
     receipt: staleSummary,
     finalCurrent: JOB0,
     // As with a new head: the repeated head goes out in the same single write.
-    expectedPoints: 16
+    expectedPoints: 18
   },
   {
     name: "settle a title",
@@ -168,7 +174,7 @@ export const scenarios: ReadonlyArray<Scenario> = [
     receipt: title,
     finalCurrent: JOB0,
     // As with a summary.
-    expectedPoints: 16
+    expectedPoints: 18
   },
   {
     name: "release",
@@ -179,8 +185,8 @@ export const scenarios: ReadonlyArray<Scenario> = [
     job: JOB1,
     receipt: currentSummary,
     finalCurrent: JOB1,
-    // Lock 6 plus the claim removal.
-    expectedPoints: 8
+    // Lock 7 plus the claim removal.
+    expectedPoints: 9
   },
   {
     name: "break a dead owner's lock, then settle",
@@ -191,9 +197,9 @@ export const scenarios: ReadonlyArray<Scenario> = [
     job: JOB1,
     receipt: currentSummary,
     finalCurrent: JOB1,
-    // Settle 15, plus a failed link, the break file, the dead lock's removal, the break file's removal and a
+    // Settle 17, plus a failed link, the break file, the dead lock's removal, the break file's removal and a
     // second link.
-    expectedPoints: 20
+    expectedPoints: 22
   },
   {
     name: "recover a crashed settlement (after breaking its lock)",
@@ -212,13 +218,68 @@ export const scenarios: ReadonlyArray<Scenario> = [
       }),
     programAt: T0 + LEASE_MS + 1_000,
     program: (store) => store.reserve({ jobId: JOB1, sessionFile: SESSION_FILE }),
+    settledWhenDone: true,
     expect: (reservation) =>
       assert.strictEqual((reservation as { _tag: string })._tag, "Duplicate", "the takeover recovers the settlement"),
     job: JOB1,
     receipt: currentSummary,
     finalCurrent: JOB1,
-    // Reserve without a new claim (it reads the existing one): lock 6 + 4 to break the dead one, settled claim 5.
-    expectedPoints: 16
+    // Reserve without a new claim (it reads the existing one): lock 7 + 4 to break the dead one, settled claim 5.
+    expectedPoints: 17
+  },
+  {
+    name: "first reserve and settle on an empty root",
+    settles: true,
+    unseeded: true,
+    setup: () => Effect.succeed(undefined),
+    programAt: T0 + 1_000,
+    program: (store) => settleJob(store, JOB1, currentSummary),
+    job: JOB1,
+    receipt: currentSummary,
+    finalCurrent: JOB1,
+    // Reserve on an empty root 13 (the directories, each followed by an fsync of its parent); settle: the
+    // claims directory fsync, lock 7, append 4 creating the sidecar, its directory's fsync, settled claim 5.
+    expectedPoints: 32
+  },
+  {
+    name: "reserve, then settle",
+    settles: true,
+    setup: (world) => Effect.as(seeded(world), undefined),
+    programAt: T0 + 1_000,
+    program: (store) => settleJob(store, JOB1, currentSummary),
+    job: JOB1,
+    receipt: currentSummary,
+    finalCurrent: JOB1,
+    // Reserve 5, then settle 17.
+    expectedPoints: 23
+  },
+  {
+    name: "recover a settlement after a power cut, crashed again",
+    settles: false,
+    // Worker 10 reserves and settles; the power fails between the fsynced append and the settled claim,
+    // losing every directory operation not yet made durable.
+    setup: (world) =>
+      Effect.gen(function*() {
+        const reservation = yield* seededWithClaim(world)
+        const fault = makeFaultFileSystem(world, {
+          rules: [{ kind: "rename", path: "/jobs-v4/", action: { _tag: "Crash" } }]
+        })
+        const store = yield* storeOn(fault)
+        const exit = yield* Effect.exit(store.settle(reservation, currentSummary).pipe(asWorker(10, "doomed")))
+        assert.isTrue(Exit.isFailure(exit) && fault.crashed, "the setup settle crashed")
+        return undefined
+      }),
+    powerCut: "all",
+    programAt: T0 + LEASE_MS + 1_000,
+    program: (store) => store.reserve({ jobId: JOB1, sessionFile: SESSION_FILE }),
+    settledWhenDone: true,
+    expect: (reservation) =>
+      assert.strictEqual((reservation as { _tag: string })._tag, "Duplicate", "the takeover recovers the settlement"),
+    job: JOB1,
+    receipt: currentSummary,
+    finalCurrent: JOB1,
+    // The lock was lost with the power: lock 7 and the settled claim 5.
+    expectedPoints: 13
   }
 ]
 
@@ -231,11 +292,23 @@ export const prepare = (scenario: Scenario) =>
     yield* TestClock.setTime(T0)
     const world = makeWorld()
     const reservation = yield* Effect.scoped(scenario.setup(world))
+    // How many mutating operations the program had made when its settle returned: a crash at or after
+    // that one comes after the return.
+    let settleReturnedAfter: number | undefined
     const program = Effect.scoped(Effect.gen(function*() {
       yield* TestClock.setTime(scenario.programAt)
-      const store = yield* storeOn(yield* FileSystem.FileSystem)
-      return yield* scenario.program(store, reservation)
+      const fs = yield* FileSystem.FileSystem
+      const store = yield* storeOn(fs)
+      const result = yield* scenario.program(store, reservation)
+      if ((scenario.settles || scenario.settledWhenDone === true) && "operations" in fs) {
+        settleReturnedAfter = (fs as FaultFileSystemShape).operations().filter((op) => op.mutating).length
+      }
+      return result
     })).pipe(asWorker(100, "program"))
-    // A copy without open handles, so every run starts from the same bytes.
-    return { initial: world.crashImage("process"), program }
+    // A copy without open handles (and, after a power cut, without what it lost), so every run starts
+    // from the same bytes.
+    const initial = scenario.powerCut === undefined
+      ? world.crashImage("process")
+      : world.crashImage("power", scenario.powerCut)
+    return { initial, program, settleReturnedAfter: () => settleReturnedAfter }
   })

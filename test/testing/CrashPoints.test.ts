@@ -85,6 +85,39 @@ describe("exploreCrashPoints", () => {
       assert.deepStrictEqual(broken, ["power@end:\"\""])
     }))
 
+  it.effect("a new file whose directory is not fsynced can vanish in a power cut, name and data", () =>
+    Effect.gen(function*() {
+      const program = (syncDirectory: boolean) =>
+        Effect.gen(function*() {
+          const fs = yield* FileSystem.FileSystem
+          yield* Effect.scoped(Effect.gen(function*() {
+            const file = yield* fs.open("/data/receipt", { flag: "wx", mode: 0o600 })
+            yield* file.writeAll(bytes("done"))
+            yield* file.sync
+          }))
+          if (syncDirectory) yield* Effect.scoped(Effect.flatMap(fs.open("/data", { flag: "r" }), (dir) => dir.sync))
+        })
+      const lostAtTheEnd = (syncDirectory: boolean) =>
+        Effect.gen(function*() {
+          const losses: Array<string> = []
+          const result = yield* exploreCrashPoints({
+            initial: makeMemoryFileSystem({ files: { "/data/.keep": "" } }),
+            program: program(syncDirectory),
+            modes: ["power"],
+            verify: (point) =>
+              Effect.sync(() => {
+                if (point.operation !== undefined) return
+                const receipt = point.image.snapshot("/data/receipt")[0]
+                losses.push(`${JSON.stringify(point.loss)}:${receipt === undefined ? "gone" : "kept"}`)
+              })
+          })
+          return { losses, images: result.images }
+        })
+      // Once the program returned, the receipt must be there: only the directory fsync makes it so.
+      assert.deepStrictEqual((yield* lostAtTheEnd(false)).losses, ["\"none\":kept", "\"all\":gone"])
+      assert.deepStrictEqual((yield* lostAtTheEnd(true)).losses, ["\"none\":kept"])
+    }))
+
   it.effect("a synced append-only log keeps a prefix of whole records at every crash point", () =>
     Effect.gen(function*() {
       const records = ["alpha", "beta", "gamma"]

@@ -239,7 +239,7 @@ describe("MemoryFileSystem", () => {
         )
       }))
 
-    it.effect("metadata is durable at once: a rename survives power loss, the data behind it only if synced", () =>
+    it.effect("with no directory operation lost (the default), a rename survives power loss, its data only if synced", () =>
       Effect.gen(function*() {
         const fs = makeMemoryFileSystem()
         yield* on(
