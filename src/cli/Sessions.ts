@@ -90,7 +90,14 @@ const fitEnd = (text: string, width: number) =>
   text.length <= width ? text : width <= 1 ? "…".slice(0, width) : `${text.slice(0, width - 1)}…`
 
 /** Control characters from a Session's prose must not move the cursor of the table. */
-const printable = (text: string) => text.replace(/[\u0000-\u001f\u007f-\u009f]/g, " ")
+const printable = (text: string) => {
+  let out = ""
+  for (const char of text) {
+    const code = char.codePointAt(0)!
+    out += code < 0x20 || (code >= 0x7f && code <= 0x9f) ? " " : char
+  }
+  return out
+}
 
 /** How long ago `iso` was, e.g. `4m12s`; `-` for none. */
 const ago = (iso: string | null, nowMs: number) => (iso === null ? "-" : formatDuration(nowMs - Date.parse(iso)))
