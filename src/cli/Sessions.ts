@@ -123,14 +123,20 @@ export const formatSessions = (
   }
 ): ReadonlyArray<string> => {
   const width = Math.max(MIN_WIDTH, options.width)
-  const stateWidth = 25
-  const availabilityWidth = 11
+  const shown = options.maxRows === undefined ? entries : entries.slice(0, Math.max(0, options.maxRows))
+  // Columns as wide as what they show, so the path and the summary get the rest.
+  const widest = (header: string, of: (entry: SessionOverviewEntry) => string) =>
+    shown.reduce((most, entry) => Math.max(most, of(entry).length), header.length)
+  const stateWidth = widest("SYNC STATE", (entry) => entry.syncState)
+  const availabilityWidth = widest("AVAILABLE", (entry) => entry.availability)
   const settledWidth = 7
-  const fixed = stateWidth + availabilityWidth + settledWidth + 4
-  // The Session path takes about 45% of what is left, the summary the rest.
-  const rest = width - fixed
-  const sessionWidth = Math.max(12, Math.floor(rest * 0.45))
-  const aboutWidth = Math.max(8, rest - sessionWidth - 1)
+  const rest = width - (stateWidth + availabilityWidth + settledWidth + 4)
+  // The Session path takes what it needs, up to half of what is left; the summary the rest.
+  const sessionWidth = Math.min(
+    widest("SESSION", (entry) => options.relativeTo(entry.sessionFile)),
+    Math.max(12, Math.floor(rest / 2))
+  )
+  const aboutWidth = Math.max(8, rest - sessionWidth)
   const row = (session: string, state: string, availability: string, settled: string, about: string) =>
     [session, state, availability, settled, about].join(" ")
   const lines = [
@@ -144,14 +150,14 @@ export const formatSessions = (
       ).trimEnd()
     )
   ]
-  const shown = options.maxRows === undefined ? entries : entries.slice(0, Math.max(0, options.maxRows))
   for (const entry of shown) {
     const about = printable(entry.summary ?? entry.title ?? "")
     lines.push(
       row(
         fitStart(printable(options.relativeTo(entry.sessionFile)), sessionWidth).padEnd(sessionWidth),
-        stateText(s, entry.syncState.padEnd(stateWidth)),
-        availabilityText(s, entry.availability.padEnd(availabilityWidth)),
+        // Coloured by the value, then padded: the colour codes take no columns.
+        stateText(s, entry.syncState) + " ".repeat(stateWidth - entry.syncState.length),
+        availabilityText(s, entry.availability) + " ".repeat(availabilityWidth - entry.availability.length),
         fitEnd(ago(entry.settledAt, options.nowMs), settledWidth).padEnd(settledWidth),
         fitEnd(about, aboutWidth)
       ).trimEnd()
@@ -254,6 +260,12 @@ export const sessionsCommand = Command.make(
           drawn = lines.length
           yield* printLines([`${erase}${lines[0]}`, ...lines.slice(1)])
         })
+        // The first table is drawn whole, not as the watch's first reads trickle in.
+        yield* Stream.runForEach(
+          store.sessions(location),
+          (entry) => Effect.sync(() => rows.set(entry.sessionFile, entry))
+        )
+        yield* draw
         return yield* store.followSessions(location).pipe(
           // A burst (every Session at start, a sweep of settles) is drawn once.
           Stream.groupedWithin(10_000, "20 millis"),
