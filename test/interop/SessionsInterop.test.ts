@@ -126,4 +126,19 @@ describe("listRarebitSessions against the reference's readRarebitCurrent", () =>
       assert.strictEqual(document.activeClaims, 1)
       assert.deepStrictEqual([document.sessionRoot, document.rarebitRoot], [roots.sessionRoot, roots.rarebitRoot])
     }), 30_000)
+
+  it("the following form: every Session, then a settle by the reference; the signal ends it", async () => {
+    const controller = new AbortController()
+    const followed = listRarebitSessions({ ...roots.location, follow: true, signal: controller.signal })
+    const initial = new Set<string>()
+    for (let i = 0; i < 7; i++) initial.add((await followed.next()).value!.sessionFile)
+    assert.strictEqual(initial.size, 7)
+    await settleWith("reference", roots, files.never!, 8, summaryReceipt(branch, "never", { summary: "followed" }))
+    let next = (await followed.next()).value!
+    while (next.summary !== "followed") next = (await followed.next()).value!
+    assert.deepStrictEqual([next.sessionFile, next.availability], [files.never, "available"])
+    controller.abort()
+    const ended = await followed.next().then(() => null, (error: Error) => error.name)
+    assert.strictEqual(ended, "AbortError")
+  }, 30_000)
 })
