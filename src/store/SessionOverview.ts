@@ -30,10 +30,11 @@
 import { Clock, Effect, Schema, Stream } from "effect"
 import type { FileSystem } from "effect/FileSystem"
 import type { Path } from "effect/Path"
+import { readBounded } from "../io/RegularFile.js"
 import { modifiedMs } from "../protocol/internal/FileInfo.js"
 import { isoTimestampOf } from "../protocol/internal/IsoTimestamp.js"
 import { claimExpired, settledReceiptRef } from "../protocol/JobClaim.js"
-import { MAX_HISTORY_BYTES, MAX_HISTORY_RECORDS } from "../protocol/Limits.js"
+import { MAX_HISTORY_BYTES, MAX_HISTORY_RECORDS, MAX_TAIL_BYTES } from "../protocol/Limits.js"
 import type { ArtifactSyncState } from "../state/ArtifactState.js"
 import type { WatchedCurrent, WatchSessionsOptions, WatchTuning } from "./CurrentWatch.js"
 import { readClaim } from "./JobClaims.js"
@@ -149,9 +150,32 @@ export const requireSessionRoot = (fs: FileSystem, sessionRoot: string): Effect.
     Effect.flatMap((isDirectory) => isDirectory ? Effect.void : Effect.fail(new SessionRootNotFound({ sessionRoot })))
   )
 
+const PREFILTER_BYTES = MAX_TAIL_BYTES
+
+const TITLE_TYPE = new TextEncoder().encode("\"rarebit_title\"")
+
+/** Whether `bytes` hold `needle` anywhere. */
+const includesBytes = (bytes: Uint8Array, needle: Uint8Array): boolean => {
+  const last = bytes.length - needle.length
+  for (let at = bytes.indexOf(needle[0]!); at >= 0 && at <= last; at = bytes.indexOf(needle[0]!, at + 1)) {
+    let index = 1
+    while (index < needle.length && bytes[at + index] === needle[index]) index++
+    if (index === needle.length) return true
+  }
+  return false
+}
+
 /** The newest titled Title receipt within the sidecar's last history window. */
 const titleOf = Effect.fnUntraced(function*(deps: OverviewDependencies, sessionFile: string, sidecar: string) {
-  const size = yield* deps.fs.stat(sidecar).pipe(
+  // Most sidecars are small and hold no Title receipt: one bounded read and a byte search tell, and
+  // only a sidecar that may hold one is parsed, by the history reader. (The bound is small because
+  // the read allocates all of it.)
+  const read = yield* readBounded(deps.fs, sidecar, { maxBytes: PREFILTER_BYTES, followSymlinks: false }).pipe(
+    Effect.catch(() => Effect.succeed(null))
+  )
+  if (read === null) return null
+  if (read._tag === "Read" && !includesBytes(read.bytes, TITLE_TYPE)) return null
+  const size = read._tag === "Read" ? read.bytes.length : yield* deps.fs.stat(sidecar).pipe(
     Effect.map((info) => Number(info.size)),
     Effect.catch(() => Effect.succeed(0))
   )
