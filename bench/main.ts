@@ -57,6 +57,7 @@ import { pollingGroup } from "./PollingRows.js"
 import { commitOf, LineChild, systemNode } from "./Processes.js"
 import { nativeOf as nativeSummaryOf, type NativeSummary } from "./SessionFixtures.js"
 import { sessionMemoryGroup } from "./SessionMemoryRows.js"
+import { sessionsGroup } from "./SessionsRows.js"
 import { quantile } from "./Stats.js"
 import { verifyGroup } from "./VerifyRows.js"
 import { settleGroup, writersGroup } from "./WriterRows.js"
@@ -76,6 +77,7 @@ const groups: ReadonlyArray<BenchGroup> = [
   verifyGroup,
   pollingGroup,
   sessionMemoryGroup,
+  sessionsGroup,
   settleGroup,
   writersGroup,
   heapGroup

@@ -44,6 +44,7 @@ export type {
   ReservationLocation,
   SettledReceipt
 } from "./store/Reservation.js"
+export { type SessionOverviewEntry, type SessionOverviewOptions, SessionRootNotFound } from "./store/SessionOverview.js"
 export type {
   Availability,
   AvailableSidecarCurrent,

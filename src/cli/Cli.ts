@@ -21,6 +21,7 @@ import { rootCommand } from "./GlobalOptions.js"
 import { historyCommand } from "./History.js"
 import { jobsCommand } from "./Jobs.js"
 import { jsonText } from "./JsonText.js"
+import { sessionsCommand } from "./Sessions.js"
 import { unlockCommand } from "./Unlock.js"
 import { verifyCommand } from "./Verify.js"
 
@@ -54,7 +55,15 @@ export const VERSION: string = packageVersion()
  * @since 0.1.0
  */
 export const cli = rootCommand.pipe(
-  Command.withSubcommands([currentCommand, historyCommand, jobsCommand, verifyCommand, unlockCommand, demoCommand])
+  Command.withSubcommands([
+    currentCommand,
+    historyCommand,
+    sessionsCommand,
+    jobsCommand,
+    verifyCommand,
+    unlockCommand,
+    demoCommand
+  ])
 )
 
 /**

@@ -165,7 +165,8 @@ const referenceErrors: { readonly [Tag in Ours["_tag"]]: (error: Extract<Ours, {
   SessionNotFound: toQueryError,
   SessionAmbiguous: toQueryError,
   SessionIo: sessionIo,
-  SessionTooLarge: sessionTooLarge
+  SessionTooLarge: sessionTooLarge,
+  SessionRootNotFound: plain(Error)
 }
 
 const tagOf = (error: unknown): unknown =>

@@ -7,9 +7,10 @@
  * its arguments, runs one `RarebitStore` operation on a runtime built once
  * over the live Node layer, and translates the result or the failure back.
  *
- * One addition the reference does not have: `watchRarebitCurrent`, the
+ * Two additions the reference does not have: `watchRarebitCurrent`, the
  * current read as an async iterator that yields again after each change
- * (`RarebitStore.watch`), in the same shapes.
+ * (`RarebitStore.watch`), in the same shapes; and `listRarebitSessions`,
+ * every Session's state at once (`RarebitStore.sessions`).
  *
  * @since 0.1.0
  */
@@ -34,6 +35,7 @@ import {
   type ReserveOptions,
   type SettledReceipt
 } from "../store/Reservation.js"
+import type { SessionOverviewEntry } from "../store/SessionOverview.js"
 import { historyBoundsValid, type HistoryPage } from "../store/SidecarReader.js"
 import { DEFAULT_RAREBIT_ROOT, DEFAULT_RAREBIT_SESSION_ROOT, type LocationOverrides } from "../store/StoreConfig.js"
 import { iterate, runStore as run, runStoreSync as runSync } from "./Runtime.js"
@@ -523,4 +525,73 @@ export function watchRarebitCurrent(
     return Stream.map(store.watch(watchOptions), (state) => state.current)
   }))
   return iterate(stream, options.signal)
+}
+
+// ---- listRarebitSessions ----------------------------------------------------
+
+/**
+ * Options of `listRarebitSessions`: the roots (defaults as everywhere), and
+ * for the following form `follow: true` with the watch's options.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface ListRarebitSessionsOptions
+  extends Pick<RarebitLocationOptions, "sessionRoot" | "rarebitRoot">, WatchRarebitCurrentOptions
+{
+  readonly follow?: boolean | undefined
+}
+
+/**
+ * Lists every Session under the Session root with its state.
+ *
+ * **Details**
+ *
+ * Each entry's `availability` and `syncState` are what `readRarebitCurrent`
+ * reports for that Session; an unreadable Session or a damaged sidecar is an
+ * entry, never a rejection. A Session root that is not a directory rejects
+ * (`rarebitTag` `"SessionRootNotFound"`).
+ *
+ * With `follow: true` it returns an async iterator instead: every Session's
+ * entry, then an entry each time one changes, until `break` or `signal`
+ * (as `watchRarebitCurrent`).
+ *
+ * @example
+ * for (const entry of await listRarebitSessions({ sessionRoot })) {
+ *   if (entry.syncState === "awaiting_artifacts") queue.push(entry.sessionFile)
+ * }
+ *
+ * @category store
+ * @since 0.1.0
+ */
+export function listRarebitSessions(
+  options?: ListRarebitSessionsOptions & { readonly follow?: false | undefined }
+): Promise<Array<SessionOverviewEntry>>
+export function listRarebitSessions(
+  options: ListRarebitSessionsOptions & { readonly follow: true }
+): AsyncIterableIterator<SessionOverviewEntry>
+export function listRarebitSessions(
+  options: Unchecked<ListRarebitSessionsOptions> = {}
+): Promise<Array<SessionOverviewEntry>> | AsyncIterableIterator<SessionOverviewEntry> {
+  const location = { rarebitRoot: options.rarebitRoot, sessionRoot: options.sessionRoot }
+  if (options.follow === true) {
+    const tuning = {
+      debounce: millis(options.debounceMs as number | undefined),
+      mode: options.mode as "auto" | "poll" | undefined,
+      pollInterval: millis(options.pollIntervalMs as number | undefined),
+      maxPollInterval: millis(options.maxPollIntervalMs as number | undefined)
+    }
+    const stream = Stream.unwrap(Effect.gen(function*() {
+      yield* Effect.try({ try: () => checkRoots("-", location), catch: (error) => error })
+      const store = yield* RarebitStore
+      return store.followSessions({ ...locationOf(location), ...tuning })
+    }))
+    return iterate(stream, options.signal as AbortSignal | undefined)
+  }
+  try {
+    checkRoots("-", location)
+  } catch (error) {
+    return Promise.reject(error)
+  }
+  return run((store) => Stream.runCollect(store.sessions(locationOf(location))))
 }

@@ -39,6 +39,7 @@ export type {
   AssessmentRef as RarebitSessionAssessmentRef,
   NativeObservation as RarebitNativeObservation
 } from "../state/ArtifactState.js"
+export type { SessionOverviewEntry as RarebitSessionOverview } from "../store/SessionOverview.js"
 export type { SidecarDiagnostics as RarebitSidecarDiagnostics } from "../store/SidecarReader.js"
 
 /**

@@ -64,6 +64,7 @@ import {
   type ReserveOptions,
   type SettledReceipt
 } from "./Reservation.js"
+import * as SessionOverview from "./SessionOverview.js"
 import { makeSettle, type SettleError, type SettleOptions } from "./Settlement.js"
 import { makeSidecarCurrentCache } from "./SidecarCurrentCache.js"
 import type { HistoryPage, HistoryRecord } from "./SidecarReader.js"
@@ -115,6 +116,18 @@ export class RarebitStore extends Context.Service<RarebitStore, {
   readonly watchSessions: (
     options: CurrentWatch.WatchSessionsOptions
   ) => Stream.Stream<CurrentWatch.WatchedCurrent, PathError | ProjectionInputInvalid>
+  /**
+   * Every Session under the Session root with its current state, as a
+   * stream in constant memory (see `SessionOverview`); fails only when the
+   * Session root is not a directory.
+   */
+  readonly sessions: (
+    options?: SessionOverview.SessionOverviewOptions
+  ) => Stream.Stream<SessionOverview.SessionOverviewEntry, SessionOverview.SessionRootNotFound>
+  /** `sessions`, then an entry again each time a Session's state changes (through `watchSessions`). */
+  readonly followSessions: (
+    options?: SessionOverview.SessionOverviewOptions
+  ) => Stream.Stream<SessionOverview.SessionOverviewEntry, SessionOverview.SessionRootNotFound>
   /** Every valid receipt of the sidecar, page by page, in constant memory. */
   readonly history: (
     options: ReadHistoryOptions
@@ -258,12 +271,24 @@ export const make = Effect.fnUntraced(function*(config: StoreConfig) {
     })).pipe(Effect.withSpan("RarebitStore.withJob"))
 
   const watchDependencies = CurrentWatch.dependenciesOf(reads, ctx.fs, ctx.path)
+  const watchSessions = (options: CurrentWatch.WatchSessionsOptions) =>
+    CurrentWatch.watchSessions(watchDependencies, options)
+  const overview: SessionOverview.OverviewDependencies = {
+    location: ctx.config,
+    fs: ctx.fs,
+    path: ctx.path,
+    readCurrent: reads.readCurrent,
+    readHistory: reads.readHistory,
+    watchSessions
+  }
 
   return RarebitStore.of({
     config: ctx.config,
     ...reads,
     watch: (options) => CurrentWatch.watch(watchDependencies, options),
-    watchSessions: (options) => CurrentWatch.watchSessions(watchDependencies, options),
+    watchSessions,
+    sessions: (options) => SessionOverview.sessions(overview, options),
+    followSessions: (options) => SessionOverview.followSessions(overview, options),
     reserve: (options) => reserveWith(options, () => Effect.void),
     settle,
     release,

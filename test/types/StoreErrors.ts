@@ -23,6 +23,7 @@ import type {
   ReserveError,
   SessionFileRequired,
   SessionOutsideRoot,
+  SessionRootNotFound,
   SettleError,
   SettleHookFailed,
   StoreError,
@@ -69,6 +70,7 @@ export type Pinned = [
       | HistoryBoundsInvalid
       | HistoryUnreadable
       | ProjectionInputInvalid
+      | SessionRootNotFound
     >
   >
 ]
