@@ -56,6 +56,7 @@ import { Cause, Effect, Exit, Layer, PlatformError, Runtime, Scope, Terminal } f
 import { ChildProcessSpawner } from "effect/process"
 import { setFlagsFromString } from "node:v8"
 import * as DirectFileSystem from "../platform/DirectFileSystem.js"
+import * as ProcessOwner from "../platform/ProcessOwner.js"
 import { errorJson, jsonRequested, runCli } from "./Cli.js"
 
 const args = process.argv.slice(2)
@@ -158,9 +159,13 @@ const terminalOnFirstUse = Layer.effect(
   })
 )
 
-/** What the command line runs on: `@effect/platform-node`'s services, with the direct file system. */
+/**
+ * What the command line runs on: `@effect/platform-node`'s services, with the
+ * direct file system, and this platform's lock owner probe (`unlock`).
+ */
 const services = Layer.mergeAll(
   DirectFileSystem.layer,
+  ProcessOwner.layer,
   NodePath.layer,
   NodeStdio.layer,
   terminalOnFirstUse,
