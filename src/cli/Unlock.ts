@@ -70,7 +70,10 @@ const whyMayBeAlive = (reader: OwnerEvidence | undefined, lock: LockReport): str
         "namespace, or a platform such as Windows where no boot id can be read), so it can prove no owner gone"
     case "OwnerUnidentified": {
       const missing = mismatch.missing.map((field) => field === "bootId" ? "boot" : "PID namespace").join(" or ")
-      // Only Linux evidence can lack a PID namespace; this wording is Linux's.
+      if (owner.platform === "darwin") {
+        return `the evidence does not name its boot (sysctl could not read it), so pid ${owner.pid} may be a ` +
+          "process of another boot"
+      }
       return `the evidence does not name its ${missing} (written by an older rarebit-store, or where /proc ` +
         `could not name it), so pid ${owner.pid} may be a process of another namespace`
     }

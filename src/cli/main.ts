@@ -20,8 +20,9 @@
  * come only the Node services the command line needs: path, stdio and the
  * terminal (`--wizard` prompts), made when first used. The child-process
  * spawner the CLI's environment asks for refuses to spawn: no command runs
- * another program, and Node's `child_process` module is not loaded for it
- * at every start.
+ * another program (but for the lock owner probe on macOS, which reads the
+ * boot session and start times with `sysctl` and `ps` when a lock is first
+ * judged), and Node's `child_process` module is not loaded at every start.
  *
  * The package runs this module bundled (`dist/cli/main.bundle.cjs`, see
  * `scripts/bundle.mjs`), started from a V8 code cache.

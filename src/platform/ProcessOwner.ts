@@ -63,7 +63,6 @@
  * @since 0.1.0
  */
 import { Effect, Layer } from "effect"
-import { execFileSync } from "node:child_process"
 import { readFileSync, readlinkSync } from "node:fs"
 import { hostname } from "node:os"
 import { encodeLockLine, MAX_LOCK_LINE_BYTES } from "../protocol/CommitLockFile.js"
@@ -236,10 +235,14 @@ export interface DarwinSystem {
   readonly startTimeText: (pid: number) => string | undefined
 }
 
-/** Runs a short command; its standard output, or `undefined` when it fails. */
+/**
+ * Runs a short command; its standard output, or `undefined` when it fails.
+ * `child_process` is loaded here, on first use on macOS, not when this
+ * module is: the CLI and the Promise API start without it.
+ */
 const commandOutput = (file: string, args: ReadonlyArray<string>, env?: NodeJS.ProcessEnv): string | undefined =>
   orUndefined(() =>
-    execFileSync(file, args, {
+    process.getBuiltinModule("node:child_process").execFileSync(file, args, {
       encoding: "utf8",
       stdio: ["ignore", "pipe", "ignore"],
       timeout: 2_000,

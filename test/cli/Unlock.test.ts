@@ -165,6 +165,13 @@ describe("rarebit-store unlock with a Darwin probe", () => {
       assert.match(container.stderr, /taken on linux and this process runs on darwin/)
       assert.isTrue(yield* exists(lockPath))
 
+      const { bootId: _, ...withoutBoot } = { ...self, pid: 999 }
+      yield* Effect.promise(() => writeLock(lockPath, "e".repeat(48), Date.now() - 60_000, withoutBoot))
+      const unnamed = yield* unlockAsMac()
+      assert.strictEqual(unnamed.code, 5)
+      assert.match(unnamed.stderr, /does not name its boot \(sysctl could not read it\)/)
+      assert.isTrue(yield* exists(lockPath))
+
       yield* Effect.promise(() => writeLock(lockPath, "c".repeat(48), Date.now() - 60_000, { ...self, pid: 999 }))
       const gone = yield* unlockAsMac("--json")
       assert.strictEqual(gone.code, 0, gone.stderr)
