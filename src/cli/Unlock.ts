@@ -4,8 +4,8 @@
  * `.commit-lock` behind.
  *
  * It shows the lock's evidence, then removes it only when the owner is
- * provably gone (our owner evidence, written in this process's own host,
- * boot, PID and time namespace, pid gone or reused there) or when told
+ * provably gone (our owner evidence, written on this process's own platform
+ * and host, in its boot, PID and time namespace, pid gone or reused there) or when told
  * `--force`; otherwise it refuses (exit 5), saying why the owner may be
  * alive — a lock taken in another PID namespace (a container or `unshare
  * --pid` sharing the volume) names a pid this process cannot look at. Removal
@@ -15,11 +15,14 @@
  * writer is never removed. `--token` pins the lock an operator inspected in
  * an earlier run. This and `demo` are the only commands that write.
  *
+ * The owner is judged by the `LockOwner` probe in the environment: the
+ * executable provides the one of the platform it runs on
+ * (`ProcessOwner.layer`); without one, no owner is provably gone.
+ *
  * @since 0.1.0
  */
 import { Effect, Option } from "effect"
 import { Command, Flag } from "effect/cli"
-import { makeProcessOwnerProbe } from "../platform/ProcessOwner.js"
 import {
   inspectCommitLock,
   keyMatches,
@@ -63,15 +66,22 @@ const whyMayBeAlive = (reader: OwnerEvidence | undefined, lock: LockReport): str
   if (mismatch === undefined) return `pid ${owner.pid} is a running process here`
   switch (mismatch._tag) {
     case "ReaderUnidentified":
-      return "this process cannot name its own boot and PID namespace (no /proc, or a /proc of another PID " +
-        "namespace), so it can prove no owner gone"
+      return "this process cannot name its own boot and PID namespace (no /proc, a /proc of another PID " +
+        "namespace, or a platform such as Windows where no boot id can be read), so it can prove no owner gone"
     case "OwnerUnidentified": {
       const missing = mismatch.missing.map((field) => field === "bootId" ? "boot" : "PID namespace").join(" or ")
+      if (owner.platform === "darwin") {
+        return `the evidence does not name its boot (sysctl could not read it), so pid ${owner.pid} may be a ` +
+          "process of another boot"
+      }
       return `the evidence does not name its ${missing} (written by an older rarebit-store, or where /proc ` +
         `could not name it), so pid ${owner.pid} may be a process of another namespace`
     }
     case "OtherContext":
       switch (mismatch.field) {
+        case "platform":
+          return `it was taken on ${mismatch.owner} and this process runs on ${mismatch.reader}: ` +
+            `pid ${owner.pid} is counted by another kernel (a container sharing this volume with its host)`
         case "pidNamespace":
           return `it was taken in another PID namespace (${mismatch.owner}; this process is in ${mismatch.reader}), ` +
             `where pid ${owner.pid} names a process this one cannot look at: a container or 'unshare --pid' ` +
@@ -111,10 +121,13 @@ const evidenceLines = (s: Style, lock: LockReport, reader: OwnerEvidence | undef
         ? "no owner evidence (a lock written by the reference implementation, or torn)"
         : [
           `pid ${owner.pid} on ${displayText(owner.hostname, 64)}`,
+          owner.platform === undefined ? null : `platform ${displayText(owner.platform, 24)}`,
           owner.bootId === undefined ? null : `boot ${owner.bootId.slice(0, 8)}…`,
-          owner.startTicks === undefined ? null : `start ticks ${displayText(owner.startTicks, 24)}`,
+          owner.startTicks === undefined
+            ? null
+            : `${owner.platform === undefined ? "start ticks" : "started at"} ${displayText(owner.startTicks, 24)}`,
           owner.pidNamespace === undefined
-            ? "PID namespace not recorded"
+            ? owner.platform === undefined ? "PID namespace not recorded" : null
             : `PID namespace ${displayText(owner.pidNamespace, 40)}`,
           owner.timeNamespace === undefined ? null : `time namespace ${displayText(owner.timeNamespace, 40)}`
         ].filter((part) => part !== null).join(", ")
@@ -185,8 +198,9 @@ export const unlockCommand = Command.make(
     const emit = (report: UnlockReport) =>
       options.json ? printJson(report) : printLines(report.lock === null ? [report.detail] : [s.bold(report.detail)])
 
-    // One probe judges the lock, explains the verdict and guards the removal.
-    const probe = yield* Effect.sync(() => makeProcessOwnerProbe())
+    // One probe, the one in the environment (the platform's, from `main`),
+    // judges the lock, explains the verdict and guards the removal.
+    const probe = yield* LockOwner
     const inspected = yield* inspectCommitLock(lockPath).pipe(
       Effect.provideService(LockOwner, probe),
       Effect.mapError(toCliFailure)

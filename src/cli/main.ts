@@ -3,11 +3,12 @@
  * The `rarebit-store` executable: runs the CLI on the process arguments over
  * Node's services and exits with the code it reports.
  *
- * Ctrl-C (SIGINT) or SIGTERM interrupts the run: finalizers still run (the
- * progress line is cleared, the demo's temporary directory removed), then
- * one line `rarebit-store: interrupted (SIGINT)` goes to stderr and the
- * process exits 130 (SIGINT) or 143 (SIGTERM), the shell's 128 + signal
- * number; under `--json` that line is the JSON error
+ * Ctrl-C (SIGINT), SIGTERM, a closed terminal (SIGHUP) and, on Windows,
+ * Ctrl-Break (SIGBREAK) interrupt the run: finalizers still run (commit
+ * locks are released, the progress line is cleared, the demo's temporary
+ * directory removed), then one line `rarebit-store: interrupted (SIGINT)`
+ * goes to stderr and the process exits 130 (SIGINT), 143 (SIGTERM), 129
+ * (SIGHUP) or 149 (SIGBREAK), the shell's 128 + signal number; under `--json` that line is the JSON error
  * `{"error":{"tag":"Interrupted",…}}`. A second signal while finalizers run exits at once. Long scans stay
  * interruptible: the file-system calls made on the calling thread are short
  * (stats, opens, reads of at most 1 MiB), and Effect's runtime yields to the
@@ -19,8 +20,9 @@
  * come only the Node services the command line needs: path, stdio and the
  * terminal (`--wizard` prompts), made when first used. The child-process
  * spawner the CLI's environment asks for refuses to spawn: no command runs
- * another program, and Node's `child_process` module is not loaded for it
- * at every start.
+ * another program (but for the lock owner probe on macOS, which reads the
+ * boot session and start times with `sysctl` and `ps` when a lock is first
+ * judged), and Node's `child_process` module is not loaded at every start.
  *
  * The package runs this module bundled (`dist/cli/main.bundle.cjs`, see
  * `scripts/bundle.mjs`), started from a V8 code cache.
@@ -38,18 +40,23 @@ import * as NodeTerminal from "@effect/platform-node/NodeTerminal"
 import { Cause, Effect, Exit, Layer, PlatformError, Runtime, Scope, Terminal } from "effect"
 import { ChildProcessSpawner } from "effect/process"
 import * as DirectFileSystem from "../platform/DirectFileSystem.js"
+import * as ProcessOwner from "../platform/ProcessOwner.js"
 import { errorJson, jsonRequested, runCli } from "./Cli.js"
 
 const args = process.argv.slice(2)
 
 const BROKEN_PIPE_EXIT = 141
-const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const
+// 128 + the signal's number, as a shell reports it (SIGBREAK is Windows' 21).
+const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129, SIGBREAK: 149 } as const
 type Signal = keyof typeof SIGNAL_EXIT
 
 let brokenPipe = false
 let received: Signal | undefined
 
 const onStreamError = (error: NodeJS.ErrnoException) => {
+  // Once the terminal is gone (SIGHUP), writing to it fails with EIO: the
+  // command is ending anyway, and its exit code says why.
+  if (received === "SIGHUP" && error.code === "EIO") return
   if (error.code !== "EPIPE") throw error
   if (brokenPipe) return
   brokenPipe = true
@@ -59,13 +66,36 @@ const onStreamError = (error: NodeJS.ErrnoException) => {
 process.stdout.on("error", onStreamError)
 process.stderr.on("error", onStreamError)
 
+/** Whether a SIGTERM being emitted is a SIGHUP or SIGBREAK passed on to the runtime, not a second signal. */
+let forwarding = false
+
+const onSignal = (signal: Signal) => {
+  if (brokenPipe || forwarding) return
+  if (received !== undefined) process.exit(SIGNAL_EXIT[received])
+  received = signal
+}
+
 // Registered before the runtime's own listeners (which interrupt the main
 // fiber), to remember which signal it was, and to stop waiting on a second.
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => onSignal(signal))
+
+// The runtime listens to SIGINT and SIGTERM only. A closed terminal
+// (SIGHUP) and Ctrl-Break on Windows (SIGBREAK; Ctrl-C arrives there as
+// SIGINT) would otherwise end the process without running finalizers, and
+// leave a commit lock behind: they take the SIGTERM path instead.
+const forwarded: ReadonlyArray<Signal> = process.platform === "win32" ? ["SIGHUP", "SIGBREAK"] : ["SIGHUP"]
+for (const signal of forwarded) {
   process.on(signal, () => {
     if (brokenPipe) return
-    if (received !== undefined) process.exit(SIGNAL_EXIT[received])
-    received = signal
+    const first = received === undefined
+    onSignal(signal)
+    if (!first) return
+    forwarding = true
+    try {
+      process.emit("SIGTERM")
+    } finally {
+      forwarding = false
+    }
   })
 }
 
@@ -100,9 +130,13 @@ const terminalOnFirstUse = Layer.effect(
   })
 )
 
-/** What the command line runs on: `@effect/platform-node`'s services, with the direct file system. */
+/**
+ * What the command line runs on: `@effect/platform-node`'s services, with the
+ * direct file system, and this platform's lock owner probe (`unlock`).
+ */
 const services = Layer.mergeAll(
   DirectFileSystem.layer,
+  ProcessOwner.layer,
   NodePath.layer,
   NodeStdio.layer,
   terminalOnFirstUse,

@@ -114,7 +114,8 @@ export interface OpenedRegular {
 
 /**
  * What an open's failure says about the file: `ENXIO` (a socket, or a FIFO
- * opened for writing without a reader), `ELOOP` under `O_NOFOLLOW` (a
+ * opened for writing without a reader; macOS refuses a socket with
+ * `EOPNOTSUPP` instead), `ELOOP` under `O_NOFOLLOW` (a
  * symlink) and `EISDIR` (a directory opened for writing) mean the path is
  * not a regular file; which type it is comes from a `(l)stat`.
  */
@@ -126,7 +127,7 @@ const refusalOf = (
 ): Effect.Effect<never, PlatformError.PlatformError | FileNotRegular> => {
   const code = errnoOf(error)
   if (code === "EISDIR") return Effect.fail(new FileNotRegular({ path, type: "Directory" }))
-  if (code !== "ENXIO" && !(code === "ELOOP" && !followSymlinks)) return Effect.fail(error)
+  if (code !== "ENXIO" && code !== "EOPNOTSUPP" && !(code === "ELOOP" && !followSymlinks)) return Effect.fail(error)
   const found: Effect.Effect<FileSystem.File.Info, PlatformError.PlatformError> = followSymlinks
     ? fs.stat(path)
     : fs.lstat(path)

@@ -1,7 +1,9 @@
 /**
  * The store on the real disk, and the Node services it runs on: Node's file
  * system and path, tokens from `node:crypto`'s `randomFillSync` through
- * Effect's `SecureRandom`, and `/proc` owner evidence for commit locks.
+ * Effect's `SecureRandom`, and the platform's owner evidence for commit locks
+ * (`ProcessOwner`: `/proc` on Linux, the boot session and `kill`/`ps` on
+ * macOS, none that proves an owner dead elsewhere).
  *
  * `layer(config)` is the one layer an Effect program provides: it gives the
  * program `RarebitStore` and the `FileSystem` and `Path` the store uses, so
@@ -71,7 +73,7 @@ export const secureRandomLayer: Layer.Layer<SecureRandom.SecureRandom> = Layer.s
 
 /**
  * `SecureRandom` from `node:crypto` for lease and lock tokens, and the
- * `/proc` lock owner probe.
+ * platform's lock owner probe (`ProcessOwner.layer`).
  *
  * @category layers
  * @since 0.1.0

@@ -1,6 +1,10 @@
 /**
- * Owner evidence for commit locks on Linux, read from `/proc`.
+ * Owner evidence for commit locks, for the platform this process runs on:
+ * `layer` provides the Linux probe (`/proc`), the Darwin probe (macOS), or
+ * on any other platform (Windows) one that writes evidence for operators
+ * but proves no owner dead.
  *
+ * **Linux.**
  * This process's evidence is its pid, hostname, kernel boot id
  * (`/proc/sys/kernel/random/boot_id`), start time in clock ticks
  * (`/proc/self/stat`), PID namespace (`/proc/self/ns/pid`) and time
@@ -30,6 +34,26 @@
  *   cgroup namespaces (the default with cgroup v2) every container sees its
  *   own cgroup as `/`, the path format belongs to each runtime, and it is
  *   the PID namespace, not the cgroup, that scopes pids.
+ *
+ * **Darwin (macOS)** has no `/proc`. This process's evidence is its pid,
+ * hostname, `platform: "darwin"`, the boot session id
+ * (`sysctl -n kern.bootsessionuuid`, random per boot) and its start time in
+ * seconds since the epoch (`ps -o lstart=`, read in UTC and the C locale so
+ * every reader sees the same text). Both are read by one short child
+ * process each, once per process, when the first commit lock is taken or
+ * judged (a few milliseconds on a Linux machine; not paid per settle).
+ * Another owner, written in the same boot on the same host, is dead when
+ * `kill(pid, 0)` says ESRCH (EPERM means it exists, as another user's).
+ * When its pid exists and the lock is at least
+ * `DARWIN_START_TIME_AFTER_MS` old, its start time is read with `ps` (tens
+ * of milliseconds, so not for a young lock, whose pid cannot plausibly have
+ * been reused yet) and a different one proves the pid reused.
+ *
+ * **Windows** (and any other platform): `kill(pid, 0)` tells whether a pid
+ * exists, but nothing cheap names the boot it was counted in, so no lock is
+ * proven dead: a crashed writer's lock is removed by
+ * `rarebit-store unlock --force`. The evidence written (pid, hostname,
+ * platform) tells the operator whose it was.
  *
  * Every value read is checked against its expected shape and dropped
  * otherwise, and evidence that would not fit a lock line of
@@ -148,6 +172,18 @@ export const readOwnerEvidence = (system: ProcessSystem = nodeProcessSystem): Ow
   return fitsLockLine(evidence) ? evidence : undefined
 }
 
+/** A probe made on first use, so that a process that never takes a lock never reads its evidence. */
+const onFirstUse = (make: () => LockOwnerProbe): LockOwnerProbe => {
+  let probe: LockOwnerProbe | undefined
+  const made = (): LockOwnerProbe => (probe ??= make())
+  return {
+    get current() {
+      return made().current
+    },
+    isProvablyDead: (owner, lockAgeMs) => Effect.suspend(() => made().isProvablyDead(owner, lockAgeMs))
+  }
+}
+
 /**
  * Makes the probe for this process.
  *
@@ -161,30 +197,174 @@ export const readOwnerEvidence = (system: ProcessSystem = nodeProcessSystem): Ow
  * @category constructors
  * @since 0.1.0
  */
-export const makeProcessOwnerProbe = (system: ProcessSystem = nodeProcessSystem): LockOwnerProbe => {
-  let probe: LockOwnerProbe | undefined
-  const made = (): LockOwnerProbe => {
-    if (probe !== undefined) return probe
+export const makeProcessOwnerProbe = (system: ProcessSystem = nodeProcessSystem): LockOwnerProbe =>
+  onFirstUse(() => {
     const current = readOwnerEvidence(system)
-    probe = makeLockOwnerProbe(current, (pid) => {
+    return makeLockOwnerProbe(current, (pid) => {
       if (pid === system.pid) return current?.startTicks
       if (!system.processExists(pid)) return "gone"
       return startTicksOf(system, pid)
     })
-    return probe
-  }
-  return {
-    get current() {
-      return made().current
-    },
-    isProvablyDead: (owner) => Effect.suspend(() => made().isProvablyDead(owner))
-  }
-}
+  })
 
 /**
- * Provides the `/proc`-backed lock owner probe.
+ * Provides the lock owner probe of the platform this process runs on:
+ * `/proc` on Linux, `sysctl`/`kill`/`ps` on macOS, and elsewhere one that
+ * proves no owner dead.
  *
  * @category layers
  * @since 0.1.0
  */
-export const layer: Layer.Layer<never> = Layer.sync(LockOwner, () => makeProcessOwnerProbe())
+export const layer: Layer.Layer<never> = Layer.sync(LockOwner, () => ownerProbeFor(process.platform))
+
+/**
+ * What the Darwin probe reads of this process and its kernel; `undefined`
+ * for anything that cannot be read. Tests pass a made-up one.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface DarwinSystem {
+  readonly pid: number
+  readonly hostname: () => string
+  /** `kern.bootsessionuuid`, random per boot. */
+  readonly bootSessionId: () => string | undefined
+  /** Whether `pid` names a live process (`kill(pid, 0)` is not ESRCH). */
+  readonly processExists: (pid: number) => boolean
+  /** `ps -o lstart= -p <pid>` run in UTC and the C locale, e.g. `Mon Dec  7 18:04:27 2026`. */
+  readonly startTimeText: (pid: number) => string | undefined
+}
+
+/**
+ * Runs a short command; its standard output, or `undefined` when it fails.
+ * `child_process` is loaded here, on first use on macOS, not when this
+ * module is: the CLI and the Promise API start without it.
+ */
+const commandOutput = (file: string, args: ReadonlyArray<string>, env?: NodeJS.ProcessEnv): string | undefined =>
+  orUndefined(() =>
+    process.getBuiltinModule("node:child_process").execFileSync(file, args, {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+      timeout: 2_000,
+      ...(env === undefined ? {} : { env })
+    })
+  )
+
+/**
+ * This Node process on macOS: `sysctl` and `ps` by their absolute paths, so
+ * no `PATH` lookup picks another program.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const nodeDarwinSystem: DarwinSystem = {
+  pid: process.pid,
+  hostname,
+  bootSessionId: () => commandOutput("/usr/sbin/sysctl", ["-n", "kern.bootsessionuuid"])?.trim(),
+  processExists: nodeProcessSystem.processExists,
+  startTimeText: (pid) =>
+    commandOutput("/bin/ps", ["-o", "lstart=", "-p", String(pid)], { ...process.env, TZ: "UTC", LC_ALL: "C" })?.trim()
+}
+
+const BOOT_SESSION_ID = /^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$/
+const LSTART = /^[A-Z][a-z]{2} ([A-Z][a-z]{2}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2}) (\d{4})$/
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+/**
+ * The seconds since the epoch of a `ps -o lstart=` line printed in UTC and
+ * the C locale; `undefined` for anything else.
+ *
+ * @category parsing
+ * @since 0.1.0
+ */
+export const startSecondsOfLstart = (text: string | undefined): string | undefined => {
+  const match = text === undefined ? null : LSTART.exec(text)
+  if (match === null) return undefined
+  const [, month, day, hours, minutes, seconds, year] = match
+  const monthIndex = MONTHS.indexOf(month!)
+  if (monthIndex < 0) return undefined
+  const ms = Date.UTC(Number(year), monthIndex, Number(day), Number(hours), Number(minutes), Number(seconds))
+  return Number.isFinite(ms) ? String(ms / 1000) : undefined
+}
+
+/**
+ * A lock younger than this whose owner's pid exists is judged alive without
+ * reading the pid's start time: `ps` costs tens of milliseconds on macOS,
+ * and a pid is reused only after the kernel has handed out the rest of its
+ * range (up to 99,999), which takes far longer than this.
+ *
+ * @category constants
+ * @since 0.1.0
+ */
+export const DARWIN_START_TIME_AFTER_MS = 10_000
+
+/**
+ * Reads this process's Darwin owner evidence.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const readDarwinOwnerEvidence = (system: DarwinSystem = nodeDarwinSystem): OwnerEvidence | undefined => {
+  const host = system.hostname()
+  if (host === "") return undefined
+  const bootId = matching(BOOT_SESSION_ID, system.bootSessionId())
+  const startTicks = startSecondsOfLstart(system.startTimeText(system.pid))
+  const evidence: OwnerEvidence = {
+    pid: system.pid,
+    hostname: host,
+    platform: "darwin",
+    ...(bootId ? { bootId } : {}),
+    ...(startTicks ? { startTicks } : {})
+  }
+  return fitsLockLine(evidence) ? evidence : undefined
+}
+
+/**
+ * Makes the Darwin probe for this process (see the module docs); the
+ * evidence is read on first use, once.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const makeDarwinOwnerProbe = (system: DarwinSystem = nodeDarwinSystem): LockOwnerProbe =>
+  onFirstUse(() => {
+    const current = readDarwinOwnerEvidence(system)
+    return makeLockOwnerProbe(current, (pid, lockAgeMs) => {
+      if (pid === system.pid) return current?.startTicks
+      if (!system.processExists(pid)) return "gone"
+      // A lock of unknown age could be old: its start time is worth the look.
+      if (lockAgeMs !== undefined && lockAgeMs < DARWIN_START_TIME_AFTER_MS) return undefined
+      return startSecondsOfLstart(system.startTimeText(pid))
+    })
+  })
+
+/**
+ * Makes the probe of a platform where no boot can be named (Windows): it
+ * writes pid, hostname and `platform` for operators, and proves no owner
+ * dead.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const makeUnprovingOwnerProbe = (
+  platform: string,
+  system: Pick<ProcessSystem, "pid" | "hostname"> = nodeProcessSystem
+): LockOwnerProbe =>
+  onFirstUse(() => {
+    const host = system.hostname()
+    const evidence: OwnerEvidence = { pid: system.pid, hostname: host, platform }
+    return makeLockOwnerProbe(host !== "" && fitsLockLine(evidence) ? evidence : undefined, () => undefined)
+  })
+
+/**
+ * The probe for `platform` (a `process.platform` value).
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const ownerProbeFor = (platform: string): LockOwnerProbe =>
+  platform === "linux"
+    ? makeProcessOwnerProbe()
+    : platform === "darwin"
+    ? makeDarwinOwnerProbe()
+    : makeUnprovingOwnerProbe(platform)

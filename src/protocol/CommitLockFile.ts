@@ -5,12 +5,15 @@
  * The seed writes `{token, claimedAt}` and, on release, compares only
  * `token`. This project adds an optional nested `owner` record (pid, host,
  * boot id, process start time, PID and time namespace), which the reference
- * ignores. The store breaks a lock on that evidence only when it proves the
- * owner dead (see `store/LockOwner`), and never on age alone.
+ * ignores. Evidence written on macOS or Windows is tagged with its
+ * `platform` (`"darwin"`, `"win32"`); Linux evidence carries no tag, as
+ * every older version of this store wrote it. The store breaks a lock on
+ * that evidence only when it proves the owner dead (see `store/LockOwner`),
+ * and never on age alone.
  *
  * The line is written in a fixed key order (`token`, `claimedAt`, `owner`;
- * inside `owner`: `pid`, `hostname`, `bootId`, `startTicks`, `pidNamespace`,
- * `timeNamespace`) and our writers keep it within `MAX_LOCK_LINE_BYTES`.
+ * inside `owner`: `pid`, `hostname`, `platform`, `bootId`, `startTicks`,
+ * `pidNamespace`, `timeNamespace`) and our writers keep it within `MAX_LOCK_LINE_BYTES`.
  *
  * @since 0.1.0
  */
@@ -29,6 +32,7 @@ import { NonEmptyString, PositiveInteger } from "./ReceiptParts.js"
 export const LockOwnerEvidence = Schema.Struct({
   pid: PositiveInteger,
   hostname: NonEmptyString,
+  platform: Schema.optionalKey(Schema.String),
   bootId: Schema.optionalKey(Schema.String),
   startTicks: Schema.optionalKey(Schema.String),
   pidNamespace: Schema.optionalKey(Schema.String),
@@ -85,7 +89,7 @@ export const MAX_LOCK_LINE_BYTES = 1024
 
 /**
  * One lock line: compact JSON in the order `token`, `claimedAt`, `owner`
- * (`pid`, `hostname`, `bootId`, `startTicks`, `pidNamespace`,
+ * (`pid`, `hostname`, `platform`, `bootId`, `startTicks`, `pidNamespace`,
  * `timeNamespace`), then `"\n"`.
  *
  * @category encoding
@@ -95,6 +99,7 @@ export const encodeLockLine = (lock: CommitLockFile): string => {
   const record: Record<string, unknown> = { token: lock.token, claimedAt: lock.claimedAt }
   if (lock.owner !== undefined) {
     const owner: Record<string, unknown> = { pid: lock.owner.pid, hostname: lock.owner.hostname }
+    if (lock.owner.platform !== undefined) owner.platform = lock.owner.platform
     if (lock.owner.bootId !== undefined) owner.bootId = lock.owner.bootId
     if (lock.owner.startTicks !== undefined) owner.startTicks = lock.owner.startTicks
     if (lock.owner.pidNamespace !== undefined) owner.pidNamespace = lock.owner.pidNamespace

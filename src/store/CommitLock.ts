@@ -20,9 +20,9 @@
  *   only if it still holds our token; the removal is fsynced, so a power cut
  *   after a release never brings back a lock that, after the reboot, names
  *   a boot that is gone (see docs/power-loss.md).
- * - A lock whose owner evidence proves its process dead (written in this
- *   process's own host, boot, PID and time namespace, pid gone or reused
- *   there; see `LockOwner`) is broken, under a per-token break file so two
+ * - A lock whose owner evidence proves its process dead (written on this
+ *   process's own platform and host, in its boot, PID and time namespace,
+ *   pid gone or reused there; see `LockOwner`) is broken, under a per-token break file so two
  *   waiters never both break and a fresh lock is never removed. Locks
  *   without evidence (the reference's), or whose evidence comes from
  *   another namespace, host or boot, are never broken, whatever their age.
@@ -88,6 +88,13 @@ const tokensHeldHere: Set<string> = ((globalThis as Record<symbol, unknown>)[
  */
 const leakedHere = (self: OwnerEvidence | undefined, owner: OwnerEvidence, token: string): boolean =>
   isOwnEvidence(self, owner) && !tokensHeldHere.has(token)
+
+/** How long ago the lock was taken, by its `claimedAt`; `undefined` when it has none. */
+const lockAgeOf = (holder: unknown, now: number): number | undefined => {
+  const claimedAt = memberOf(holder, "claimedAt")
+  const at = typeof claimedAt === "string" ? Date.parse(claimedAt) : Number.NaN
+  return Number.isFinite(at) ? now - at : undefined
+}
 
 /** The lock line, with our evidence when the line then stays within its bound. */
 const lockLine = (token: string, claimedAt: string, owner: OwnerEvidence | undefined): string => {
@@ -328,12 +335,13 @@ const acquireFileLock = (
       tokensHeldHere.add(token)
       let linked = false
       // Whether the owner of the lock now at the path has been proven dead (and the lock broken).
-      const brokeDeadOwner = Effect.fnUntraced(function*(holder: unknown) {
+      const brokeDeadOwner = Effect.fnUntraced(function*(holder: unknown, now: number) {
         const owner = ownerEvidenceOf(holder)
         const holderToken = memberOf(holder, "token")
         if (
           owner && typeof holderToken === "string" &&
-          (leakedHere(probe.current, owner, holderToken) || (yield* probe.isProvablyDead(owner)))
+          (leakedHere(probe.current, owner, holderToken) ||
+            (yield* probe.isProvablyDead(owner, lockAgeOf(holder, now))))
         ) {
           return yield* breakDeadLock(fs, lockPath, holderToken)
         }
@@ -359,7 +367,7 @@ const acquireFileLock = (
               const holderToken = memberOf(holder, "token")
               const unchanged = seen !== undefined && holderToken === seen.token
               if (seen === undefined || (unchanged && now - seen.since >= DEAD_OWNER_RECHECK_MS)) {
-                if (yield* brokeDeadOwner(holder)) {
+                if (yield* brokeDeadOwner(holder, now)) {
                   seen = undefined
                   continue
                 }

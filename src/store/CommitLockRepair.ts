@@ -121,6 +121,7 @@ const contentOf = (read: PresentLock): unknown => (read._tag === "Read" ? read.c
 const reportedOwner = (owner: OwnerEvidence): OwnerEvidence => ({
   pid: owner.pid,
   hostname: clipField(owner.hostname),
+  ...(owner.platform === undefined ? {} : { platform: clipField(owner.platform) }),
   ...(owner.bootId === undefined ? {} : { bootId: clipField(owner.bootId) }),
   ...(owner.startTicks === undefined ? {} : { startTicks: clipField(owner.startTicks) }),
   ...(owner.pidNamespace === undefined ? {} : { pidNamespace: clipField(owner.pidNamespace) }),
@@ -170,7 +171,7 @@ export const inspectCommitLock = Effect.fn("CommitLockRepair.inspectCommitLock")
   const owner = ownerEvidenceOf(content) ?? null
   const liveness: OwnerLiveness = owner === null
     ? "no_evidence"
-    : (yield* probe.isProvablyDead(owner))
+    : (yield* probe.isProvablyDead(owner, ageMs ?? undefined))
     ? "dead"
     : "unknown"
   const directory = path.dirname(lockPath)
@@ -296,7 +297,9 @@ export const removeCommitLock = Effect.fn("CommitLockRepair.removeCommitLock")(f
     const owner = ownerEvidenceOf(contentOf(first))
     if (owner === undefined) return ownerMayBeAlive("no_evidence")
     const probe = yield* LockOwner
-    if (!(yield* probe.isProvablyDead(owner))) return ownerMayBeAlive("unknown")
+    const claimedAt = Date.parse(stringMember(contentOf(first), "claimedAt") ?? "")
+    const ageMs = Number.isFinite(claimedAt) ? (yield* Clock.currentTimeMillis) - claimedAt : undefined
+    if (!(yield* probe.isProvablyDead(owner, ageMs))) return ownerMayBeAlive("unknown")
   }
   const key = breakKey(lockPath, first)
   const breakPath = breakFilePath(lockPath, key)

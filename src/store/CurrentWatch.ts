@@ -52,10 +52,9 @@
  *
  * @since 0.1.0
  */
-import { type Cause, Duration, Effect, Exit, Queue, Result, Scope, Stream } from "effect"
+import { type Cause, Clock, Duration, Effect, Exit, Queue, Result, Scope, Stream } from "effect"
 import type { FileSystem } from "effect/FileSystem"
 import type { Path } from "effect/Path"
-import { sha256Hex } from "../protocol/CanonicalJson.js"
 import { fileIdentity, modifiedMs } from "../protocol/internal/FileInfo.js"
 import type { ProjectionInput, ProjectionInputInvalid } from "../state/ArtifactState.js"
 import {
@@ -67,8 +66,12 @@ import {
   type WatchPlan,
   type WatchSignal
 } from "./DirectoryWatchers.js"
-import type { CurrentRead, PathError, ReadCurrentOptions } from "./RarebitStore.js"
+import type { PathError } from "./MirroredPath.js"
 import type { LocationOverrides } from "./StoreConfig.js"
+import type { CurrentRead, ReadCurrentOptions } from "./StoreReads.js"
+import { decide, type Decision, type Emitted } from "./WatchDecision.js"
+
+export { decide, type Decision, stateKey } from "./WatchDecision.js"
 
 /**
  * How a watch notices changes, and how often it looks when it must poll.
@@ -89,6 +92,11 @@ export interface WatchTuning {
   readonly pollInterval?: Duration.Input | undefined
   /** The longest polling interval, reached by doubling while nothing changes. Default 2 s. */
   readonly maxPollInterval?: Duration.Input | undefined
+  /**
+   * How often a watch on events confirms by `stat` that no change went
+   * unreported (events can be dropped or coalesced). Default 1 s.
+   */
+  readonly confirmInterval?: Duration.Input | undefined
 }
 
 /**
@@ -166,76 +174,6 @@ export interface WatchObservation {
   readonly mode: WatchMode
 }
 
-/** Why a read was or was not emitted. @internal */
-export type Decision = "initial" | "baseline" | "changed" | "new epoch" | "identical"
-
-/** What the last emission of a Session was, in constant space. */
-interface Emitted {
-  readonly key: string
-  readonly identity: string | null
-  readonly headOffset: number
-  readonly epoch: number
-  readonly sequence: number
-}
-
-/**
- * What makes two reads the same state: availability, reason, head and
- * artifact state. Not `tornTail` nor `tailOffset`, which an unterminated
- * line moves without changing the answer; not the receipt, which the head's
- * hash names. Hashed, so a Session's remembered state is 64 characters.
- *
- * @internal
- */
-export const stateKey = (current: CurrentRead): string =>
-  sha256Hex(
-    JSON.stringify([current.availability, current.diagnostics.reason ?? null, current.head, current.artifactState])
-  )
-
-/**
- * Whether to emit `current`, read from the sidecar file `identity` (`null`:
- * no file there; `undefined`: unknown, the path could not be examined, taken
- * as the last one's, so a passing failure does not pass for a new file; a
- * head that went backwards still does), after `last`.
- *
- * @internal
- */
-export const decide = (
-  last: Emitted | undefined,
-  examined: string | null | undefined,
-  current: CurrentRead,
-  emitFirst: boolean
-): { readonly decision: Decision; readonly last: Emitted | undefined; readonly emitted: boolean } => {
-  const identity = examined === undefined ? (last?.identity ?? null) : examined
-  const key = stateKey(current)
-  // A read that could not read the file says nothing of where its head is: the last known one stands.
-  const unread = current.diagnostics.reason === "sidecar_unreadable"
-  const headOffset = unread && last !== undefined ? last.headOffset : current.head?.receiptOffset ?? -1
-  if (last === undefined) {
-    return {
-      decision: emitFirst ? "initial" : "baseline",
-      // A baseline is remembered as "emitted" before the first emission, so the first change is sequence 0.
-      last: { key, identity, headOffset, epoch: 0, sequence: emitFirst ? 0 : -1 },
-      emitted: emitFirst
-    }
-  }
-  const otherFile = identity !== last.identity
-  // Appends only move a head forward: a head behind the last one in the same file means it was rewritten.
-  const rewritten = !otherFile && headOffset < last.headOffset
-  if (otherFile || rewritten) {
-    return {
-      decision: "new epoch",
-      last: { key, identity, headOffset, epoch: last.epoch + 1, sequence: last.sequence + 1 },
-      emitted: true
-    }
-  }
-  if (key === last.key) return { decision: "identical", last, emitted: false }
-  return {
-    decision: "changed",
-    last: { key, identity, headOffset, epoch: last.epoch, sequence: last.sequence + 1 },
-    emitted: true
-  }
-}
-
 /** What `watch` and `watchSessions` need from the store. @internal */
 export interface WatchDependencies {
   readonly fs: FileSystem
@@ -249,10 +187,20 @@ interface Settings {
   readonly forcePoll: boolean
   readonly pollInterval: number
   readonly maxPollInterval: number
+  readonly confirmInterval: number
 }
 
 const millisOf = (input: Duration.Input | undefined, fallback: Duration.Input) =>
   Duration.toMillis(Duration.fromInputUnsafe(input ?? fallback))
+
+/**
+ * How often a watch on events confirms by `stat` that no change went
+ * unreported, by default.
+ *
+ * @category constants
+ * @since 0.1.0
+ */
+export const DEFAULT_CONFIRM_INTERVAL_MS = 1_000
 
 const settingsOf = (tuning: WatchTuning): Settings => {
   const pollInterval = Math.max(1, millisOf(tuning.pollInterval, "100 millis"))
@@ -260,7 +208,8 @@ const settingsOf = (tuning: WatchTuning): Settings => {
     debounce: Duration.fromInputUnsafe(tuning.debounce ?? "5 millis"),
     forcePoll: tuning.mode === "poll",
     pollInterval,
-    maxPollInterval: Math.max(pollInterval, millisOf(tuning.maxPollInterval, "2 seconds"))
+    maxPollInterval: Math.max(pollInterval, millisOf(tuning.maxPollInterval, "2 seconds")),
+    confirmInterval: Math.max(1, millisOf(tuning.confirmInterval, Duration.millis(DEFAULT_CONFIRM_INTERVAL_MS)))
   }
 }
 
@@ -279,6 +228,7 @@ interface Tracked {
   /** The last read could not read the sidecar (I/O, not data): read again later even without an event. */
   retry: boolean
   last: Emitted | undefined
+  /** Identity, size and modification time of the targets when last read (or polled): what a confirmation compares. */
   stamp: string | undefined
 }
 
@@ -289,8 +239,134 @@ interface Spec {
   readonly location: LocationOverrides
 }
 
+/** The Sessions of `specs`, each with the paths to watch and a listener that wakes the stream. */
+const trackSpecs = Effect.fnUntraced(function*(
+  deps: WatchDependencies,
+  specs: ReadonlyArray<Spec>,
+  wake: Queue.Queue<void>
+) {
+  const { fs, path } = deps
+  const tracked: Array<Tracked> = []
+  for (const spec of specs) {
+    const sidecar = yield* deps.sidecarPath(spec.sessionFile, spec.location)
+    const targets = [sidecar]
+    if (spec.watchSession) {
+      const sessionPath = path.resolve(spec.sessionFile)
+      targets.push(sessionPath)
+      // A symlinked Session is written where it points: watch there too.
+      const real = yield* Effect.orElseSucceed(fs.realPath(sessionPath), () => sessionPath)
+      if (real !== sessionPath) targets.push(real)
+    }
+    const entry: Tracked = {
+      sessionFile: spec.sessionFile,
+      read: spec.read,
+      sidecar,
+      targets,
+      plans: targets.map(() => undefined),
+      subscriptions: targets.map(() => undefined),
+      listener: (signal) => {
+        entry.dirty = true
+        if (signal === "replan") entry.replan = true
+        Queue.offerUnsafe(wake, undefined)
+      },
+      dirty: false,
+      replan: false,
+      retry: false,
+      last: undefined,
+      stamp: undefined
+    }
+    tracked.push(entry)
+  }
+  return tracked
+})
+
+/** How a watch looks at its files: `lstat` stamps, and reads that know which sidecar file they read. */
+const samplerOf = (deps: WatchDependencies) => {
+  const { fs } = deps
+
+  /** The sidecar's device and inode; `null` when nothing is there, `undefined` when that cannot be told. */
+  const identityOf = (file: string) =>
+    fs.lstat(file).pipe(
+      Effect.map((info): string | null | undefined => fileIdentity(info) ?? "unknown"),
+      Effect.catch((error) => Effect.succeed(error.reason._tag === "NotFound" ? null : undefined))
+    )
+
+  /** A read and the sidecar file it came from, read again if the file was swapped during it. */
+  const readTracked = (entry: Tracked) =>
+    Effect.gen(function*() {
+      for (let attempt = 0;; attempt++) {
+        const before = yield* identityOf(entry.sidecar)
+        const current = yield* deps.readCurrent(entry.read)
+        const after = yield* identityOf(entry.sidecar)
+        // A swap mid-read leaves the read's file unknown; the swap's own event reads again anyway.
+        if (before === after || attempt === 2) return { current, identity: after }
+      }
+    })
+
+  const stampOf = (file: string, follow: boolean) =>
+    (follow ? fs.stat(file) : fs.lstat(file)).pipe(
+      Effect.map((info) => `${fileIdentity(info)}:${info.size}:${modifiedMs(info)}`),
+      Effect.catch((error) => Effect.succeed(error.reason._tag))
+    )
+
+  const stampTracked = (entry: Tracked) =>
+    Effect.map(
+      Effect.forEach(entry.targets, (file, index) => stampOf(file, index > 0)),
+      (stamps) => stamps.join("|")
+    )
+
+  return { readTracked, stampTracked }
+}
+
+/** Reads `entry` and decides whether to emit the read, remembering the decision. */
+const observeEntry = (
+  readTracked: ReturnType<typeof samplerOf>["readTracked"],
+  entry: Tracked,
+  mode: WatchMode,
+  emitFirst: boolean
+) =>
+  Effect.map(readTracked(entry), ({ current, identity }): WatchObservation => {
+    const { decision, emitted, last } = decide(entry.last, identity, current, emitFirst)
+    entry.last = last
+    // A failed read (EMFILE, EIO, ...) may pass without any file changing: no event would ever correct it.
+    entry.retry = current.diagnostics.reason === "sidecar_unreadable"
+    return {
+      sessionFile: entry.sessionFile,
+      current,
+      decision,
+      mode,
+      emitted: emitted && last !== undefined
+        ? { sessionFile: entry.sessionFile, current, epoch: last.epoch, sequence: last.sequence }
+        : undefined
+    }
+  })
+
+/** Marks every Session whose files moved without an event as due, to be planned and read again. */
+const confirmEntries = (
+  tracked: ReadonlyArray<Tracked>,
+  stampTracked: ReturnType<typeof samplerOf>["stampTracked"]
+) =>
+  Effect.forEach(tracked, (entry) =>
+    Effect.map(stampTracked(entry), (stamp) => {
+      if (stamp === entry.stamp) return
+      entry.dirty = true
+      entry.replan = true
+    }), { discard: true })
+
 /**
  * The stream of every read a watch makes over `specs`, emitted or not.
+ *
+ * **Details**
+ *
+ * With events, the wait for one is bounded by `confirmInterval`: when it
+ * passes, every Session's files are stamped again (`lstat`: identity,
+ * size, modification time) and a Session whose stamp moved since its last
+ * read is planned and read again. Events are hints: FSEvents coalesces
+ * them and drops some when a watch opens or closes, a
+ * `ReadDirectoryChangesW` buffer overflows, some mounts deliver none, and
+ * a change made between planning a watch and its installation is reported
+ * by no event. Each of these is seen within `confirmInterval` plus the
+ * debounce and one read.
  *
  * @internal
  */
@@ -311,38 +387,8 @@ export const observe = (
       unavailable = cause
       Queue.offerUnsafe(wake, undefined)
     }).pipe(Scope.provide(watchersScope))
-
-    const tracked: Array<Tracked> = []
-    for (const spec of specs) {
-      const sidecar = yield* deps.sidecarPath(spec.sessionFile, spec.location)
-      const targets = [sidecar]
-      if (spec.watchSession) {
-        const sessionPath = path.resolve(spec.sessionFile)
-        targets.push(sessionPath)
-        // A symlinked Session is written where it points: watch there too.
-        const real = yield* Effect.orElseSucceed(fs.realPath(sessionPath), () => sessionPath)
-        if (real !== sessionPath) targets.push(real)
-      }
-      const entry: Tracked = {
-        sessionFile: spec.sessionFile,
-        read: spec.read,
-        sidecar,
-        targets,
-        plans: targets.map(() => undefined),
-        subscriptions: targets.map(() => undefined),
-        listener: (signal) => {
-          entry.dirty = true
-          if (signal === "replan") entry.replan = true
-          Queue.offerUnsafe(wake, undefined)
-        },
-        dirty: false,
-        replan: false,
-        retry: false,
-        last: undefined,
-        stamp: undefined
-      }
-      tracked.push(entry)
-    }
+    const tracked = yield* trackSpecs(deps, specs, wake)
+    const { readTracked, stampTracked } = samplerOf(deps)
 
     const annotateMode = Effect.suspend(() => Effect.annotateCurrentSpan("rarebit.watch.mode", mode))
 
@@ -382,52 +428,13 @@ export const observe = (
       }
     })
 
-    /** The sidecar's device and inode; `null` when nothing is there, `undefined` when that cannot be told. */
-    const identityOf = (file: string) =>
-      fs.lstat(file).pipe(
-        Effect.map((info): string | null | undefined => fileIdentity(info) ?? "unknown"),
-        Effect.catch((error) => Effect.succeed(error.reason._tag === "NotFound" ? null : undefined))
-      )
+    const observeOne = (entry: Tracked) => observeEntry(readTracked, entry, mode, emitFirst)
 
-    /** A read and the sidecar file it came from, read again if the file was swapped during it. */
-    const readTracked = (entry: Tracked) =>
-      Effect.gen(function*() {
-        for (let attempt = 0;; attempt++) {
-          const before = yield* identityOf(entry.sidecar)
-          const current = yield* deps.readCurrent(entry.read)
-          const after = yield* identityOf(entry.sidecar)
-          // A swap mid-read leaves the read's file unknown; the swap's own event reads again anyway.
-          if (before === after || attempt === 2) return { current, identity: after }
-        }
-      })
-
-    const observeOne = (entry: Tracked) =>
-      Effect.map(readTracked(entry), ({ current, identity }): WatchObservation => {
-        const { decision, emitted, last } = decide(entry.last, identity, current, emitFirst)
-        entry.last = last
-        // A failed read (EMFILE, EIO, ...) may pass without any file changing: no event would ever correct it.
-        entry.retry = current.diagnostics.reason === "sidecar_unreadable"
-        return {
-          sessionFile: entry.sessionFile,
-          current,
-          decision,
-          mode,
-          emitted: emitted && last !== undefined
-            ? { sessionFile: entry.sessionFile, current, epoch: last.epoch, sequence: last.sequence }
-            : undefined
-        }
-      })
-
-    const stampOf = (file: string, follow: boolean) =>
-      (follow ? fs.stat(file) : fs.lstat(file)).pipe(
-        Effect.map((info) => `${fileIdentity(info)}:${info.size}:${modifiedMs(info)}`),
-        Effect.catch((error) => Effect.succeed(error.reason._tag))
-      )
-
-    const stampTracked = (entry: Tracked) =>
-      Effect.map(
-        Effect.forEach(entry.targets, (file, index) => stampOf(file, index > 0)),
-        (stamps) => stamps.join("|")
+    /** Stamped before the read, so a change during it is seen by the next poll or confirmation. */
+    const stampAndObserve = (entry: Tracked) =>
+      Effect.andThen(
+        Effect.tap(stampTracked(entry), (stamp) => Effect.sync(() => (entry.stamp = stamp))),
+        observeOne(entry)
       )
 
     // Events first; a watch that cannot be had turns the whole stream to polling.
@@ -443,32 +450,47 @@ export const observe = (
     let first = true
     let pollDelay = settings.pollInterval
     let retryDelay = settings.pollInterval
+    let confirmAt = 0
+    let retryAt: number | undefined
+
+    /** Waits for an event, a confirmation or a retry, whichever comes first, and marks what is due. */
+    const awaitEvent = Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      if (!tracked.some((entry) => entry.retry)) {
+        retryAt = undefined
+        retryDelay = settings.pollInterval
+      } else {
+        // Unreadable sidecars are read again after `pollInterval`, doubling up to `maxPollInterval`.
+        retryAt ??= now + retryDelay
+      }
+      const deadline = Math.min(confirmAt, retryAt ?? Number.POSITIVE_INFINITY)
+      yield* Effect.timeoutOption(Queue.take(wake), Duration.millis(Math.max(0, deadline - now)))
+      // Checked whether or not an event came: a steady stream of events for
+      // one Session must not put off the confirmation of the others.
+      const at = yield* Clock.currentTimeMillis
+      if (retryAt !== undefined && at >= retryAt) {
+        for (const entry of tracked) if (entry.retry) entry.dirty = true
+        retryDelay = Math.min(retryDelay * 2, settings.maxPollInterval)
+        retryAt = undefined
+      }
+      if (at >= confirmAt) {
+        yield* confirmEntries(tracked, stampTracked)
+        confirmAt = at + settings.confirmInterval
+      }
+    })
 
     const next: Effect.Effect<ReadonlyArray<WatchObservation>, PathError | ProjectionInputInvalid> = Effect.gen(
       function*() {
         if (first) {
           first = false
-          return yield* Effect.forEach(tracked, (entry) =>
-            Effect.gen(function*() {
-              // Stamped before the read, so a change during it is seen by the next poll.
-              if (mode === "poll") entry.stamp = yield* stampTracked(entry)
-              return yield* observeOne(entry)
-            }))
+          confirmAt = (yield* Clock.currentTimeMillis) + settings.confirmInterval
+          return yield* Effect.forEach(tracked, stampAndObserve)
         }
         for (;;) {
           if (mode === "events" && unavailable !== undefined) yield* toPolling
           if (mode === "events") {
-            if (tracked.some((entry) => entry.retry)) {
-              // Unreadable sidecars are read again after `pollInterval`, doubling up to `maxPollInterval`.
-              const woken = yield* Effect.timeoutOption(Queue.take(wake), Duration.millis(retryDelay))
-              if (woken._tag === "None") {
-                for (const entry of tracked) if (entry.retry) entry.dirty = true
-                retryDelay = Math.min(retryDelay * 2, settings.maxPollInterval)
-              }
-            } else {
-              yield* Queue.take(wake)
-              retryDelay = settings.pollInterval
-            }
+            yield* awaitEvent
+            if (!tracked.some((entry) => entry.dirty) && unavailable === undefined) continue
             yield* Effect.sleep(settings.debounce)
             // Events during the wait are covered by the read below.
             yield* Queue.clear(wake)
@@ -479,7 +501,7 @@ export const observe = (
               if (entry.replan) yield* replan(entry)
             }
             if (due.length === 0) continue
-            return yield* Effect.forEach(due, observeOne)
+            return yield* Effect.forEach(due, stampAndObserve)
           }
           yield* Effect.sleep(Duration.millis(pollDelay))
           const changed: Array<Tracked> = []
@@ -507,7 +529,14 @@ export const emitted = (observations: Stream.Stream<WatchObservation, PathError 
 
 /** The spec of `watch`'s one Session. @internal */
 export const watchSpec = (options: WatchOptions): Spec => {
-  const { debounce: _debounce, maxPollInterval: _max, mode: _mode, pollInterval: _poll, ...read } = options
+  const {
+    confirmInterval: _confirm,
+    debounce: _debounce,
+    maxPollInterval: _max,
+    mode: _mode,
+    pollInterval: _poll,
+    ...read
+  } = options
   return {
     sessionFile: options.sessionFile,
     read,

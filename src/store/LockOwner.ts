@@ -30,9 +30,23 @@
  * another boot id too. Equal boot ids, random per kernel boot, are what
  * tie the evidence to this very kernel.
  *
+ * Evidence is tagged by the platform that wrote it (`platform`; absent means
+ * Linux, as older versions of this store wrote it), and evidence of one
+ * platform never matches a reader on another: a Linux container and its
+ * macOS host sharing a directory (Docker Desktop) count pids in different
+ * kernels. What ties a pid to one kernel differs by platform:
+ * - Linux: the boot id and the PID namespace (both required), and the time
+ *   namespace;
+ * - Darwin (macOS): the boot session id (`kern.bootsessionuuid`), which is
+ *   required; macOS has no PID namespaces;
+ * - any other platform (Windows): nothing cheap names a boot, so its
+ *   evidence is for operators only and its locks are removed only by
+ *   `rarebit-store unlock --force`.
+ * Evidence of a platform this version does not know is never judged.
+ *
  * The default reference has no evidence and proves nothing dead, so tests
- * and other platforms stay conservative; the Node layer provides the
- * `/proc`-backed probe (`platform/ProcessOwner`), built on
+ * and other platforms stay conservative; the Node layer provides the probe
+ * of the platform it runs on (`platform/ProcessOwner`), built on
  * `makeLockOwnerProbe` here.
  *
  * @since 0.1.0
@@ -44,9 +58,14 @@ import { isObjectRecord } from "../protocol/internal/JsonShape.js"
 export interface OwnerEvidence {
   readonly pid: number
   readonly hostname: string
-  /** Kernel boot id: a pid is meaningful only within one boot. */
+  /** The platform that wrote the evidence (`"darwin"`, `"win32"`); absent on Linux. */
+  readonly platform?: string
+  /** Kernel boot id (Darwin: the boot session id): a pid is meaningful only within one boot. */
   readonly bootId?: string
-  /** Process start time in clock ticks since boot, which tells pid reuse apart. */
+  /**
+   * Process start time, which tells pid reuse apart: on Linux in clock ticks
+   * since boot, on Darwin in seconds since the epoch.
+   */
   readonly startTicks?: string
   /** The PID namespace the pid counts in, as `/proc/self/ns/pid` names it: `pid:[<inode>]`. */
   readonly pidNamespace?: string
@@ -62,8 +81,12 @@ export interface OwnerEvidence {
  */
 export interface LockOwnerProbe {
   readonly current: OwnerEvidence | undefined
-  /** `true` only when the owner is certainly not running any more. */
-  readonly isProvablyDead: (owner: OwnerEvidence) => Effect.Effect<boolean>
+  /**
+   * `true` only when the owner is certainly not running any more.
+   * `lockAgeMs`, how old the lock is when known, lets a probe skip costly
+   * looks (a pid reused within seconds is implausible).
+   */
+  readonly isProvablyDead: (owner: OwnerEvidence, lockAgeMs?: number) => Effect.Effect<boolean>
 }
 
 /**
@@ -76,7 +99,7 @@ export const LockOwner = Context.Reference<LockOwnerProbe>("rarebit-store/store/
   defaultValue: () => ({ current: undefined, isProvablyDead: () => Effect.succeed(false) })
 })
 
-const OPTIONAL_FIELDS = ["bootId", "startTicks", "pidNamespace", "timeNamespace"] as const
+const OPTIONAL_FIELDS = ["platform", "bootId", "startTicks", "pidNamespace", "timeNamespace"] as const
 
 /**
  * Reads owner evidence from a parsed lock file, if it has well-formed
@@ -113,22 +136,48 @@ export const ownerEvidenceOf = (lock: unknown): OwnerEvidence | undefined => {
  * @category models
  * @since 0.1.0
  */
-export type OwnerContextField = "hostname" | "bootId" | "pidNamespace" | "timeNamespace"
+export type OwnerContextField = "platform" | "hostname" | "bootId" | "pidNamespace" | "timeNamespace"
 
-const CONTEXT_FIELDS: ReadonlyArray<OwnerContextField> = ["hostname", "bootId", "pidNamespace", "timeNamespace"]
+const CONTEXT_FIELDS: ReadonlyArray<OwnerContextField> = [
+  "platform",
+  "hostname",
+  "bootId",
+  "pidNamespace",
+  "timeNamespace"
+]
 
-/** Without these, a pid cannot be tied to one kernel and one PID namespace. */
-const REQUIRED_CONTEXT: ReadonlyArray<OwnerContextField> = ["bootId", "pidNamespace"]
+/**
+ * The platform that wrote `evidence`: `"linux"` when it names none (the
+ * Linux probe, and every older version of this store, write no tag).
+ *
+ * @category accessors
+ * @since 0.1.0
+ */
+export const platformOf = (evidence: OwnerEvidence): string => evidence.platform ?? "linux"
+
+/**
+ * What ties a pid to one kernel (and PID namespace) on each platform whose
+ * evidence can prove an owner dead; a platform not listed has no such
+ * evidence.
+ */
+const REQUIRED_CONTEXT: Readonly<Record<string, ReadonlyArray<OwnerContextField>>> = {
+  linux: ["bootId", "pidNamespace"],
+  darwin: ["bootId"]
+}
+
+const requiredContext = (evidence: OwnerEvidence): ReadonlyArray<OwnerContextField> | undefined =>
+  Object.hasOwn(REQUIRED_CONTEXT, platformOf(evidence)) ? REQUIRED_CONTEXT[platformOf(evidence)] : undefined
 
 /**
  * Why an owner's evidence cannot be judged from here.
  *
  * - `ReaderUnidentified`: this process cannot name its own boot or PID
- *   namespace, so it proves nothing about anyone.
+ *   namespace (or runs on a platform without such evidence), so it proves
+ *   nothing about anyone.
  * - `OwnerUnidentified`: the evidence lacks `missing` (an older version of
  *   this store, or a writer whose `/proc` could not name its namespace).
- * - `OtherContext`: written on another host, in another boot, or in another
- *   PID or time namespace; `owner` and `reader` are the differing values.
+ * - `OtherContext`: written on another platform or host, in another boot, or
+ *   in another PID or time namespace; `owner` and `reader` are the differing values.
  *
  * @category models
  * @since 0.1.0
@@ -154,10 +203,14 @@ export const ownerContextMismatch = (
   reader: OwnerEvidence | undefined,
   owner: OwnerEvidence
 ): OwnerContextMismatch | undefined => {
-  if (reader === undefined || REQUIRED_CONTEXT.some((field) => reader[field] === undefined)) {
+  const required = reader === undefined ? undefined : requiredContext(reader)
+  if (reader === undefined || required === undefined || required.some((field) => reader[field] === undefined)) {
     return { _tag: "ReaderUnidentified" }
   }
-  const missing = REQUIRED_CONTEXT.filter((field) => owner[field] === undefined)
+  if (platformOf(owner) !== platformOf(reader)) {
+    return { _tag: "OtherContext", field: "platform", owner: platformOf(owner), reader: platformOf(reader) }
+  }
+  const missing = required.filter((field) => owner[field] === undefined)
   if (missing.length > 0) return { _tag: "OwnerUnidentified", missing }
   const field = CONTEXT_FIELDS.find((name) => owner[name] !== reader[name])
   return field === undefined ? undefined : { _tag: "OtherContext", field, owner: owner[field], reader: reader[field] }
@@ -189,7 +242,7 @@ export const isOwnEvidence = (self: OwnerEvidence | undefined, owner: OwnerEvide
  * @category models
  * @since 0.1.0
  */
-export type ProcessLookup = (pid: number) => "gone" | string | undefined
+export type ProcessLookup = (pid: number, lockAgeMs: number | undefined) => "gone" | string | undefined
 
 /**
  * Makes a probe that writes `current` as evidence and proves an owner dead
@@ -206,10 +259,10 @@ export type ProcessLookup = (pid: number) => "gone" | string | undefined
  */
 export const makeLockOwnerProbe = (current: OwnerEvidence | undefined, lookup: ProcessLookup): LockOwnerProbe => ({
   current,
-  isProvablyDead: (owner) =>
+  isProvablyDead: (owner, lockAgeMs) =>
     Effect.sync(() => {
       if (ownerContextMismatch(current, owner) !== undefined) return false
-      const seen = lookup(owner.pid)
+      const seen = lookup(owner.pid, lockAgeMs)
       if (seen === "gone") return true
       // Same pid, another start time: the owner ended and its pid was reused.
       return seen !== undefined && owner.startTicks !== undefined && seen !== owner.startTicks

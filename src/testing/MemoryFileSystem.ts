@@ -137,6 +137,8 @@ export interface MemoryFileSystemOptions {
    * names are bytes, as on Linux.
    */
   readonly normalization?: "NFD" | undefined
+  /** How watches deliver their events. Default: inotify's way, at once and one per change. */
+  readonly watchEvents?: WatchEventProfile | undefined
 }
 
 /**
@@ -146,6 +148,37 @@ export interface MemoryFileSystemOptions {
  * @since 0.1.0
  */
 export type MemoryPlatform = "posix" | "win32"
+
+/**
+ * How a watch delivers events, for modelling platforms whose events are
+ * hints: macOS's FSEvents delays them (its latency), folds several changes
+ * of one name into one, and drops some (whenever a watch opens or closes,
+ * or its buffer overflows, as Windows' `ReadDirectoryChangesW` can too).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface WatchEventProfile {
+  /** How long (on the `Clock`) an event waits before it is delivered, with any that follow it meanwhile. */
+  readonly latencyMs?: number | undefined
+  /** Whether the events a latency gathers are folded into one per name (the last one). */
+  readonly coalesce?: boolean | undefined
+  /** Whether to drop `event` of the watch of `watchedPath`; called once per event, in order. */
+  readonly drop?: ((event: FileSystem.WatchEvent, watchedPath: string) => boolean) | undefined
+}
+
+/**
+ * An FSEvents-like profile: 30 ms latency, coalesced, dropping what `drop`
+ * says (nothing by default).
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const darwinWatchEvents = (drop?: WatchEventProfile["drop"]): WatchEventProfile => ({
+  latencyMs: 30,
+  coalesce: true,
+  drop
+})
 
 /**
  * The character devices the model can create: `/dev/zero` (endless zeros),
@@ -368,6 +401,8 @@ interface Volume {
   readonly stored: (name: string) => string
   /** Directory operations no directory fsync has made durable yet, oldest first (see `crashImage`). */
   readonly pending: Array<DirectoryOperation>
+  /** How watches deliver events; inotify's way when absent. */
+  readonly watchEvents?: WatchEventProfile | undefined
 }
 
 /** One entry of a directory set by an operation: what it named before and after. */
@@ -1027,6 +1062,33 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
   }
 
   /**
+   * A watcher's delivery under `profile`: straight to `offer` without one;
+   * else dropped as the profile says, or held for its latency (a fiber of
+   * the watch's scope) and then handed over, folded per name if asked.
+   */
+  const profiled = (
+    profile: WatchEventProfile | undefined,
+    watchedPath: string,
+    offer: (event: FileSystem.WatchEvent) => void
+  ): Effect.Effect<(event: FileSystem.WatchEvent) => void, never, Scope.Scope> =>
+    Effect.gen(function*() {
+      if (profile === undefined) return offer
+      const latencyMs = profile.latencyMs ?? 0
+      const held = yield* Queue.unbounded<FileSystem.WatchEvent>()
+      yield* Effect.forkScoped(Effect.forever(Effect.gen(function*() {
+        const gathered = yield* Queue.takeAll(held)
+        if (latencyMs > 0) yield* Effect.sleep(latencyMs)
+        const batch = [...gathered, ...(yield* Queue.clear(held))]
+        const byName = new Map(batch.map((event) => [event.path, event]))
+        for (const event of profile.coalesce === true ? byName.values() : batch) offer(event)
+      })))
+      return (event) => {
+        if (profile.drop?.(event, watchedPath) === true) return
+        Queue.offerUnsafe(held, event)
+      }
+    })
+
+  /**
    * `watch`: Effect's Node implementation over the model. The path is
    * `stat`ed first (so a missing one fails as Node's does), then watched by
    * inode until the stream's scope closes.
@@ -1039,23 +1101,26 @@ const fromVolume = (volume: Volume): MemoryFileSystemShape => {
       attempt("stat", "stat", path, () => existing(volume, path, true).node),
       (node) =>
         Stream.callback<FileSystem.WatchEvent, PlatformError.PlatformError>((queue) =>
-          Effect.acquireRelease(
-            Effect.sync(() => {
-              const absolute = absoluteFrom(volume.cwd, path)
-              const watcher: MemoryWatcher = {
-                id: volume.nextWatcherId++,
-                path: absolute,
-                node,
-                directory: node.kind === "Directory" ? absolute : dirnameOf(absolute),
-                deliver: (event) => void Queue.offerUnsafe(queue, event),
-                active: true
-              }
-              volume.watchers.set(watcher.id, watcher)
-              options?.onReady?.()
-              return watcher
-            }),
-            (watcher) => Effect.sync(() => void volume.watchers.delete(watcher.id))
-          )
+          Effect.gen(function*() {
+            const absolute = absoluteFrom(volume.cwd, path)
+            const deliver = yield* profiled(volume.watchEvents, absolute, (event) => Queue.offerUnsafe(queue, event))
+            return yield* Effect.acquireRelease(
+              Effect.sync(() => {
+                const watcher: MemoryWatcher = {
+                  id: volume.nextWatcherId++,
+                  path: absolute,
+                  node,
+                  directory: node.kind === "Directory" ? absolute : dirnameOf(absolute),
+                  deliver,
+                  active: true
+                }
+                volume.watchers.set(watcher.id, watcher)
+                options?.onReady?.()
+                return watcher
+              }),
+              (watcher) => Effect.sync(() => void volume.watchers.delete(watcher.id))
+            )
+          })
         )
     ))
   }
@@ -1759,7 +1824,8 @@ export const makeMemoryFileSystem = (options?: MemoryFileSystemOptions): MemoryF
     platform,
     notices: [],
     ...nameRules(options),
-    pending: []
+    pending: [],
+    watchEvents: options?.watchEvents
   }
   makeDirectoryPath(volume, volume.tmpdir, 0o755, 0)
   if (volume.tmpdir === "/tmp" && platform === "posix") (root.entries.get("tmp") as DirNode).mode = 0o1777

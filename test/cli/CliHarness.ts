@@ -24,6 +24,7 @@ import { lstat, mkdir, readdir, readFile, writeFile } from "node:fs/promises"
 import { hostname } from "node:os"
 import { dirname, join, relative } from "node:path"
 import { runCli as runCliEffect } from "../../src/cli/Cli.js"
+import * as ProcessOwner from "../../src/platform/ProcessOwner.js"
 import * as Ours from "../../src/promise/index.js"
 import type { Receipt } from "../../src/protocol/Receipt.js"
 import { jobId, type Roots, Store } from "../support/Reference.js"
@@ -98,7 +99,7 @@ export const cliIn = (
  * prints; the result has the shape of a spawned run.
  */
 export const cli = (args: ReadonlyArray<string>): Effect.Effect<CliRun> =>
-  captured(args).pipe(Effect.provide(NodeServices.layer))
+  captured(args).pipe(Effect.provide(Layer.merge(NodeServices.layer, ProcessOwner.layer)))
 
 /** The global flags that point the CLI at a temporary store. */
 export const rootFlags = (roots: Roots): Array<string> => [

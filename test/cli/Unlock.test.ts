@@ -3,11 +3,14 @@
  * may be alive; removes it with `--force` or when the owner is provably
  * gone; never removes a lock that was replaced since it was inspected.
  */
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { readFile, stat, utimes, writeFile } from "node:fs/promises"
+import { makeDarwinOwnerProbe } from "../../src/platform/ProcessOwner.js"
+import { LockOwner } from "../../src/store/LockOwner.js"
 import { entry, makeRoots, type Roots, Store, summaryReceipt, writeSession } from "../support/Reference.js"
-import { cli, deadOwnerEvidence, liveOwnerEvidence, rootFlags, settleWith, writeLock } from "./CliHarness.js"
+import { cli, cliIn, deadOwnerEvidence, liveOwnerEvidence, rootFlags, settleWith, writeLock } from "./CliHarness.js"
 
 let roots: Roots
 let lockPath: string
@@ -36,7 +39,10 @@ describe("rarebit-store unlock", () => {
       assert.strictEqual(run.code, 0, run.stderr)
       assert.match(run.stdout, /No commit lock at .*nothing to do/)
     }))
+})
 
+// Owner evidence of this machine's /proc; the Darwin probe's counterparts below run everywhere.
+describe.runIf(process.platform === "linux")("rarebit-store unlock with Linux evidence", () => {
   it.live("refuses a live owner's lock (exit 5), showing its evidence, and removes it with --force", () =>
     Effect.gen(function*() {
       const owner = liveOwnerEvidence()
@@ -120,7 +126,66 @@ describe("rarebit-store unlock", () => {
       assert.strictEqual(forced.code, 0, forced.stderr)
       assert.isFalse(yield* exists(lockPath))
     }))
+})
 
+describe("rarebit-store unlock with a Darwin probe", () => {
+  const probe = makeDarwinOwnerProbe({
+    pid: 501,
+    hostname: () => "mac-a",
+    bootSessionId: () => "5C3B9B1E-7A2D-4B8E-9F10-2A3B4C5D6E7F",
+    processExists: (pid) => pid === 501 || pid === 502,
+    startTimeText: (pid) => pid === 501 ? "Mon Dec  7 18:00:00 2026" : "Mon Dec  7 18:00:05 2026"
+  })
+  const unlockAsMac = (...args: Array<string>) =>
+    cliIn(["unlock", "--session", roots.sessionFile, ...args, ...rootFlags(roots)]).pipe(
+      Effect.provide(NodeServices.layer),
+      Effect.provideService(LockOwner, probe)
+    )
+
+  it.live("removes a gone owner's lock, refuses a live one's and a Linux container's, naming why", () =>
+    Effect.gen(function*() {
+      const self = probe.current!
+      yield* Effect.promise(() =>
+        writeLock(lockPath, "a".repeat(48), Date.now() - 60_000, {
+          ...self,
+          pid: 502,
+          startTicks: String(Date.UTC(2026, 11, 7, 18, 0, 5) / 1000)
+        })
+      )
+      const alive = yield* unlockAsMac("--json")
+      assert.strictEqual(alive.code, 5)
+      assert.strictEqual(JSON.parse(alive.stdout).lock.liveness, "unknown")
+      assert.match(alive.stderr, /pid 502 is a running process here/)
+      assert.isTrue(yield* exists(lockPath))
+
+      const linux = { pid: 999, hostname: "mac-a", bootId: self.bootId, startTicks: "1", pidNamespace: "pid:[1]" }
+      yield* Effect.promise(() => writeLock(lockPath, "b".repeat(48), Date.now() - 60_000, linux))
+      const container = yield* unlockAsMac()
+      assert.strictEqual(container.code, 5)
+      assert.match(container.stderr, /taken on linux and this process runs on darwin/)
+      assert.isTrue(yield* exists(lockPath))
+
+      const { bootId: _, ...withoutBoot } = { ...self, pid: 999 }
+      yield* Effect.promise(() => writeLock(lockPath, "e".repeat(48), Date.now() - 60_000, withoutBoot))
+      const unnamed = yield* unlockAsMac()
+      assert.strictEqual(unnamed.code, 5)
+      assert.match(unnamed.stderr, /does not name its boot \(sysctl could not read it\)/)
+      assert.isTrue(yield* exists(lockPath))
+
+      yield* Effect.promise(() => writeLock(lockPath, "c".repeat(48), Date.now() - 60_000, { ...self, pid: 999 }))
+      const gone = yield* unlockAsMac("--json")
+      assert.strictEqual(gone.code, 0, gone.stderr)
+      const report = JSON.parse(gone.stdout)
+      assert.deepStrictEqual([report.action, report.lock.liveness, report.lock.owner.platform], [
+        "removed",
+        "dead",
+        "darwin"
+      ])
+      assert.isFalse(yield* exists(lockPath))
+    }))
+})
+
+describe("rarebit-store unlock, whatever the platform", () => {
   it.live("refuses a reference lock without evidence, and removes it with --force", () =>
     Effect.gen(function*() {
       yield* Effect.promise(() => writeLock(lockPath, "3".repeat(48), Date.now() - 3_600_000))

@@ -4,10 +4,10 @@
  * (direct and thread-pool) and through platform-node's own file system,
  * which lacks the non-blocking open and so exercises the portable fallback.
  */
-import { assert } from "@effect/vitest"
-import { Effect, FileSystem, Option } from "effect"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, FileSystem, Option, PlatformError } from "effect"
 import { openDirectory, openRegular, readBounded, readToEnd } from "../../src/io/RegularFile.js"
-import type { MemoryFileSystemShape } from "../../src/testing/MemoryFileSystem.js"
+import { makeMemoryFileSystem, type MemoryFileSystemShape } from "../../src/testing/MemoryFileSystem.js"
 import {
   fileSystemSuite,
   memoryWorld,
@@ -142,3 +142,31 @@ fileSystemSuite("RegularFile", (it) => {
       assert.isTrue(Option.isSome((yield* fs.stat(`${root}/dir`)).ino))
     }))
 }, [memoryWorld, nodeWorld, nonBlockingThreadpoolWorld, threadpoolWorld])
+
+describe("RegularFile on macOS errors", () => {
+  it.effect("a socket that refuses its open with EOPNOTSUPP (macOS) is a socket, not an I/O error", () =>
+    Effect.gen(function*() {
+      const memory = makeMemoryFileSystem()
+      yield* memory.makeDirectory("/store")
+      yield* memory.makeSocket("/store/socket")
+      // What macOS's open(2) reports for a socket, where Linux reports ENXIO.
+      const macFs: FileSystem.FileSystem = {
+        ...memory,
+        open: (path, options) =>
+          path === "/store/socket"
+            ? Effect.fail(PlatformError.systemError({
+              _tag: "Unknown",
+              module: "FileSystem",
+              method: "open",
+              pathOrDescriptor: path,
+              syscall: "open",
+              cause: Object.assign(new Error(`EOPNOTSUPP: operation not supported on socket, open '${path}'`), {
+                code: "EOPNOTSUPP"
+              })
+            }))
+            : memory.open(path, options)
+      }
+      const refused = yield* Effect.flip(readBounded(macFs, "/store/socket", { maxBytes: 16, followSymlinks: false }))
+      assert.deepStrictEqual([refused._tag, (refused as { type?: string }).type], ["FileNotRegular", "Socket"])
+    }))
+})

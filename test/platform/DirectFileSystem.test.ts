@@ -368,8 +368,11 @@ describe("DirectFileSystem", () => {
         const fs = yield* FileSystem.FileSystem
         const read = smallRegularReadOf(fs)!
         // /proc files say they are empty and hold more: the read must stop one byte past the size fstat gave.
-        const proc = read("/proc/self/status", 300, false)
-        assert.deepStrictEqual(proc && { size: proc.size, length: proc.bytes.length }, { size: 0, length: 1 })
+        // (Linux only: other platforms have no such file, and the grown file below covers them.)
+        if (process.platform === "linux") {
+          const proc = read("/proc/self/status", 300, false)
+          assert.deepStrictEqual(proc && { size: proc.size, length: proc.bytes.length }, { size: 0, length: 1 })
+        }
         yield* fs.writeFileString(join(root, "file"), "abc")
         assert.strictEqual(read(join(root, "file"), 300, true)?.bytes.length, 3)
       }).pipe(direct)

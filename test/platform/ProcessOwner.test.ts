@@ -3,7 +3,17 @@ import { Effect } from "effect"
 import { spawn } from "node:child_process"
 import { existsSync, readFileSync, readlinkSync } from "node:fs"
 import { hostname } from "node:os"
-import { makeProcessOwnerProbe, type ProcessSystem, readOwnerEvidence } from "../../src/platform/ProcessOwner.js"
+import {
+  DARWIN_START_TIME_AFTER_MS,
+  type DarwinSystem,
+  makeDarwinOwnerProbe,
+  makeProcessOwnerProbe,
+  makeUnprovingOwnerProbe,
+  ownerProbeFor,
+  type ProcessSystem,
+  readOwnerEvidence,
+  startSecondsOfLstart
+} from "../../src/platform/ProcessOwner.js"
 import { encodeLockLine, MAX_LOCK_LINE_BYTES } from "../../src/protocol/CommitLockFile.js"
 import type { OwnerEvidence } from "../../src/store/LockOwner.js"
 
@@ -24,7 +34,8 @@ const exitedPid = async (): Promise<number> => {
   return child.pid!
 }
 
-describe("ProcessOwner", () => {
+// Reads this machine's /proc: the made-up systems below run everywhere.
+describe.runIf(process.platform === "linux")("ProcessOwner", () => {
   it("describes this process: pid, host, boot, start time, PID and time namespace", () => {
     assert.strictEqual(self.pid, process.pid)
     assert.strictEqual(self.hostname, hostname())
@@ -168,5 +179,137 @@ describe("ProcessOwner on a made-up /proc", () => {
     // A Linux hostname is at most 64 bytes; even escaped to \u0001 each, it fits.
     assert.isAtMost(new TextEncoder().encode(line).length, MAX_LOCK_LINE_BYTES)
     assert.isUndefined(readOwnerEvidence(fakeSystem({ hostname: "h".repeat(MAX_LOCK_LINE_BYTES) })))
+  })
+})
+
+const BOOT = "5C3B9B1E-7A2D-4B8E-9F10-2A3B4C5D6E7F"
+const LINUX_BOOT = "0f4a2b6c-1d2e-4f30-8a9b-0c1d2e3f4a5b"
+
+/**
+ * A made-up Mac: this process is pid 501, started at 18:00:00 on 7 December
+ * 2026; pid 502 runs since 18:00:05; pid 503 exists but belongs to another
+ * user (EPERM); every other pid is gone. `calls` records each command run.
+ */
+const fakeMac = (overrides: Partial<DarwinSystem> = {}) => {
+  const calls: Array<string> = []
+  const started: Record<number, string> = {
+    501: "Mon Dec  7 18:00:00 2026",
+    502: "Mon Dec  7 18:00:05 2026",
+    503: "Mon Dec  7 17:00:00 2026"
+  }
+  const system: DarwinSystem = {
+    pid: 501,
+    hostname: () => "mac-a",
+    bootSessionId: () => (calls.push("sysctl"), BOOT),
+    processExists: (pid) => pid in started,
+    startTimeText: (pid) => (calls.push(`ps ${pid}`), started[pid]),
+    ...overrides
+  }
+  return { system, calls }
+}
+
+const SELF_STARTED = String(Date.UTC(2026, 11, 7, 18, 0, 0) / 1000)
+const OLD = DARWIN_START_TIME_AFTER_MS
+const judgeWith = (probe: ReturnType<typeof makeDarwinOwnerProbe>) => (owner: OwnerEvidence, lockAgeMs?: number) =>
+  Effect.runSync(probe.isProvablyDead(owner, lockAgeMs))
+
+describe("ProcessOwner on a made-up Mac", () => {
+  it("reads a ps start line as seconds since the epoch, and nothing else", () => {
+    assert.strictEqual(startSecondsOfLstart("Mon Dec  7 18:00:00 2026"), SELF_STARTED)
+    assert.strictEqual(startSecondsOfLstart("Thu Jan  1 00:00:01 1970"), "1")
+    for (const text of [undefined, "", "Mon Dec 7 18:00 2026", "Mon Foo  7 18:00:00 2026", "7 Dec 18:00:00 2026"]) {
+      assert.isUndefined(startSecondsOfLstart(text), String(text))
+    }
+  })
+
+  it("describes this process by pid, host, platform, boot session and start time, read once on first use", () => {
+    const { calls, system } = fakeMac()
+    const probe = makeDarwinOwnerProbe(system)
+    assert.deepStrictEqual(calls, [], "nothing read until used")
+    assert.deepStrictEqual(probe.current, {
+      pid: 501,
+      hostname: "mac-a",
+      platform: "darwin",
+      bootId: BOOT,
+      startTicks: SELF_STARTED
+    })
+    assert.deepStrictEqual(calls, ["sysctl", "ps 501"])
+    assert.isFalse(judgeWith(probe)(probe.current!, OLD), "never itself")
+    assert.deepStrictEqual(calls, ["sysctl", "ps 501"], "the evidence is read once")
+  })
+
+  it("calls a gone pid dead, and never an existing one whose lock is young, without running ps", () => {
+    const { calls, system } = fakeMac()
+    const probe = makeDarwinOwnerProbe(system)
+    const self = probe.current!
+    const judge = judgeWith(probe)
+    calls.length = 0
+    assert.isTrue(judge({ ...self, pid: 999, startTicks: "1" }, 1_000), "pid gone (ESRCH)")
+    assert.isTrue(judge({ ...self, pid: 999 }), "pid gone, no start time recorded")
+    assert.isFalse(judge({ ...self, pid: 502, startTicks: "1" }, OLD - 1), "pid exists, lock young: alive")
+    assert.isFalse(judge({ ...self, pid: 503, startTicks: "1" }, 0), "another user's pid (EPERM) exists")
+    assert.deepStrictEqual(calls, [], "no ps for a young lock or a gone pid")
+  })
+
+  it("calls a reused pid dead once its lock is old: same pid, another start time", () => {
+    const { calls, system } = fakeMac()
+    const probe = makeDarwinOwnerProbe(system)
+    const self = probe.current!
+    const judge = judgeWith(probe)
+    const runningSince = String(Date.UTC(2026, 11, 7, 18, 0, 5) / 1000)
+    assert.isTrue(judge({ ...self, pid: 502, startTicks: "1" }, OLD), "reused")
+    assert.isTrue(judge({ ...self, pid: 502, startTicks: "1" }), "reused, age unknown")
+    assert.isFalse(judge({ ...self, pid: 502, startTicks: runningSince }, OLD), "the same process")
+    const { startTicks: _, ...noStart } = self
+    assert.isFalse(judge({ ...noStart, pid: 502 }, OLD), "no start time recorded: proves nothing")
+    assert.include(calls, "ps 502")
+    const unreadable = makeDarwinOwnerProbe(fakeMac({ startTimeText: () => undefined }).system)
+    assert.isFalse(judgeWith(unreadable)({ ...self, pid: 502, startTicks: "1" }, OLD), "ps failed: proves nothing")
+  })
+
+  it("never calls dead an owner of another boot or host, of Linux, or of an unknown platform", () => {
+    const probe = makeDarwinOwnerProbe(fakeMac().system)
+    const judge = judgeWith(probe)
+    const gone: OwnerEvidence = { ...probe.current!, pid: 999, startTicks: "1" }
+    assert.isTrue(judge(gone, OLD), "the control: dead in our boot")
+    assert.isFalse(judge({ ...gone, bootId: "00000000-0000-0000-0000-000000000000" }, OLD), "another boot")
+    assert.isFalse(judge({ ...gone, hostname: "mac-b" }, OLD), "another host")
+    const { bootId: _, ...withoutBoot } = gone
+    assert.isFalse(judge(withoutBoot, OLD), "no boot session recorded")
+    const { platform: __, ...untagged } = gone
+    assert.isFalse(judge(untagged, OLD), "untagged evidence is Linux's")
+    assert.isFalse(
+      judge(
+        { pid: 999, hostname: "mac-a", bootId: LINUX_BOOT, startTicks: "1", pidNamespace: "pid:[4026531836]" },
+        OLD
+      ),
+      "a Linux container's lock on a shared volume"
+    )
+    assert.isFalse(judge({ ...gone, platform: "freebsd" }, OLD), "an unknown platform")
+  })
+
+  it("a Linux reader never calls Darwin evidence dead, even with its own boot id and no namespace", () => {
+    const linux = makeProcessOwnerProbe(fakeSystem())
+    const self = linux.current!
+    const darwin: OwnerEvidence = { pid: 2, hostname: self.hostname, platform: "darwin", bootId: self.bootId! }
+    assert.isTrue(Effect.runSync(linux.isProvablyDead({ ...self, pid: 2 })), "the control: Linux evidence, pid gone")
+    assert.isFalse(Effect.runSync(linux.isProvablyDead(darwin)))
+    assert.isFalse(Effect.runSync(linux.isProvablyDead({ ...self, pid: 2, platform: "darwin" })))
+  })
+
+  it("without a boot session id (sysctl failed) it proves nothing, not even a gone pid", () => {
+    const probe = makeDarwinOwnerProbe(fakeMac({ bootSessionId: () => undefined }).system)
+    assert.isUndefined(probe.current!.bootId)
+    assert.isFalse(judgeWith(probe)({ ...probe.current!, pid: 999 }, OLD))
+    const garbled = makeDarwinOwnerProbe(fakeMac({ bootSessionId: () => "not a uuid" }).system)
+    assert.isUndefined(garbled.current!.bootId)
+  })
+
+  it("on Windows (or any other platform) the evidence names its platform and proves no owner dead", () => {
+    const probe = makeUnprovingOwnerProbe("win32", { pid: 7, hostname: () => "pc" })
+    assert.deepStrictEqual(probe.current, { pid: 7, hostname: "pc", platform: "win32" })
+    assert.isFalse(Effect.runSync(probe.isProvablyDead({ pid: 8, hostname: "pc", platform: "win32" }, OLD)))
+    assert.isFalse(Effect.runSync(probe.isProvablyDead({ pid: 8, hostname: "pc" }, OLD)))
+    assert.strictEqual(ownerProbeFor("win32").current?.platform, "win32")
   })
 })

@@ -10,8 +10,16 @@ import { readdirSync, readFileSync, readlinkSync } from "node:fs"
 import * as Ours from "../../src/promise/index.js"
 import { entry, jobId, makeRoots, type Roots, summaryReceipt, writeSession } from "../support/Reference.js"
 
-/** Inotify watches this process holds now (Node's `fs.watch` makes one per watched path). */
+/** Whether the watches can be counted: inotify's, listed in `/proc`, are Linux's. */
+const countable = process.platform === "linux"
+
+/**
+ * Inotify watches this process holds now (Node's `fs.watch` makes one per
+ * watched path); 0 where they cannot be counted, so only the values are
+ * checked there.
+ */
 const inotifyWatches = (): number => {
+  if (!countable) return 0
   let count = 0
   for (const fd of readdirSync("/proc/self/fd")) {
     let target = ""
@@ -66,7 +74,7 @@ describe("watchRarebitCurrent", () => {
       await settle(roots, seen.length, `summary ${seen.length}`)
     }
     assert.deepStrictEqual(seen, [null, "summary 1", "summary 2"])
-    assert.isAbove(during, before, "it watched while iterating")
+    if (countable) assert.isAbove(during, before, "it watched while iterating")
     assert.strictEqual(inotifyWatches(), before, "break closed every watch")
   })
 

@@ -26,6 +26,18 @@ describe("CommitLockFile", () => {
       )
     })
 
+    it("tags Darwin evidence with its platform, right after the hostname, and reads the tag back", () => {
+      const darwin = { startTicks: "1796666400", bootId: "boot-2", platform: "darwin", hostname: "mac-a", pid: 501 }
+      const line = encodeLockLine({ owner: darwin, claimedAt, token })
+      assert.strictEqual(
+        line,
+        `{"token":"${token}","claimedAt":"${claimedAt}","owner":{"pid":501,"hostname":"mac-a","platform":"darwin",` +
+          `"bootId":"boot-2","startTicks":"1796666400"}}\n`
+      )
+      const parsed = parseLockFile(line)
+      assert.strictEqual(parsed._tag === "Parsed" ? parsed.lock.owner?.platform : parsed._tag, "darwin")
+    })
+
     it("writes every evidence field in one fixed order, whatever order it was given in", () => {
       assert.strictEqual(
         encodeLockLine({ owner, claimedAt, token }),

@@ -7,6 +7,7 @@
 import { assert } from "@effect/vitest"
 import { Clock, Deferred, Effect, Exit, Fiber, FileSystem, PlatformError, Random } from "effect"
 import { SecureRandom } from "effect/crypto/SecureRandom"
+import { makeDarwinOwnerProbe } from "../../src/platform/ProcessOwner.js"
 import { MAX_LOCK_LINE_BYTES } from "../../src/protocol/CommitLockFile.js"
 import { acquireCommitLock, DEAD_OWNER_RECHECK_MS, makeLockQueues } from "../../src/store/CommitLock.js"
 import { LockOwner, type LockOwnerProbe, makeLockOwnerProbe, type OwnerEvidence } from "../../src/store/LockOwner.js"
@@ -70,6 +71,22 @@ const modelProbe = makeLockOwnerProbe(SELF, (pid) => pid === 1 ? "100" : pid ===
 const GONE: OwnerEvidence = { ...SELF, pid: 999, startTicks: "50" }
 const { pidNamespace: _, ...GONE_WITHOUT_NAMESPACE } = GONE
 const { pidNamespace: __, ...SELF_WITHOUT_NAMESPACE } = SELF
+
+/**
+ * A made-up Mac judged by the Darwin probe's own rule: this process is pid 1
+ * (started at second 100) in boot session `DARWIN_BOOT`, where pid 2 runs
+ * since second 200 and every other pid is gone.
+ */
+const DARWIN_BOOT = "5C3B9B1E-7A2D-4B8E-9F10-2A3B4C5D6E7F"
+const lstartOf: Record<number, string> = { 1: "Thu Jan  1 00:01:40 1970", 2: "Thu Jan  1 00:03:20 1970" }
+const darwinModel = () =>
+  makeDarwinOwnerProbe({
+    pid: 1,
+    hostname: () => "here",
+    bootSessionId: () => DARWIN_BOOT,
+    processExists: (pid) => pid in lstartOf,
+    startTimeText: (pid) => lstartOf[pid]
+  })
 
 const sum = (values: ReadonlyArray<number>) => values.reduce((total, value) => total + value, 0)
 
@@ -509,6 +526,38 @@ fileSystemSuite("Commit lock", (it) => {
           `${label}: untouched`
         )
         assert.deepStrictEqual(yield* strayFiles(kit), [], label)
+      }
+    }))
+
+  it.effect("under a Darwin probe a dead owner's lock is broken, and a live one's, or another boot's or Linux's, never", ({ root }) =>
+    Effect.gen(function*() {
+      const probe = darwinModel()
+      const self = probe.current!
+      // Locks are judged against the TestClock at 0: "old" ones were taken a minute before.
+      const old = "1969-12-31T23:59:00.000Z"
+      const young = "1970-01-01T00:00:00.000Z"
+      const cases: Array<[string, string, OwnerEvidence, "Success" | "LockHeld"]> = [
+        ["pid gone", young, { ...self, pid: 999, startTicks: "1" }, "Success"],
+        ["pid reused in an old lock", old, { ...self, pid: 2, startTicks: "1" }, "Success"],
+        ["pid alive", old, { ...self, pid: 2, startTicks: "200" }, "LockHeld"],
+        ["pid exists, young lock", young, { ...self, pid: 2, startTicks: "1" }, "LockHeld"],
+        ["pid gone in another boot", young, { ...self, pid: 999, bootId: "boot-0" }, "LockHeld"],
+        ["pid gone, Linux evidence", young, { ...GONE, hostname: self.hostname }, "LockHeld"],
+        ["pid gone, unknown platform", young, { ...self, pid: 999, platform: "plan9" }, "LockHeld"]
+      ]
+      for (const [index, [label, claimedAt, owner, outcome]] of cases.entries()) {
+        const kit = yield* setup(`${root}/${index}`, { config: { lockRetry: FAST_RETRY } })
+        const reservation = yield* reserveAcquired(kit)
+        const lock = { token: "d".repeat(48), claimedAt, owner }
+        yield* writeLock(kit, lock)
+        const { exit } = yield* runDriven(settle(kit, reservation).pipe(Effect.provideService(LockOwner, probe)))
+        assert.strictEqual(failureTag(exit), outcome, label)
+        if (outcome === "LockHeld") {
+          assert.strictEqual(yield* readIfExists(kit.fs, kit.lockPath), `${JSON.stringify(lock)}\n`, label)
+        } else {
+          assert.strictEqual((yield* claimOf(kit, JOB)).state, "settled", label)
+          yield* assertNoLeftovers(kit, label)
+        }
       }
     }))
 

@@ -6,8 +6,11 @@
  * emitted; bursts are read once. The memory world's `TestClock` drives the
  * debounce and the polling; on the real disk, events come from the kernel.
  */
-import { assert } from "@effect/vitest"
-import { Effect, Fiber, FileSystem, Path, PlatformError, Stream } from "effect"
+import { assert, describe, it } from "@effect/vitest"
+import { Clock, Effect, Fiber, FileSystem, Path, PlatformError, Stream } from "effect"
+import { TestClock } from "effect/testing"
+import { DEFAULT_CONFIRM_INTERVAL_MS } from "../../src/store/CurrentWatch.js"
+import { darwinWatchEvents, makeMemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { entry, jobId, nativeOf, sessionText, summaryReceipt, titleReceipt } from "../support/Receipts.js"
 import { acquired, appendRaw, bytesOf, interceptFileSystem, receiptLine, setup, sizeOf } from "./StoreKit.js"
@@ -346,7 +349,11 @@ fileSystemSuite("RarebitStore.watch", (it) => {
       assert.strictEqual(summaryOf(recovered), "summary 2")
       // The same file all along: a failure to examine it is not a new epoch.
       assert.strictEqual(recovered.epoch, start.epoch)
-      assert.deepStrictEqual(watch.waits.filter((ms) => ms > DEBOUNCE_MS), [100, 200])
+      // Besides the waits for the stat confirmation (every DEFAULT_CONFIRM_INTERVAL_MS, none due here).
+      assert.deepStrictEqual(
+        watch.waits.filter((ms) => ms > DEBOUNCE_MS && ms !== DEFAULT_CONFIRM_INTERVAL_MS),
+        [100, 200]
+      )
     }))
 
   it.effect("the mode in use is the span attribute rarebit.watch.mode", ({ root }) =>
@@ -373,4 +380,64 @@ fileSystemSuite("RarebitStore.watch", (it) => {
       }
       assert.deepStrictEqual(modes, ["events", "poll", "poll"])
     }))
+})
+
+/**
+ * FSEvents-like events (`darwinWatchEvents`: delayed, coalesced, some
+ * dropped) in the memory world: events are hints, and what they miss is
+ * seen by the watch's `stat` confirmation within its bound.
+ */
+describe("RarebitStore.watch on FSEvents-like events", () => {
+  /** The longest a dropped event may leave a watch stale: the confirmation interval, the debounce and a read. */
+  const STALE_BOUND_MS = 2_000
+
+  const darwinWorld = (drop: () => boolean) =>
+    Effect.provideService(
+      FileSystem.FileSystem,
+      makeMemoryFileSystem({ watchEvents: darwinWatchEvents(() => drop()) })
+    )
+
+  it.effect("a settle whose events were all dropped is emitted within the bound, by the stat confirmation", () => {
+    let dropping = false
+    return Effect.gen(function*() {
+      const kit = yield* setup("/work")
+      const watch = yield* drive(watchReads(kit), { polls: true })
+      assert.strictEqual((yield* watch.next).decision, "initial")
+      dropping = true
+      const settledAt = yield* Clock.currentTimeMillis
+      yield* settleJob(kit, 1)
+      const seen = yield* watch.nextEmitted
+      const staleMs = (yield* Clock.currentTimeMillis) - settledAt
+      assert.strictEqual(summaryOf(seen), "summary 1")
+      assert.isAtMost(staleMs, STALE_BOUND_MS)
+      assert.isAtLeast(staleMs, DEFAULT_CONFIRM_INTERVAL_MS, "no event announced it: the confirmation found it")
+      // The confirmation keeps going: a second lost settle is found the same way.
+      yield* settleJob(kit, 2)
+      assert.strictEqual(summaryOf(yield* watch.nextEmitted), "summary 2")
+    }).pipe(Effect.provide(Path.layer), darwinWorld(() => dropping))
+  })
+
+  it.effect("delayed, coalesced events still report a burst once, as the state it left", () =>
+    Effect.gen(function*() {
+      const kit = yield* setup("/work")
+      // Only the debounce is passed by the driver: the events' latency by hand, the confirmation never.
+      const watch = yield* drive(watchReads(kit))
+      yield* watch.next
+      const settledAt = yield* Clock.currentTimeMillis
+      for (let n = 1; n <= 3; n++) yield* settleJob(kit, n)
+      yield* TestClock.adjust(darwinWatchEvents().latencyMs!)
+      const seen = yield* watch.nextEmitted
+      assert.strictEqual(summaryOf(seen), "summary 3")
+      // Seen by the (delayed) event, well before any confirmation.
+      assert.isBelow((yield* Clock.currentTimeMillis) - settledAt, DEFAULT_CONFIRM_INTERVAL_MS)
+    }).pipe(Effect.provide(Path.layer), darwinWorld(() => false)))
+
+  it.effect("idle, the confirmation only stats: no read while nothing changes", () =>
+    Effect.gen(function*() {
+      const kit = yield* setup("/work")
+      const watch = yield* drive(watchReads(kit), { polls: true })
+      yield* watch.next
+      const waits = yield* watch.passWaits(5)
+      assert.deepStrictEqual(waits, Array.from({ length: 5 }, () => DEFAULT_CONFIRM_INTERVAL_MS))
+    }).pipe(Effect.provide(Path.layer), darwinWorld(() => false)))
 })
