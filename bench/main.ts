@@ -50,6 +50,7 @@ import {
   siblingScript,
   textTable
 } from "./Harness.js"
+import { heapGroup } from "./HeapRows.js"
 import { loadOurPromiseModules, loadStore, projectRoot, type Side, type StoreApi } from "./Implementations.js"
 import { measuredMarkdown, type MeasuredRow, measuredText, meetsTarget } from "./MeasuredTable.js"
 import { pollingGroup } from "./PollingRows.js"
@@ -74,6 +75,7 @@ const groups: ReadonlyArray<BenchGroup> = [
   coldStartGroup(coldPackage),
   verifyGroup,
   pollingGroup,
+  heapGroup,
   sessionMemoryGroup,
   settleGroup,
   writersGroup
