@@ -224,8 +224,16 @@ const scannerFor = (
   return { scanner, track }
 }
 
-/** After the text limit was passed: the verdict, resting on every byte the scan read. */
-const tooLargeScan = (scanner: SessionLineScanner, prints: Prints, verdict: SessionTooLarge): Scanned => {
+/**
+ * After the text limit was passed: the verdict, resting on every byte the
+ * scan read (committing them extends the tracked prints, so they are read
+ * after).
+ */
+const tooLargeScan = (
+  scanner: SessionLineScanner,
+  track: { readonly prints: Prints },
+  verdict: SessionTooLarge
+): Scanned => {
   scanner.commitRest()
   const end = {
     committedEnd: scanner.committedEnd,
@@ -234,7 +242,7 @@ const tooLargeScan = (scanner: SessionLineScanner, prints: Prints, verdict: Sess
     trailing: "",
     trailingBytes: undefined
   }
-  return { end, prints, tooLarge: verdict }
+  return { end, prints: track.prints, tooLarge: verdict }
 }
 
 /** Streams `[from, end)` of the file into the accumulator, committing complete lines. */
@@ -249,7 +257,7 @@ const scan = (
   return withBuffer((buffer) =>
     scanFile(read.file, scanner, { path: read.sessionFile, size: read.size, end, buffer }).pipe(
       Effect.map((scanned): Scanned => ({ end: scanned, prints: track.prints, tooLarge: undefined })),
-      Effect.catchTag("SessionTooLarge", (verdict) => Effect.sync(() => tooLargeScan(scanner, track.prints, verdict)))
+      Effect.catchTag("SessionTooLarge", (verdict) => Effect.sync(() => tooLargeScan(scanner, track, verdict)))
     )
   )
 }
@@ -346,7 +354,7 @@ const extend = Effect.fnUntraced(function*(
     ? { end, prints: track.prints, tooLarge: undefined }
     : tooLargeScan(
       scanner,
-      track.prints,
+      track,
       new SessionTooLarge({ path: read.sessionFile, reason: "text", size: read.size, limit: limits.maxTextUnits })
     )
   return remember(read, accumulator, scanned, "incremental")
