@@ -12,7 +12,10 @@
  * keeps nothing.
  *
  * The caches that share one get a typed `CacheSection` each, keyed by path:
- * a Session and a sidecar at the same path never meet. Nothing here touches
+ * each entry is tagged with its section, so a Session and a sidecar at the
+ * same path never answer for each other (the later one replaces the other).
+ * Keys are the callers' own strings, never copies: a poller's list of
+ * Sessions already holds them. Nothing here touches
  * a file or holds one open: whether a kept value may still answer is for
  * its owner to check, every time.
  *
@@ -21,7 +24,8 @@
 
 /**
  * Bytes charged per entry beside its value and its key (charged twice its
- * length, UTF-16): the `Map` slot and the entry object.
+ * length, UTF-16, although a key shared with the caller costs nothing more):
+ * the `Map` slot and the entry object.
  *
  * @category constants
  * @since 0.1.0
@@ -86,14 +90,15 @@ export class ByteCache {
     return this.entries.size
   }
 
-  /** A section of this cache; `name` keeps its keys apart from the other sections'. */
-  section<V>(name: string): CacheSection<V> {
+  /** A section of this cache, whose entries the other sections never see. */
+  section<V>(): CacheSection<V> {
     const totals: SectionTotals = { entries: 0, bytes: 0 }
-    const keyOf = (key: string) => `${name}:${key}`
     return {
-      get: (key) => this.get(keyOf(key)) as V | undefined,
-      set: (key, value, bytes) => this.set(keyOf(key), value, bytes, totals),
-      delete: (key) => this.delete(keyOf(key)),
+      get: (key) => this.get(key, totals) as V | undefined,
+      set: (key, value, bytes) => this.set(key, value, bytes, totals),
+      delete: (key) => {
+        if (this.entries.get(key)?.section === totals) this.delete(key)
+      },
       values: () => this.valuesOf(totals) as IterableIterator<V>,
       size: () => totals.entries,
       bytes: () => totals.bytes
@@ -104,9 +109,9 @@ export class ByteCache {
     for (const entry of this.entries.values()) if (entry.section === section) yield entry.value
   }
 
-  private get(key: string): unknown {
+  private get(key: string, section: SectionTotals): unknown {
     const entry = this.entries.get(key)
-    if (entry === undefined) return undefined
+    if (entry === undefined || entry.section !== section) return undefined
     // Moved to the back: the front is always the least recently used.
     this.entries.delete(key)
     this.entries.set(key, entry)

@@ -161,9 +161,7 @@ type Answer = CachedSessionRead | SessionEvidence
 export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {}) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
-  const sessions = (options.cache ?? new ByteCache(options.maxBytes ?? 32 * 1024 * 1024)).section<CachedSession>(
-    "session"
-  )
+  const sessions = (options.cache ?? new ByteCache(options.maxBytes ?? 32 * 1024 * 1024)).section<CachedSession>()
   const limits = options.limits ?? DEFAULT_SESSION_LIMITS
   const counters = { full: 0, incremental: 0, unchanged: 0, unopened: 0, uncached: 0 }
 

@@ -15,8 +15,9 @@
  *   full read checks it; only if all match is the answer parsed again from
  *   the bytes just read (so every answer rests on bytes read this time, and
  *   nothing parsed is kept). Anything else (another size, another inode,
- *   different bytes, an unavailable answer, a failed or interrupted read)
- *   is a full read, and fails closed: the proof is dropped.
+ *   different bytes) is a full read, which keeps its own proof or none; an
+ *   unavailable answer or a failed read keeps none. A proof is only ever a
+ *   hint: it never answers without the bytes read now matching it.
  * - Every read opens the sidecar (never following a symlink, regular files
  *   only) and closes it before it answers: no file is held open between
  *   reads, so a Session's folder can always be removed.
@@ -98,9 +99,7 @@ export const makeSidecarCurrentCache = (
 
 const makeUnsafe = (fs: FileSystem, options: SidecarCurrentCacheOptions): SidecarCurrentCache => {
   const counters = { full: 0, confirmed: 0, opened: 0 }
-  const proofs = (options.cache ?? new ByteCache(options.maxBytes ?? 8 * 1024 * 1024)).section<CurrentProof>(
-    "sidecar"
-  )
+  const proofs = (options.cache ?? new ByteCache(options.maxBytes ?? 8 * 1024 * 1024)).section<CurrentProof>()
 
   // Generator bodies are made once (`fnUntraced`), not per read: this runs on every poll.
   const readOpen = Effect.fnUntraced(function*(path: string, proof: CurrentProof | undefined) {
@@ -110,13 +109,13 @@ const makeUnsafe = (fs: FileSystem, options: SidecarCurrentCacheOptions): Sideca
       const confirmed = yield* confirmCurrent(file, path, proof)
       if (confirmed !== undefined) {
         counters.confirmed++
-        proofs.set(path, proof, proofBytes(proof))
         return confirmed
       }
     }
     counters.full++
     const result = yield* currentOf(file, path, size, identity)
-    if (result.proof !== undefined) proofs.set(path, result.proof, proofBytes(result.proof))
+    if (result.proof === undefined) proofs.delete(path)
+    else proofs.set(path, result.proof, proofBytes(result.proof))
     return result.current
   })
 
@@ -124,10 +123,8 @@ const makeUnsafe = (fs: FileSystem, options: SidecarCurrentCacheOptions): Sideca
     function*(path: string) {
       const info = yield* fs.lstat(path)
       if (info.type !== "File") return yield* new NotRegularFile({ path })
-      const proof = proofs.get(path)
-      // Taken out while it is checked: a failed or interrupted read leaves no proof behind.
-      proofs.delete(path)
-      return yield* Effect.scoped(readOpen(path, proof))
+      // Only a hint: every answer it gives is confirmed by the bytes read now.
+      return yield* Effect.scoped(readOpen(path, proofs.get(path)))
     },
     // A sidecar that cannot be read keeps no proof.
     (effect, path) =>

@@ -124,7 +124,7 @@ const checkEvidence = Effect.fnUntraced(function*(
  * README and `StoreConfig` state).
  */
 const idleBound = (file: string, occurrences: number) =>
-  ENTRY_OVERHEAD_BYTES + 2 * ("session:".length + file.length) + 1024 + 400 * occurrences
+  ENTRY_OVERHEAD_BYTES + 2 * file.length + 1024 + 400 * occurrences
 
 const historyArb = fc.tuple(
   sessionTextArb,

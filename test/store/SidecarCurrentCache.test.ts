@@ -304,7 +304,7 @@ fileSystemSuite("sidecar current cache", (it) => {
       // Its entry (a path's overhead) and at most 512 bytes of proof, whatever the size of the receipt and head.
       assert.isAtMost(
         one,
-        ENTRY_OVERHEAD_BYTES + 2 * ("sidecar:".length + copies[0].length) + 512,
+        ENTRY_OVERHEAD_BYTES + 2 * copies[0].length + 512,
         "a proof is charged its digest, not its bytes"
       )
       const shared = new ByteCache(Math.floor(one * 2.5))
