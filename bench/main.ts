@@ -51,6 +51,7 @@ import {
   textTable
 } from "./Harness.js"
 import { heapGroup } from "./HeapDiagnostics.js"
+import { polledHeapGroup } from "./HeapRows.js"
 import { loadOurPromiseModules, loadStore, projectRoot, type Side, type StoreApi } from "./Implementations.js"
 import { measuredMarkdown, type MeasuredRow, measuredText, meetsTarget } from "./MeasuredTable.js"
 import { pollingGroup } from "./PollingRows.js"
@@ -76,6 +77,7 @@ const groups: ReadonlyArray<BenchGroup> = [
   coldStartGroup(coldPackage),
   verifyGroup,
   pollingGroup,
+  polledHeapGroup,
   sessionMemoryGroup,
   sessionsGroup,
   settleGroup,

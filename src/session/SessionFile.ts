@@ -1,6 +1,6 @@
 /**
- * How a Pi Session file is opened: the one place the Session reader opens
- * one, and the Session cache holds them open between reads.
+ * How a Pi Session file is opened: the one place the Session reader and
+ * the Session cache open one (each for one read; nothing is held open).
  *
  * A Session is named by the user, so, as in the reference, a symlink to a
  * Session is followed. What is opened must still be a regular file: a FIFO,
@@ -12,7 +12,6 @@
  * @since 0.1.0
  */
 import type { Effect, FileSystem, PlatformError, Scope } from "effect"
-import * as HeldFiles from "../io/HeldFiles.js"
 import { type FileNotRegular, type OpenedRegular, openRegular } from "../io/RegularFile.js"
 
 /**
@@ -28,16 +27,3 @@ export const openSessionFile = (
   path: string
 ): Effect.Effect<OpenedRegular, PlatformError.PlatformError | FileNotRegular, Scope.Scope> =>
   openRegular(fs, path, { flag: "r", followSymlinks: true })
-
-/**
- * Session files held open between reads, for the current scope, each opened
- * as `openSessionFile` opens it. Their uses take a `stat` of the path (which
- * follows symlinks, as the open does).
- *
- * @category constructors
- * @since 0.1.0
- */
-export const holdSessionFiles = <S>(
-  fs: FileSystem.FileSystem,
-  options: Omit<HeldFiles.HeldFilesOptions<S>, "followSymlinks">
-): Effect.Effect<HeldFiles.HeldFiles<S>, never, Scope.Scope> => HeldFiles.make(fs, { ...options, followSymlinks: true })

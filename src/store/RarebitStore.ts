@@ -43,7 +43,7 @@ import { Context, Effect, Layer, type Stream } from "effect"
 import { SecureRandom } from "effect/crypto/SecureRandom"
 import { FileSystem } from "effect/FileSystem"
 import { Path } from "effect/Path"
-import { makeBudget } from "../io/HeldFiles.js"
+import { ByteCache } from "../io/ByteCache.js"
 import type { ReceiptInput } from "../protocol/Receipt.js"
 import { make as makeSessionCache } from "../session/SessionCache.js"
 import { nativeObservation } from "../session/SessionReader.js"
@@ -202,14 +202,14 @@ export const makeContext = Effect.fnUntraced(function*(config: StoreConfig) {
   const lockQueues = makeLockQueues(fs)
   // Polling readers and settlers read the same growing Sessions again and
   // again; the cache parses only what was appended since the last read.
-  // One budget for both read caches: a poller of many Sessions reads each Session and its sidecar in turn.
-  const cacheBudget = makeBudget(config.cacheBudget)
-  const sessions = yield* makeSessionCache({ budget: cacheBudget }).pipe(
+  // One bound for both read caches: a poller of many Sessions reads each Session and its sidecar in turn.
+  const cache = new ByteCache(config.cacheBudget.maxBytes)
+  const sessions = yield* makeSessionCache({ cache }).pipe(
     Effect.provideService(FileSystem, fs),
     Effect.provideService(Path, path)
   )
-  // Pollers re-read the same sidecar: each stays open, and unchanged verified bytes are compared, not re-parsed.
-  const sidecars = yield* makeSidecarCurrentCache(fs, { budget: cacheBudget })
+  // Pollers re-read the same sidecar: unchanged verified bytes are compared, not re-parsed.
+  const sidecars = yield* makeSidecarCurrentCache(fs, { cache })
 
   const ctx: StoreContext = {
     config,

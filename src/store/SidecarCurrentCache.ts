@@ -1,60 +1,45 @@
 /**
  * Current reads of sidecars that are read again and again (a poller's, a
- * settle's), which skip re-opening, re-parsing and re-validating a sidecar
- * whose verified bytes have not moved.
+ * settle's), which skip re-parsing and re-validating a sidecar whose
+ * verified bytes have not moved.
  *
  * Guarantees:
  * - Every answer is what `readSidecarCurrent` answers for the bytes on disk
  *   at read time, as fresh objects the caller may change. After an available
  *   read the cache keeps the file's identity and size, where the head and
  *   the receipt lie, and the SHA-256 of the bytes from just before the head
- *   (or from the receipt, when it lies that close) to the end. A later read
- *   of the same file at the same size reads those bytes again and hashes
- *   them, and a receipt before them is read again and checked against the
- *   head's `receiptHash` as a full read checks it; only if all match is the
- *   answer parsed again from the bytes just read (so every answer rests on
- *   bytes read this time, and nothing parsed is kept). Anything else
- *   (another size, another inode, different bytes, an unavailable answer, a
- *   failed or interrupted read) is a full read.
- * - Each cached sidecar stays open for reading (`io/HeldFiles`): every read
- *   starts with an `lstat` of the path, and the held file is used only while
- *   that shows the same device and inode, so a sidecar replaced by a rename
- *   is opened anew and the old file let go; one swapped in between the
- *   `lstat` and the open is read as the file opened and not kept. Reads in
- *   flight share the held file, which is never closed under them.
- * - Bounded by a `CacheBudget` (its own, or one shared with other caches):
- *   each sidecar is charged the bytes its proof keeps (at most 512: offsets,
- *   a digest and the diagnostics, whatever the size of its receipt), the
- *   least recently read are dropped beyond the budget's bytes (or beyond
- *   `capacity`, if given; once the budget thrashes, a sidecar read no more
- *   often than the least recently read one is not kept, see `CacheBudget`),
- *   and at most the budget's `maxOpenFiles` files are
- *   held, the least recently read let go first (such a sidecar is opened
- *   again at its next read; its proof stays). Everything still open is
- *   closed when the cache's scope ends; reads after that are full reads that
- *   hold nothing.
+ *   (or from the receipt, when it lies that close) to the end (a
+ *   `CurrentProof`, a plain object). A later read of the same file at the
+ *   same size reads those bytes again and hashes them, and a receipt before
+ *   them is read again and checked against the head's `receiptHash` as a
+ *   full read checks it; only if all match is the answer parsed again from
+ *   the bytes just read (so every answer rests on bytes read this time, and
+ *   nothing parsed is kept). Anything else (another size, another inode,
+ *   different bytes) is a full read, which keeps its own proof or none; an
+ *   unavailable answer or a failed read keeps none. A proof is only ever a
+ *   hint: it never answers without the bytes read now matching it.
+ * - Every read opens the sidecar (never following a symlink, regular files
+ *   only) and closes it before it answers: no file is held open between
+ *   reads, so a Session's folder can always be removed.
+ * - Bounded by a `ByteCache` (its own, or one shared with the Session
+ *   cache): each sidecar is charged the bytes its proof keeps (at most 512:
+ *   offsets, a digest and the diagnostics, whatever the size of its
+ *   receipt), and the least recently read are dropped beyond its bytes.
  *
  * @since 0.1.0
  */
 import { Effect } from "effect"
-import type { File, FileSystem } from "effect/FileSystem"
-import * as HeldFiles from "../io/HeldFiles.js"
-import type { CacheBudget } from "../io/HeldFiles.js"
-import { RecordArena, RecordReader, RecordWriter } from "../io/RecordArena.js"
-import { fileIdentity } from "../protocol/internal/FileInfo.js"
+import type { FileSystem } from "effect/FileSystem"
+import { ByteCache } from "../io/ByteCache.js"
 import { NotRegularFile } from "./Errors.js"
 import {
   confirmCurrent,
   currentOf,
   type CurrentProof,
-  readSidecarCurrent,
+  openRegularFile,
   type SidecarCurrent,
-  type SidecarDiagnostics,
-  sidecarFailure,
-  type SidecarReason
+  sidecarFailure
 } from "./SidecarReader.js"
-
-type Entry = HeldFiles.HeldEntry<ProofRecord | undefined>
 
 /**
  * How a sidecar current cache answered, and what it keeps.
@@ -69,16 +54,12 @@ export interface SidecarCurrentCacheStats {
   readonly confirmed: number
   /** Times a sidecar was opened. */
   readonly opened: number
-  /** Sidecars kept now. */
+  /** Sidecars whose proof is kept now. */
   readonly kept: number
-  /** Sidecars held open now. */
-  readonly held: number
-  /** Proofs kept now, each as one record outside the heap (`RecordArena`); never more than `kept`. */
-  readonly records: number
 }
 
 /**
- * Current reads through a cache of verified bytes and held files.
+ * Current reads through a cache of verified bytes.
  *
  * @category models
  * @since 0.1.0
@@ -96,150 +77,64 @@ export interface SidecarCurrentCache {
  * @since 0.1.0
  */
 export interface SidecarCurrentCacheOptions {
-  /** Sidecars kept at most, the least recently read dropped first; by default only the bytes bound them. */
-  readonly capacity?: number | undefined
-  /** Bytes of proofs kept, without a shared `budget`. Default 8 MiB. */
+  /** Bytes of proofs kept, without a shared `cache`. Default 8 MiB. */
   readonly maxBytes?: number | undefined
-  /** Sidecars held open at most, without a shared `budget`. Default 64. */
-  readonly maxOpenFiles?: number | undefined
-  /** A budget shared with other caches (the store shares one with its Session cache); overrides the two above. */
-  readonly budget?: CacheBudget | undefined
+  /** A cache shared with other caches (the store shares one with its Session cache); overrides `maxBytes`. */
+  readonly cache?: ByteCache | undefined
 }
+
+/** Bytes a kept proof keeps alive: the object, its identity and digest strings, its diagnostics. */
+const proofBytes = (proof: CurrentProof): number => 256 + 2 * (proof.identity.length + proof.tailSha256.length)
 
 /**
- * What an entry keeps of its sidecar's proof: the handle of one record in
- * the cache's `RecordArena`, outside the heap. As objects, a proof with its
- * digest, identity and diagnostics was ~250 bytes of heap a sidecar, kept
- * for every sidecar a poller reads; a record is ~180 bytes outside it.
- */
-type ProofRecord = number
-
-/** Bytes charged for a kept proof beside its record: the record's header and handle, and the proof decoded per read. */
-const PROOF_RECORD_OVERHEAD_BYTES = 64
-
-const writeProof = (writer: RecordWriter, proof: CurrentProof): Uint8Array => {
-  const { diagnostics } = proof
-  return writer.start().number(proof.size).number(proof.tailStart).number(proof.headOffset).number(
-    proof.receiptOffset
-  ).number(proof.receiptLength).number(diagnostics.tornTail ? 1 : 0).number(diagnostics.tailOffset ?? Number.NaN)
-    .string(diagnostics.reason ?? "").string(proof.identity).string(proof.tailSha256).done()
-}
-
-/** The proof `writeProof` wrote, with its diagnostics' fields present exactly as they were. */
-const readProof = (bytes: Uint8Array): CurrentProof => {
-  const record = new RecordReader(bytes)
-  const size = record.number()
-  const tailStart = record.number()
-  const headOffset = record.number()
-  const receiptOffset = record.number()
-  const receiptLength = record.number()
-  const tornTail = record.number() === 1
-  const tailOffset = record.number()
-  const reason = record.string() as SidecarReason | ""
-  const diagnostics: SidecarDiagnostics = Number.isNaN(tailOffset)
-    ? reason === "" ? { tornTail } : { tornTail, reason }
-    : reason === ""
-    ? { tornTail, tailOffset }
-    : { tornTail, tailOffset, reason }
-  const identity = record.string()
-  const tailSha256 = record.string()
-  return { identity, size, tailStart, tailSha256, headOffset, receiptOffset, receiptLength, diagnostics }
-}
-
-/**
- * A sidecar current cache over `fs`, for the current scope.
+ * A sidecar current cache over `fs`.
  *
  * @category constructors
  * @since 0.1.0
  */
-export const makeSidecarCurrentCache = Effect.fnUntraced(function*(
+export const makeSidecarCurrentCache = (
   fs: FileSystem,
   options: SidecarCurrentCacheOptions = {}
-) {
-  const counters = { full: 0, confirmed: 0, opened: 0 }
-  const proofs = new RecordArena()
-  const writer = new RecordWriter()
-  /**
-   * Keeps `proof` (or nothing) as what the entry's next read may rest on,
-   * charged to the budget; the record it replaces is freed. A dropped entry
-   * keeps nothing, so no record outlives its entry.
-   */
-  const keep = (entry: Entry, proof: CurrentProof | undefined): void => {
-    if (entry.state !== undefined) proofs.free(entry.state)
-    entry.state = undefined
-    if (proof === undefined || !entry.live) return sidecars.setBytes(entry, 0)
-    const record = writeProof(writer, proof)
-    entry.state = proofs.put(record)
-    sidecars.setBytes(entry, PROOF_RECORD_OVERHEAD_BYTES + record.length)
-  }
-  // Each entry's state is what the sidecar's last available answer rests on.
-  const sidecars: HeldFiles.HeldFiles<ProofRecord | undefined> = yield* HeldFiles.make<ProofRecord | undefined>(fs, {
-    capacity: options.capacity,
-    budget: options.budget ??
-      HeldFiles.makeBudget({ maxBytes: options.maxBytes ?? 8 * 1024 * 1024, maxOpenFiles: options.maxOpenFiles ?? 64 }),
-    followSymlinks: false,
-    initial: () => undefined,
-    onDrop: (entry) => Effect.sync(() => keep(entry, undefined))
-  })
+): Effect.Effect<SidecarCurrentCache> => Effect.sync(() => makeUnsafe(fs, options))
 
-  // Generator bodies are made once (`fnUntraced`), not per read: a generator
-  // function made anew per call gives each read's generator a new hidden class
-  // in the old generation, which holds that read's objects through young
-  // collections until a full one (measured: ~3 KiB promoted per idle poll).
-  const readHeld = Effect.fnUntraced(function*(
-    entry: Entry,
-    proof: CurrentProof | undefined,
-    { file, info, opened }: HeldFiles.HeldUse
-  ) {
-    if (opened) counters.opened++
-    const size = Number(info.size)
-    const identity = fileIdentity(info)
+const makeUnsafe = (fs: FileSystem, options: SidecarCurrentCacheOptions): SidecarCurrentCache => {
+  const counters = { full: 0, confirmed: 0, opened: 0 }
+  const proofs = (options.cache ?? new ByteCache(options.maxBytes ?? 8 * 1024 * 1024)).section<CurrentProof>()
+
+  // Generator bodies are made once (`fnUntraced`), not per read: this runs on every poll.
+  const readOpen = Effect.fnUntraced(function*(path: string, proof: CurrentProof | undefined) {
+    const { file, identity, size } = yield* openRegularFile(fs, path)
+    counters.opened++
     if (proof !== undefined && proof.identity === identity && proof.size === size) {
-      const cached = yield* confirmCurrent(file, entry.path, proof)
-      if (cached !== undefined) {
+      const confirmed = yield* confirmCurrent(file, path, proof)
+      if (confirmed !== undefined) {
         counters.confirmed++
-        return cached
+        return confirmed
       }
     }
     counters.full++
-    const result = yield* currentOf(file, entry.path, size, identity)
-    keep(entry, result.proof)
+    const result = yield* currentOf(file, path, size, identity)
+    if (result.proof === undefined) proofs.delete(path)
+    else proofs.set(path, result.proof, proofBytes(result.proof))
     return result.current
   })
-
-  const readThrough = (entry: Entry, proof: CurrentProof | undefined, pathInfo: File.Info) =>
-    entry.file.use(pathInfo, (held) => readHeld(entry, proof, held))
 
   const read: (path: string) => Effect.Effect<SidecarCurrent> = Effect.fnUntraced(
     function*(path: string) {
       const info = yield* fs.lstat(path)
       if (info.type !== "File") return yield* new NotRegularFile({ path })
-      const entry = yield* sidecars.get(path)
-      // The cache's scope has ended: read around it.
-      if (entry === undefined) {
-        counters.full++
-        return yield* readSidecarCurrent(fs, path)
-      }
-      const proof = entry.state === undefined ? undefined : readProof(proofs.view(entry.state))
-      return yield* readThrough(entry, proof, info).pipe(
-        // A failed or interrupted read leaves no proof behind.
-        Effect.onError(() => Effect.sync(() => keep(entry, undefined))),
-        // What this read keeps may push out the least recently read sidecars (or Sessions, sharing the budget).
-        Effect.tap(() => sidecars.fit(entry))
-      )
+      // Only a hint: every answer it gives is confirmed by the bytes read now.
+      return yield* Effect.scoped(readOpen(path, proofs.get(path)))
     },
-    // A sidecar that cannot be read is not held, nor its proof kept.
-    (effect, path) => Effect.catch(effect, (error) => Effect.as(sidecars.invalidate(path), sidecarFailure(path, error)))
+    // A sidecar that cannot be read keeps no proof.
+    (effect, path) =>
+      Effect.catch(effect, (error) =>
+        Effect.sync(() => {
+          proofs.delete(path)
+          return sidecarFailure(path, error)
+        }))
   )
 
-  const stats = Effect.sync((): SidecarCurrentCacheStats => {
-    const entries = [...sidecars.entries()]
-    return {
-      ...counters,
-      kept: entries.length,
-      held: entries.filter((entry) => entry.file.holding()).length,
-      records: proofs.size
-    }
-  })
+  const stats = Effect.sync((): SidecarCurrentCacheStats => ({ ...counters, kept: proofs.size() }))
   return { read, stats } satisfies SidecarCurrentCache
-})
+}

@@ -67,44 +67,31 @@ export interface StoreConfig extends StoreLocation {
   /**
    * What the store's read caches may keep, together: the Session cache (the
    * reduced parse of each Session read, or for an idle one only what its
-   * artifact state reads, with fingerprints of its bytes) and the sidecar
-   * cache (the digest and offsets of the bytes each current answer rests on).
-   * Past `maxBytes` of estimated state, the least recently read Sessions and
-   * sidecars are dropped (their next read is a full read), or, once that
-   * thrashes (a round-robin over more than fit), the one just read unless
-   * it is read more often; at most
-   * `maxOpenFiles` of their files are held open between reads. See
-   * `CacheBudget` and the README's "Memory" section.
+   * artifact state reads) and the sidecar cache (the digest and offsets of
+   * the bytes each current answer rests on). Past `maxBytes` of estimated
+   * state, the least recently read Sessions and sidecars are dropped (their
+   * next read is a full read). No file is held open between reads. See
+   * `io/ByteCache` and the README's "Memory" section.
    */
   readonly cacheBudget: CacheBudgetConfig
 }
 
 /**
- * Limits of the store's read caches, shared by the Session and sidecar
+ * The bound of the store's read caches, shared by the Session and sidecar
  * caches.
  *
  * **Details**
  *
  * An idle Session polled by `readCurrent` (last written more than 2 s
- * before it was read) keeps its evidence packed outside the heap and no
- * open file, and is charged at most 1 KiB plus 250 bytes per selected
- * message, and its sidecar at most 512 bytes, each besides its entry (320
- * bytes plus twice its path's length): for the benchmark's Sessions
- * (15–110 KiB, five or six selected messages) 1.7 KiB and 0.9 KiB are
- * charged, whatever the size of the Session, its selected texts or its
- * receipts (about 2 KiB of heap and 0.8 KiB outside it per pair, measured
- * over 1,000 of them), so the default 32 MiB keeps about 12,000 of them. A Session being written keeps its reduced parse and projection
- * instead, to extend it as it grows (about 19 KiB for a 60 KiB Session
- * with five selected messages; it grows with the selected messages' text
- * and the number of entries, not with tool outputs). Files
- * held open are a scarcer resource than memory (the soft limit of
- * descriptors per process is 1024 on most Linux systems, 256 on macOS): 64
- * by default, whatever the number of Sessions polled. A Session or sidecar
- * whose file was let go is opened again at its next read (a Session at rest
- * is answered by a `stat` without opening it). A round-robin over more
- * files than that holds only the files read again within the last 64
- * reads, once 64 files were closed without being used again: holding the
- * others would only close each before its turn comes round.
+ * before it was read) keeps only its evidence (its id and its selection's
+ * manifest, no texts), charged about 1 KiB plus 400 bytes per selected
+ * message, and its sidecar about 0.5 KiB, each besides its entry (96 bytes
+ * plus twice its path's length). A Session being written keeps its reduced
+ * parse and projection instead, to extend it as it grows (about 19 KiB for
+ * a 60 KiB Session with five selected messages, plus up to 12 KiB of
+ * fingerprints; it grows with the selected messages' text and the number
+ * of entries, not with tool outputs). `maxBytes: 0` keeps nothing: every
+ * read is a full read.
  *
  * @category models
  * @since 0.1.0
@@ -112,12 +99,10 @@ export interface StoreConfig extends StoreLocation {
 export interface CacheBudgetConfig {
   /** Estimated bytes of cached state, over both caches. Default 32 MiB. */
   readonly maxBytes: number
-  /** Files held open between reads, over both caches. Default 64. */
-  readonly maxOpenFiles: number
 }
 
-/** The default cache budget: 32 MiB and 64 open files. @category constants @since 0.1.0 */
-export const DEFAULT_CACHE_BUDGET: CacheBudgetConfig = { maxBytes: 32 * 1024 * 1024, maxOpenFiles: 64 }
+/** The default cache budget: 32 MiB. @category constants @since 0.1.0 */
+export const DEFAULT_CACHE_BUDGET: CacheBudgetConfig = { maxBytes: 32 * 1024 * 1024 }
 
 /** The protocol's defaults. @category constructors @since 0.1.0 */
 export const defaultStoreConfig: StoreConfig = {

@@ -5,11 +5,10 @@
  * of the same bytes answers.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, FileSystem, Path, Scope } from "effect"
+import { Deferred, Effect, Fiber, FileSystem, Path } from "effect"
 import fc from "fast-check"
 import { createHash } from "node:crypto"
-import { ENTRY_OVERHEAD_BYTES } from "../../src/io/CacheBudget.js"
-import * as HeldFiles from "../../src/io/HeldFiles.js"
+import { ByteCache, ENTRY_OVERHEAD_BYTES } from "../../src/io/ByteCache.js"
 import { makeSidecarCurrentCache } from "../../src/store/SidecarCurrentCache.js"
 import { currentOf, openRegularFile, readSidecarCurrent } from "../../src/store/SidecarReader.js"
 import { makeMemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
@@ -186,7 +185,7 @@ fileSystemSuite("sidecar current cache", (it) => {
       const second = yield* cache.read(kit.sidecar)
       assert.strictEqual(first.availability, "available")
       assert.deepStrictEqual(second, first)
-      assert.deepStrictEqual(yield* cache.stats, { full: 1, confirmed: 1, opened: 1, kept: 1, held: 1, records: 1 })
+      assert.deepStrictEqual(yield* cache.stats, { full: 1, confirmed: 1, opened: 2, kept: 1 })
     }))
 
   it.effect("a byte changed inside the head or the receipt is seen; the answer fails closed", ({ root }) =>
@@ -276,7 +275,7 @@ fileSystemSuite("sidecar current cache", (it) => {
       assert.strictEqual(fresh.availability, "available")
       assert.deepStrictEqual(yield* cache.read(kit.sidecar), fresh)
       assert.deepStrictEqual(yield* cache.read(kit.sidecar), fresh)
-      assert.deepStrictEqual(yield* cache.stats, { full: 1, confirmed: 1, opened: 1, kept: 1, held: 1, records: 1 })
+      assert.deepStrictEqual(yield* cache.stats, { full: 1, confirmed: 1, opened: 2, kept: 1 })
     }))
 
   it.effect("answers are fresh objects: changing one does not change the next", ({ root }) =>
@@ -291,7 +290,7 @@ fileSystemSuite("sidecar current cache", (it) => {
       assert.strictEqual((yield* cache.stats).confirmed, 2)
     }))
 
-  it.effect("sidecars beyond the budget's bytes are dropped, least recently read first; beyond its files, only let go", ({ root }) =>
+  it.effect("sidecars beyond the cache's bytes are dropped, least recently read first", ({ root }) =>
     Effect.gen(function*() {
       const kit = yield* setup(root)
       yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) }))
@@ -299,58 +298,38 @@ fileSystemSuite("sidecar current cache", (it) => {
       const bytes = yield* kit.fs.readFile(kit.sidecar)
       for (const copy of copies) yield* kit.fs.writeFile(copy, bytes, { mode: 0o600 })
       // What one sidecar's proof and entry cost.
-      const probe = HeldFiles.makeBudget({ maxBytes: Number.POSITIVE_INFINITY, maxOpenFiles: 8 })
-      yield* (yield* makeSidecarCurrentCache(kit.fs, { budget: probe })).read(copies[0])
-      const one = probe.bytes()
+      const probe = new ByteCache(Number.POSITIVE_INFINITY)
+      yield* (yield* makeSidecarCurrentCache(kit.fs, { cache: probe })).read(copies[0])
+      const one = probe.bytes
       // Its entry (a path's overhead) and at most 512 bytes of proof, whatever the size of the receipt and head.
       assert.isAtMost(
         one,
         ENTRY_OVERHEAD_BYTES + 2 * copies[0].length + 512,
         "a proof is charged its digest, not its bytes"
       )
-      const budget = HeldFiles.makeBudget({ maxBytes: Math.floor(one * 2.5), maxOpenFiles: 1 })
-      const cache = yield* makeSidecarCurrentCache(kit.fs, { budget })
+      const shared = new ByteCache(Math.floor(one * 2.5))
+      const cache = yield* makeSidecarCurrentCache(kit.fs, { cache: shared })
       yield* cache.read(copies[0])
       yield* cache.read(copies[1])
-      // Both kept, one held: a's file was let go when b's was opened.
-      assert.deepStrictEqual(yield* cache.stats, { full: 2, confirmed: 0, opened: 2, kept: 2, held: 1, records: 2 })
+      assert.deepStrictEqual(yield* cache.stats, { full: 2, confirmed: 0, opened: 2, kept: 2 })
       yield* cache.read(copies[0])
-      assert.deepStrictEqual(yield* cache.stats, { full: 2, confirmed: 1, opened: 3, kept: 2, held: 1, records: 2 })
+      assert.deepStrictEqual(yield* cache.stats, { full: 2, confirmed: 1, opened: 3, kept: 2 })
       // A third does not fit: b, the least recently read, is dropped.
       yield* cache.read(copies[2])
-      assert.deepStrictEqual(yield* cache.stats, { full: 3, confirmed: 1, opened: 4, kept: 2, held: 1, records: 2 })
-      assert.isAtMost(budget.bytes(), Math.floor(one * 2.5))
+      assert.deepStrictEqual(yield* cache.stats, { full: 3, confirmed: 1, opened: 4, kept: 2 })
+      assert.isAtMost(shared.bytes, Math.floor(one * 2.5))
       yield* cache.read(copies[0])
       yield* cache.read(copies[1])
-      assert.deepStrictEqual(yield* cache.stats, { full: 4, confirmed: 2, opened: 6, kept: 2, held: 1, records: 2 })
+      assert.deepStrictEqual(yield* cache.stats, { full: 4, confirmed: 2, opened: 6, kept: 2 })
     }))
 
-  it.effect("polled round-robin, more sidecars than the budget holds still confirm the ones it keeps", ({ root }) =>
+  it.effect("with maxBytes 0 nothing is kept, and every read is a full read", ({ root }) =>
     Effect.gen(function*() {
-      const kit = yield* setup(root)
-      yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) }))
-      const copies = Array.from({ length: 10 }, (_, index) => `${kit.sidecar}.${index}`)
-      const bytes = yield* kit.fs.readFile(kit.sidecar)
-      for (const copy of copies) yield* kit.fs.writeFile(copy, bytes, { mode: 0o600 })
-      const probe = HeldFiles.makeBudget({ maxBytes: Number.POSITIVE_INFINITY, maxOpenFiles: 8 })
-      yield* (yield* makeSidecarCurrentCache(kit.fs, { budget: probe })).read(copies[0])
-      const one = probe.bytes()
-      const budget = HeldFiles.makeBudget({ maxBytes: Math.floor(one * 2.5), maxOpenFiles: 1 })
-      const cache = yield* makeSidecarCurrentCache(kit.fs, { budget })
-      const expected = yield* readSidecarCurrent(kit.fs, copies[0])
-      /** Sidecars confirmed in one sweep over every copy, each answer checked. */
-      const sweep = Effect.gen(function*() {
-        const before = (yield* cache.stats).confirmed
-        for (const copy of copies) assert.deepStrictEqual(yield* cache.read(copy), { ...expected, path: copy })
-        return (yield* cache.stats).confirmed - before
-      })
-      // Least recently read first, each is dropped before it is read again: 8 drops of never reread proofs a sweep.
-      assert.strictEqual(yield* sweep, 0)
-      for (let round = 0; round < 8; round++) yield* sweep
-      // Past 64 such drops the budget admits by frequency: the two it keeps are confirmed on every sweep.
-      assert.deepStrictEqual([yield* sweep, yield* sweep, yield* sweep], [2, 2, 2])
-      assert.isAtMost(budget.bytes(), Math.floor(one * 2.5))
-      assert.strictEqual((yield* cache.stats).kept, 2)
+      const { kit } = yield* oneReceipt(root)
+      const cache = yield* makeSidecarCurrentCache(kit.fs, { maxBytes: 0 })
+      const fresh = yield* readSidecarCurrent(kit.fs, kit.sidecar)
+      for (let poll = 0; poll < 3; poll++) assert.deepStrictEqual(yield* cache.read(kit.sidecar), fresh)
+      assert.deepStrictEqual(yield* cache.stats, { full: 3, confirmed: 0, opened: 3, kept: 0 })
     }))
 
   it.effect("a proof keeps a digest of the bytes it rests on, neither the bytes nor the records parsed from them", ({ root }) =>
@@ -374,29 +353,9 @@ fileSystemSuite("sidecar current cache", (it) => {
         if (key !== "diagnostics") assert.include(["number", "string"], typeof value, key)
       }
     }))
-
-  it.effect("keeps at most `capacity` sidecars, dropping the least recently read", ({ root }) =>
-    Effect.gen(function*() {
-      const kit = yield* setup(root)
-      const cache = yield* makeSidecarCurrentCache(kit.fs, { capacity: 2 })
-      yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) }))
-      const copies = ["a", "b", "c"].map((name) => `${kit.sidecar}.${name}`)
-      const bytes = yield* kit.fs.readFile(kit.sidecar)
-      for (const copy of copies) yield* kit.fs.writeFile(copy, bytes, { mode: 0o600 })
-      yield* cache.read(copies[0])
-      yield* cache.read(copies[1])
-      yield* cache.read(copies[0])
-      yield* cache.read(copies[2])
-      // The dropped sidecar's proof record is freed with it.
-      assert.deepStrictEqual(yield* cache.stats, { full: 3, confirmed: 1, opened: 3, kept: 2, held: 2, records: 2 })
-      yield* cache.read(copies[0])
-      assert.strictEqual((yield* cache.stats).confirmed, 2)
-      yield* cache.read(copies[1])
-      assert.deepStrictEqual(yield* cache.stats, { full: 4, confirmed: 2, opened: 4, kept: 2, held: 2, records: 2 })
-    }))
 })
 
-describe("sidecar current cache holds each sidecar open between reads", () => {
+describe("sidecar current cache holds no sidecar open between reads", () => {
   /** A memory world whose open descriptors can be listed, and a kit with one receipt on it. */
   const world = <A, E>(
     body: (
@@ -430,7 +389,7 @@ describe("sidecar current cache holds each sidecar open between reads", () => {
       yield* replace(kit, line + headLine(headFor(kit.sessionId, offset, line)))
     })
 
-  it.effect("polls open the sidecar once, also across appends, and keep one read handle", () =>
+  it.effect("every poll opens the sidecar and closes it before it answers, also across appends", () =>
     world((memory, kit) =>
       Effect.scoped(Effect.gen(function*() {
         const cache = yield* makeSidecarCurrentCache(kit.fs)
@@ -440,43 +399,26 @@ describe("sidecar current cache holds each sidecar open between reads", () => {
         yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(2) }))
         const grown = yield* cache.read(kit.sidecar)
         assert.strictEqual((grown.receipt as { jobId: string }).jobId, jobId(2))
-        assert.deepStrictEqual(yield* cache.stats, { full: 2, confirmed: 3, opened: 1, kept: 1, held: 1, records: 1 })
-        assert.deepStrictEqual(reads(memory), [kit.sidecar])
+        assert.deepStrictEqual(yield* cache.stats, { full: 2, confirmed: 3, opened: 5, kept: 1 })
+        assert.deepStrictEqual(reads(memory), [])
       }))
     ))
 
-  it.effect("a replaced or removed sidecar's handle is let go; eviction and the cache's end close the rest", () =>
+  it.effect("a replaced or removed sidecar is read afresh, and nothing stays open", () =>
     world((memory, kit) =>
       Effect.gen(function*() {
-        const scope = yield* Scope.make()
-        const cache = yield* makeSidecarCurrentCache(kit.fs, { capacity: 2 }).pipe(Scope.provide(scope))
-        yield* Effect.gen(function*() {
-          yield* cache.read(kit.sidecar)
-          // Replaced by a rename: the new file is read and held, the old one closed.
-          yield* replace(kit, "{}\n")
-          const replaced = yield* cache.read(kit.sidecar)
-          assert.deepStrictEqual(replaced, yield* readSidecarCurrent(kit.fs, kit.sidecar))
-          assert.strictEqual((yield* cache.stats).opened, 2)
-          assert.deepStrictEqual(reads(memory), [kit.sidecar])
-          // Removed: nothing stays open for it.
-          yield* kit.fs.remove(kit.sidecar)
-          assert.strictEqual((yield* cache.read(kit.sidecar)).availability, "missing")
-          assert.deepStrictEqual(reads(memory), [])
-          // Capacity 2: reading a third sidecar drops the least recently read, and closes it.
-          yield* appendReceiptWithHead(kit, summaryReceipt(kit.branch, kit.sessionId, { jobId: jobId(1) }))
-          const bytes = yield* kit.fs.readFile(kit.sidecar)
-          const copies = ["a", "b"].map((name) => `${kit.sidecar}.${name}`)
-          for (const copy of copies) yield* kit.fs.writeFile(copy, bytes, { mode: 0o600 })
-          for (const path of [kit.sidecar, ...copies]) {
-            assert.strictEqual((yield* cache.read(path)).availability, "available")
-          }
-          assert.deepStrictEqual(reads(memory).sort(), [...copies].sort())
-          assert.strictEqual((yield* cache.stats).held, 2)
-        })
-        yield* Scope.close(scope, Exit.void)
+        const cache = yield* makeSidecarCurrentCache(kit.fs)
+        yield* cache.read(kit.sidecar)
+        // Replaced by a rename: the new file is read whole.
+        yield* replace(kit, "{}\n")
+        const replaced = yield* cache.read(kit.sidecar)
+        assert.deepStrictEqual(replaced, yield* readSidecarCurrent(kit.fs, kit.sidecar))
+        assert.strictEqual((yield* cache.stats).opened, 2)
         assert.deepStrictEqual(reads(memory), [])
-        // A read after the cache's end is still right, and holds nothing.
-        assert.deepStrictEqual(yield* cache.read(kit.sidecar), yield* readSidecarCurrent(kit.fs, kit.sidecar))
+        // Removed: missing, and its proof is not kept.
+        yield* kit.fs.remove(kit.sidecar)
+        assert.strictEqual((yield* cache.read(kit.sidecar)).availability, "missing")
+        assert.strictEqual((yield* cache.stats).kept, 0)
         assert.deepStrictEqual(reads(memory), [])
       })
     ))
@@ -497,12 +439,12 @@ describe("sidecar current cache holds each sidecar open between reads", () => {
         assert.deepStrictEqual(raced, yield* readSidecarCurrent(kit.fs, kit.sidecar))
         assert.deepStrictEqual(reads(memory), [], "neither the old nor the raced file stays open")
         assert.deepStrictEqual(yield* cache.read(kit.sidecar), yield* readSidecarCurrent(kit.fs, kit.sidecar))
-        assert.deepStrictEqual(reads(memory), [kit.sidecar])
+        assert.deepStrictEqual(reads(memory), [])
         assert.strictEqual((yield* cache.stats).opened, 3)
       }))
     ))
 
-  it.effect("a read interrupted at any file-system call leaves at most the held handle, and the next read is right", () =>
+  it.effect("a read interrupted at any file-system call leaves nothing open, and the next read is right", () =>
     world((memory, kit) =>
       Effect.gen(function*() {
         const stalled = { unchanged: 0, replaced: 0 }
@@ -523,18 +465,17 @@ describe("sidecar current cache holds each sidecar open between reads", () => {
             )
             yield* Fiber.interrupt(read)
             disarm()
-            assert.isAtMost(reads(memory).length, 1, `cut ${cut}: ${reads(memory).join(", ")}`)
+            assert.deepStrictEqual(reads(memory), [], `cut ${cut}`)
             assert.deepStrictEqual(
               yield* cache.read(kit.sidecar),
               yield* readSidecarCurrent(kit.fs, kit.sidecar),
               `after cut ${cut}`
             )
-            assert.deepStrictEqual(reads(memory), [kit.sidecar])
+            assert.deepStrictEqual(reads(memory), [])
           }))
-          assert.deepStrictEqual(reads(memory), [], `run ${run}: the cache's end`)
         }
-        // A read through the held file makes 2 calls here (lstat, one read of the tail); one that opens anew, more.
-        assert.strictEqual(stalled.unchanged, 2)
+        // A read of an unchanged sidecar makes 4 calls here (lstat, open, fstat, one read of the tail).
+        assert.strictEqual(stalled.unchanged, 4)
         assert.isAtLeast(stalled.replaced, 4)
       })
     ))

@@ -204,20 +204,10 @@ export const assertNoOpenHandles = (fs: FileSystem.FileSystem, label = "") =>
   Effect.sync(() => {
     const memory = fs as Partial<MemoryFileSystemShape>
     if (typeof memory.openDescriptors === "function") {
-      // The store's caches keep each Session and sidecar they read open for
-      // reading until the store's scope ends; nothing else may stay open.
-      const leftOver = memory.openDescriptors().filter((open) =>
-        !(open.flag === "r" && (isSessionPath(open.path) || isSidecarPath(open.path)))
-      )
-      assert.deepStrictEqual(leftOver, [], `open descriptors ${label}`)
+      // The store's caches hold no file open between reads: nothing may stay open.
+      assert.deepStrictEqual(memory.openDescriptors(), [], `open descriptors ${label}`)
     }
   })
-
-/** Whether `file` lies under a kit's Session root. */
-const isSessionPath = (file: string): boolean => file.includes("/sessions/")
-
-/** Whether `file` is a sidecar (not its lock, temp or break file). */
-const isSidecarPath = (file: string): boolean => file.includes("/materializations-v4/") && file.endsWith(".jsonl")
 
 /** Whether this world can tell us about open handles. */
 export const tracksHandles = (fs: FileSystem.FileSystem): boolean =>
