@@ -8,16 +8,16 @@
  *
  * @since 0.1.0
  */
-export * as CommitLock from "./store/CommitLock.js"
+export * as CommitLock from "./store/lock/CommitLock.js"
 export type {
   WatchedCurrent,
   WatchMode,
   WatchOptions,
   WatchSessionsOptions,
   WatchTuning
-} from "./store/CurrentWatch.js"
+} from "./store/watch/CurrentWatch.js"
 export * from "./store/Errors.js"
-export { LockOwner, type LockOwnerProbe, type OwnerEvidence } from "./store/LockOwner.js"
+export { LockOwner, type LockOwnerProbe, type OwnerEvidence } from "./store/lock/LockOwner.js"
 export { commitLockPath, JOBS_DIR, materializationPath, MATERIALIZATIONS_DIR } from "./store/MirroredPath.js"
 export {
   type CurrentRead,
@@ -43,8 +43,8 @@ export type {
   Reservation,
   ReservationLocation,
   SettledReceipt
-} from "./store/Reservation.js"
-export { type SessionOverviewEntry, type SessionOverviewOptions, SessionRootNotFound } from "./store/SessionOverview.js"
+} from "./store/write/Reservation.js"
+export { type SessionOverviewEntry, type SessionOverviewOptions, SessionRootNotFound } from "./store/read/SessionOverview.js"
 export type {
   Availability,
   AvailableSidecarCurrent,
@@ -54,7 +54,7 @@ export type {
   SidecarDiagnostics,
   SidecarReason,
   UnavailableSidecarCurrent
-} from "./store/SidecarReader.js"
+} from "./store/read/SidecarReader.js"
 export {
   type CacheBudgetConfig,
   DEFAULT_CACHE_BUDGET,
@@ -93,5 +93,5 @@ export * as Session from "./session/index.js"
 export type { SessionObservation } from "./session/SessionReader.js"
 export type { ArtifactExpectation, NativeObservation } from "./state/ArtifactState.js"
 export * as ArtifactState from "./state/index.js"
-export * as CommitLockRepair from "./store/CommitLockRepair.js"
-export * as SidecarAudit from "./store/SidecarAudit.js"
+export * as CommitLockRepair from "./store/lock/CommitLockRepair.js"
+export * as SidecarAudit from "./store/audit/SidecarAudit.js"

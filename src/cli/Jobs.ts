@@ -15,7 +15,7 @@
  */
 import { Clock, Effect } from "effect"
 import { Command, Flag } from "effect/cli"
-import type { AuditReport, ClaimReport } from "../store/SidecarAudit.js"
+import type { AuditReport, ClaimReport } from "../store/audit/SidecarAudit.js"
 import { globals, sessionFlag } from "./GlobalOptions.js"
 import { formatDuration, printJson, printLines, short, type Style, style } from "./Output.js"
 import { relativeTo, runAudit } from "./RunAudit.js"

@@ -6,7 +6,7 @@
  */
 import { Effect, Option } from "effect"
 import * as ProcessOwner from "../platform/ProcessOwner.js"
-import { auditStore } from "../store/SidecarAudit.js"
+import { auditStore } from "../store/audit/SidecarAudit.js"
 import { toCliFailure } from "./CliFailure.js"
 import { type Globals, requireStore, type ResolvedSession, resolveSession } from "./GlobalOptions.js"
 import { makeProgress } from "./Output.js"

@@ -33,7 +33,7 @@ import {
   orphanSidecars,
   requireSessionRoot,
   type SessionOverviewEntry
-} from "../store/SessionOverview.js"
+} from "../store/read/SessionOverview.js"
 import { cliFailure, ExitCode, toCliFailure } from "./CliFailure.js"
 import { globals, storeLayer } from "./GlobalOptions.js"
 import { jsonText } from "./JsonText.js"

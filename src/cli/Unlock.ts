@@ -29,8 +29,8 @@ import {
   type LockRemoval,
   type LockReport,
   removeCommitLock
-} from "../store/CommitLockRepair.js"
-import { LockOwner, ownerContextMismatch, type OwnerEvidence } from "../store/LockOwner.js"
+} from "../store/lock/CommitLockRepair.js"
+import { LockOwner, ownerContextMismatch, type OwnerEvidence } from "../store/lock/LockOwner.js"
 import { cliFailure, ExitCode, toCliFailure } from "./CliFailure.js"
 import { globals, requireStore, resolveSession, sessionFlag } from "./GlobalOptions.js"
 import { displayText, formatDuration, printJson, printLines, type Style, style } from "./Output.js"

@@ -15,7 +15,7 @@
  */
 import { Effect } from "effect"
 import { Command, Flag } from "effect/cli"
-import type { AuditFinding, AuditReport, FindingKind } from "../store/SidecarAudit.js"
+import type { AuditFinding, AuditReport, FindingKind } from "../store/audit/SidecarAudit.js"
 import { CliFailure, ExitCode } from "./CliFailure.js"
 import { globals, sessionFlag } from "./GlobalOptions.js"
 import { printJson, printLines, type Style, style } from "./Output.js"

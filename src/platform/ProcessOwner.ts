@@ -9,7 +9,7 @@
  * (`/proc/sys/kernel/random/boot_id`), start time in clock ticks
  * (`/proc/self/stat`), PID namespace (`/proc/self/ns/pid`) and time
  * namespace (`/proc/self/ns/time`, absent before Linux 5.6). The rule that
- * judges another owner is `makeLockOwnerProbe`'s (see `store/LockOwner`):
+ * judges another owner is `makeLockOwnerProbe`'s (see `store/lock/LockOwner`):
  * provably dead only when host, boot, PID namespace and time namespace all
  * equal ours and the pid is gone or reused here; everything else counts as
  * alive.
@@ -67,7 +67,7 @@ import { readFileSync, readlinkSync } from "node:fs"
 import { hostname } from "node:os"
 import { encodeLockLine, MAX_LOCK_LINE_BYTES } from "../protocol/CommitLockFile.js"
 import { isoTimestampOf } from "../protocol/internal/IsoTimestamp.js"
-import { LockOwner, type LockOwnerProbe, makeLockOwnerProbe, type OwnerEvidence } from "../store/LockOwner.js"
+import { LockOwner, type LockOwnerProbe, makeLockOwnerProbe, type OwnerEvidence } from "../store/lock/LockOwner.js"
 
 /**
  * What the probe reads of this process and its kernel; `undefined` for

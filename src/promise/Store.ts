@@ -19,7 +19,7 @@ import { dirname, join, resolve } from "node:path"
 import { DEFAULT_LEASE_MS, SIDECAR_PROTOCOL_VERSION } from "../protocol/Limits.js"
 import type { ReceiptInput } from "../protocol/Receipt.js"
 import type { ArtifactExpectation, NativeObservation } from "../state/ArtifactState.js"
-import type { WatchOptions } from "../store/CurrentWatch.js"
+import type { WatchOptions } from "../store/watch/CurrentWatch.js"
 import {
   type CurrentRead,
   RarebitStore,
@@ -34,9 +34,9 @@ import {
   type ReservationLocation,
   type ReserveOptions,
   type SettledReceipt
-} from "../store/Reservation.js"
-import type { SessionOverviewEntry } from "../store/SessionOverview.js"
-import { historyBoundsValid, type HistoryPage } from "../store/SidecarReader.js"
+} from "../store/write/Reservation.js"
+import type { SessionOverviewEntry } from "../store/read/SessionOverview.js"
+import { historyBoundsValid, type HistoryPage } from "../store/read/SidecarReader.js"
 import { DEFAULT_RAREBIT_ROOT, DEFAULT_RAREBIT_SESSION_ROOT, type LocationOverrides } from "../store/StoreConfig.js"
 import { iterate, runStore as run, runStoreSync as runSync } from "./Runtime.js"
 

@@ -39,8 +39,8 @@ export type {
   AssessmentRef as RarebitSessionAssessmentRef,
   NativeObservation as RarebitNativeObservation
 } from "../state/ArtifactState.js"
-export type { SessionOverviewEntry as RarebitSessionOverview } from "../store/SessionOverview.js"
-export type { SidecarDiagnostics as RarebitSidecarDiagnostics } from "../store/SidecarReader.js"
+export type { SessionOverviewEntry as RarebitSessionOverview } from "../store/read/SessionOverview.js"
+export type { SidecarDiagnostics as RarebitSidecarDiagnostics } from "../store/read/SidecarReader.js"
 
 /**
  * The Session status a projection shows, without its assessment reference.

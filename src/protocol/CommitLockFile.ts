@@ -8,7 +8,7 @@
  * ignores. Evidence written on macOS or Windows is tagged with its
  * `platform` (`"darwin"`, `"win32"`); Linux evidence carries no tag, as
  * every older version of this store wrote it. The store breaks a lock on
- * that evidence only when it proves the owner dead (see `store/LockOwner`),
+ * that evidence only when it proves the owner dead (see `store/lock/LockOwner`),
  * and never on age alone.
  *
  * The line is written in a fixed key order (`token`, `claimedAt`, `owner`;

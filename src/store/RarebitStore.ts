@@ -48,8 +48,8 @@ import type { ReceiptInput } from "../protocol/Receipt.js"
 import { make as makeSessionCache } from "../session/SessionCache.js"
 import { nativeObservation } from "../session/SessionReader.js"
 import type { NativeObservation, ProjectionInputInvalid } from "../state/ArtifactState.js"
-import { makeLockQueues, withCommitLock } from "./CommitLock.js"
-import * as CurrentWatch from "./CurrentWatch.js"
+import { makeLockQueues, withCommitLock } from "./lock/CommitLock.js"
+import * as CurrentWatch from "./watch/CurrentWatch.js"
 import type { HistoryBoundsInvalid, HistoryUnreadable } from "./Errors.js"
 import { commitLockPath, makeSessionIdentity, materializationPath, type PathError } from "./MirroredPath.js"
 import {
@@ -63,20 +63,20 @@ import {
   type ReserveError,
   type ReserveOptions,
   type SettledReceipt
-} from "./Reservation.js"
-import * as SessionOverview from "./SessionOverview.js"
-import { makeSettle, type SettleError, type SettleOptions } from "./Settlement.js"
-import { makeSidecarCurrentCache } from "./SidecarCurrentCache.js"
-import type { HistoryPage, HistoryRecord } from "./SidecarReader.js"
+} from "./write/Reservation.js"
+import * as SessionOverview from "./read/SessionOverview.js"
+import { makeSettle, type SettleError, type SettleOptions } from "./write/Settlement.js"
+import { makeSidecarCurrentCache } from "./read/SidecarCurrentCache.js"
+import type { HistoryPage, HistoryRecord } from "./read/SidecarReader.js"
 import { type LocationOverrides, makeStoreConfig, type StoreConfig, type StoreLocation } from "./StoreConfig.js"
 import type { StoreContext } from "./StoreContext.js"
-import { type CurrentRead, makeReads, type ReadCurrentOptions, type ReadHistoryOptions } from "./StoreReads.js"
+import { type CurrentRead, makeReads, type ReadCurrentOptions, type ReadHistoryOptions } from "./read/StoreReads.js"
 
 export type { PathError } from "./MirroredPath.js"
-export type { ReleaseError, ReserveError, ReserveOptions } from "./Reservation.js"
-export type { SettleError, SettleHooks, SettleOptions } from "./Settlement.js"
-export { RECOVERY_WINDOW_BYTES } from "./SettlementRecovery.js"
-export type { CurrentRead, ReadCurrentOptions, ReadHistoryOptions } from "./StoreReads.js"
+export type { ReleaseError, ReserveError, ReserveOptions } from "./write/Reservation.js"
+export type { SettleError, SettleHooks, SettleOptions } from "./write/Settlement.js"
+export { RECOVERY_WINDOW_BYTES } from "./write/SettlementRecovery.js"
+export type { CurrentRead, ReadCurrentOptions, ReadHistoryOptions } from "./read/StoreReads.js"
 
 /** `withJob` derived and settled the job's receipt. @category models @since 0.1.0 */
 export interface Settled {

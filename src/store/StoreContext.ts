@@ -18,7 +18,7 @@ import type { Path } from "effect/Path"
 import type { NativeObservation } from "../state/ArtifactState.js"
 import type { LockHeld, StoreIo } from "./Errors.js"
 import type { PathError, SessionIdentity } from "./MirroredPath.js"
-import type { SidecarCurrent } from "./SidecarReader.js"
+import type { SidecarCurrent } from "./read/SidecarReader.js"
 import type { StoreConfig, StoreLocation } from "./StoreConfig.js"
 
 /**

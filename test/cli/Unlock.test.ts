@@ -8,7 +8,7 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { readFile, stat, utimes, writeFile } from "node:fs/promises"
 import { makeDarwinOwnerProbe } from "../../src/platform/ProcessOwner.js"
-import { LockOwner } from "../../src/store/LockOwner.js"
+import { LockOwner } from "../../src/store/lock/LockOwner.js"
 import { entry, makeRoots, type Roots, Store, summaryReceipt, writeSession } from "../support/Reference.js"
 import { cli, cliIn, deadOwnerEvidence, liveOwnerEvidence, rootFlags, settleWith, writeLock } from "./CliHarness.js"
 

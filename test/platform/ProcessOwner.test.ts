@@ -15,7 +15,7 @@ import {
   startSecondsOfLstart
 } from "../../src/platform/ProcessOwner.js"
 import { encodeLockLine, MAX_LOCK_LINE_BYTES } from "../../src/protocol/CommitLockFile.js"
-import type { OwnerEvidence } from "../../src/store/LockOwner.js"
+import type { OwnerEvidence } from "../../src/store/lock/LockOwner.js"
 
 /** Field 22 of /proc/<pid>/stat, read independently of the code under test. */
 const startTicks = (pid: number): string => {

@@ -29,7 +29,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FileSystem, Path } from "effect"
 import { TestClock } from "effect/testing"
-import { removeCommitLock } from "../../src/store/CommitLockRepair.js"
+import { removeCommitLock } from "../../src/store/lock/CommitLockRepair.js"
 import { type CrashPoint, exploreCrashPoints } from "../../src/testing/CrashPoints.js"
 import type { FaultOperation } from "../../src/testing/FaultFileSystem.js"
 import { report } from "../support/TestReport.js"

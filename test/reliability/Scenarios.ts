@@ -8,7 +8,7 @@ import { assert } from "@effect/vitest"
 import { Effect, Exit, FileSystem, type Path, type Scope } from "effect"
 import { TestClock } from "effect/testing"
 import type { ReceiptInput } from "../../src/protocol/Receipt.js"
-import type { Acquired } from "../../src/store/Reservation.js"
+import type { Acquired } from "../../src/store/write/Reservation.js"
 import { type FaultFileSystemShape, makeFaultFileSystem } from "../../src/testing/FaultFileSystem.js"
 import type { DirectoryLoss, MemoryFileSystemShape } from "../../src/testing/MemoryFileSystem.js"
 import {

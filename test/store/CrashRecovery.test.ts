@@ -7,7 +7,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FileSystem, Path, Random } from "effect"
-import { LockOwner, type LockOwnerProbe } from "../../src/store/LockOwner.js"
+import { LockOwner, type LockOwnerProbe } from "../../src/store/lock/LockOwner.js"
 import { exploreCrashPoints } from "../../src/testing/CrashPoints.js"
 import { makeMemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"

@@ -6,7 +6,7 @@
 import { assert } from "@effect/vitest"
 import { Effect, Stream } from "effect"
 import type { Receipt } from "../../src/protocol/Receipt.js"
-import type { HistoryPage, HistoryRecord } from "../../src/store/SidecarReader.js"
+import type { HistoryPage, HistoryRecord } from "../../src/store/read/SidecarReader.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { jobId, summaryReceipt, titleReceipt } from "../support/Receipts.js"
 import {

@@ -26,7 +26,7 @@ import { HandleChmodTypeId, NonBlockingOpenTypeId } from "../../src/io/NonBlocki
 import { sha256Hex } from "../../src/protocol/CanonicalJson.js"
 import type { Head } from "../../src/protocol/Head.js"
 import { make, type RarebitStore } from "../../src/store/RarebitStore.js"
-import type { Acquired, Reservation } from "../../src/store/Reservation.js"
+import type { Acquired, Reservation } from "../../src/store/write/Reservation.js"
 import { makeStoreConfig, type StoreConfig } from "../../src/store/StoreConfig.js"
 import type { MemoryFileSystemShape } from "../../src/testing/MemoryFileSystem.js"
 import { jobId, type Json, sessionText } from "../support/Receipts.js"

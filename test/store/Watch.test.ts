@@ -9,7 +9,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Effect, Fiber, FileSystem, Path, PlatformError, Stream } from "effect"
 import { TestClock } from "effect/testing"
-import { DEFAULT_CONFIRM_INTERVAL_MS } from "../../src/store/CurrentWatch.js"
+import { DEFAULT_CONFIRM_INTERVAL_MS } from "../../src/store/watch/CurrentWatch.js"
 import { darwinWatchEvents, makeMemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { entry, jobId, nativeOf, sessionText, summaryReceipt, titleReceipt } from "../support/Receipts.js"

@@ -19,7 +19,7 @@ import {
   type WatchSessionsOptions,
   watchSessionsSpecs,
   watchSpec
-} from "../../src/store/CurrentWatch.js"
+} from "../../src/store/watch/CurrentWatch.js"
 import type { MemoryFileSystemShape } from "../../src/testing/MemoryFileSystem.js"
 import { jobId, summaryReceipt } from "../support/Receipts.js"
 import { acquired, type Kit, makeSleepProbe } from "./StoreKit.js"

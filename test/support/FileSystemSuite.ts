@@ -73,7 +73,7 @@ export const WIN32_SUITES: ReadonlySet<string> = new Set([
 /**
  * Tests of those suites that assert POSIX modes (0700 folders, 0600 files),
  * which Windows does not have: skipped in the Windows profile, where
- * privacy is the profile's ACL (see `store/PrivateDirectory`).
+ * privacy is the profile's ACL (see `store/write/PrivateDirectory`).
  */
 const POSIX_MODE_TESTS: ReadonlySet<string> = new Set([
   "claims and sidecar folders are private: 0700 folders, 0600 claims",
