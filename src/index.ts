@@ -8,15 +8,8 @@
  *
  * @since 0.1.0
  */
-export * as CommitLock from "./store/lock/CommitLock.js"
-export type {
-  WatchedCurrent,
-  WatchMode,
-  WatchOptions,
-  WatchSessionsOptions,
-  WatchTuning
-} from "./store/watch/CurrentWatch.js"
 export * from "./store/Errors.js"
+export * as CommitLock from "./store/lock/CommitLock.js"
 export { LockOwner, type LockOwnerProbe, type OwnerEvidence } from "./store/lock/LockOwner.js"
 export { commitLockPath, JOBS_DIR, materializationPath, MATERIALIZATIONS_DIR } from "./store/MirroredPath.js"
 export {
@@ -36,15 +29,11 @@ export {
   type SettleOptions,
   type StoreError
 } from "./store/RarebitStore.js"
-export type {
-  Acquired,
-  Duplicate,
-  InFlight,
-  Reservation,
-  ReservationLocation,
-  SettledReceipt
-} from "./store/write/Reservation.js"
-export { type SessionOverviewEntry, type SessionOverviewOptions, SessionRootNotFound } from "./store/read/SessionOverview.js"
+export {
+  type SessionOverviewEntry,
+  type SessionOverviewOptions,
+  SessionRootNotFound
+} from "./store/read/SessionOverview.js"
 export type {
   Availability,
   AvailableSidecarCurrent,
@@ -66,6 +55,21 @@ export {
   makeStoreConfig,
   type StoreConfig
 } from "./store/StoreConfig.js"
+export type {
+  WatchedCurrent,
+  WatchMode,
+  WatchOptions,
+  WatchSessionsOptions,
+  WatchTuning
+} from "./store/watch/CurrentWatch.js"
+export type {
+  Acquired,
+  Duplicate,
+  InFlight,
+  Reservation,
+  ReservationLocation,
+  SettledReceipt
+} from "./store/write/Reservation.js"
 // The models of the protocol's records, by name; their Schemas are under `Protocol`.
 export * as DirectFileSystem from "./platform/DirectFileSystem.js"
 export * as NodeStore from "./platform/NodeStore.js"
@@ -93,5 +97,5 @@ export * as Session from "./session/index.js"
 export type { SessionObservation } from "./session/SessionReader.js"
 export type { ArtifactExpectation, NativeObservation } from "./state/ArtifactState.js"
 export * as ArtifactState from "./state/index.js"
-export * as CommitLockRepair from "./store/lock/CommitLockRepair.js"
 export * as SidecarAudit from "./store/audit/SidecarAudit.js"
+export * as CommitLockRepair from "./store/lock/CommitLockRepair.js"

@@ -17,8 +17,8 @@ import { isPlatformError, type PlatformError } from "effect/PlatformError"
 import { type SessionError, type SessionIo, type SessionTooLarge, toQueryError } from "../session/SessionErrors.js"
 import type { ProjectionInputInvalid } from "../state/ArtifactState.js"
 import type { ReceiptInvalid, SettleHookFailed, StoreIo } from "../store/Errors.js"
-import { CREATE_PRIVATE_DIRECTORY } from "../store/write/PrivateDirectory.js"
 import type { StoreError } from "../store/RarebitStore.js"
+import { CREATE_PRIVATE_DIRECTORY } from "../store/write/PrivateDirectory.js"
 
 /** Every tagged failure the Promise API can meet. */
 type Ours = StoreError | SessionError | ProjectionInputInvalid

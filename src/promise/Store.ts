@@ -19,13 +19,16 @@ import { dirname, join, resolve } from "node:path"
 import { DEFAULT_LEASE_MS, SIDECAR_PROTOCOL_VERSION } from "../protocol/Limits.js"
 import type { ReceiptInput } from "../protocol/Receipt.js"
 import type { ArtifactExpectation, NativeObservation } from "../state/ArtifactState.js"
-import type { WatchOptions } from "../store/watch/CurrentWatch.js"
 import {
   type CurrentRead,
   RarebitStore,
   type ReadCurrentOptions,
   type ReadHistoryOptions
 } from "../store/RarebitStore.js"
+import type { SessionOverviewEntry } from "../store/read/SessionOverview.js"
+import { historyBoundsValid, type HistoryPage } from "../store/read/SidecarReader.js"
+import { DEFAULT_RAREBIT_ROOT, DEFAULT_RAREBIT_SESSION_ROOT, type LocationOverrides } from "../store/StoreConfig.js"
+import type { WatchOptions } from "../store/watch/CurrentWatch.js"
 import {
   type Acquired,
   jobIdValid,
@@ -35,9 +38,6 @@ import {
   type ReserveOptions,
   type SettledReceipt
 } from "../store/write/Reservation.js"
-import type { SessionOverviewEntry } from "../store/read/SessionOverview.js"
-import { historyBoundsValid, type HistoryPage } from "../store/read/SidecarReader.js"
-import { DEFAULT_RAREBIT_ROOT, DEFAULT_RAREBIT_SESSION_ROOT, type LocationOverrides } from "../store/StoreConfig.js"
 import { iterate, runStore as run, runStoreSync as runSync } from "./Runtime.js"
 
 export { DEFAULT_RAREBIT_ROOT, DEFAULT_RAREBIT_SESSION_ROOT }

@@ -29,7 +29,6 @@
  *
  * @since 0.1.0
  */
-// oxlint-disable max-lines -- the docblock says why this module stays whole
 import { Schema } from "effect"
 import type { Simplify } from "effect/Types"
 import {

@@ -48,10 +48,16 @@ import type { ReceiptInput } from "../protocol/Receipt.js"
 import { make as makeSessionCache } from "../session/SessionCache.js"
 import { nativeObservation } from "../session/SessionReader.js"
 import type { NativeObservation, ProjectionInputInvalid } from "../state/ArtifactState.js"
-import { makeLockQueues, withCommitLock } from "./lock/CommitLock.js"
-import * as CurrentWatch from "./watch/CurrentWatch.js"
 import type { HistoryBoundsInvalid, HistoryUnreadable } from "./Errors.js"
+import { makeLockQueues, withCommitLock } from "./lock/CommitLock.js"
 import { commitLockPath, makeSessionIdentity, materializationPath, type PathError } from "./MirroredPath.js"
+import * as SessionOverview from "./read/SessionOverview.js"
+import { makeSidecarCurrentCache } from "./read/SidecarCurrentCache.js"
+import type { HistoryPage, HistoryRecord } from "./read/SidecarReader.js"
+import { type CurrentRead, makeReads, type ReadCurrentOptions, type ReadHistoryOptions } from "./read/StoreReads.js"
+import { type LocationOverrides, makeStoreConfig, type StoreConfig, type StoreLocation } from "./StoreConfig.js"
+import type { StoreContext } from "./StoreContext.js"
+import * as CurrentWatch from "./watch/CurrentWatch.js"
 import {
   type Acquired,
   type Duplicate,
@@ -64,19 +70,13 @@ import {
   type ReserveOptions,
   type SettledReceipt
 } from "./write/Reservation.js"
-import * as SessionOverview from "./read/SessionOverview.js"
 import { makeSettle, type SettleError, type SettleOptions } from "./write/Settlement.js"
-import { makeSidecarCurrentCache } from "./read/SidecarCurrentCache.js"
-import type { HistoryPage, HistoryRecord } from "./read/SidecarReader.js"
-import { type LocationOverrides, makeStoreConfig, type StoreConfig, type StoreLocation } from "./StoreConfig.js"
-import type { StoreContext } from "./StoreContext.js"
-import { type CurrentRead, makeReads, type ReadCurrentOptions, type ReadHistoryOptions } from "./read/StoreReads.js"
 
 export type { PathError } from "./MirroredPath.js"
+export type { CurrentRead, ReadCurrentOptions, ReadHistoryOptions } from "./read/StoreReads.js"
 export type { ReleaseError, ReserveError, ReserveOptions } from "./write/Reservation.js"
 export type { SettleError, SettleHooks, SettleOptions } from "./write/Settlement.js"
 export { RECOVERY_WINDOW_BYTES } from "./write/SettlementRecovery.js"
-export type { CurrentRead, ReadCurrentOptions, ReadHistoryOptions } from "./read/StoreReads.js"
 
 /** `withJob` derived and settled the job's receipt. @category models @since 0.1.0 */
 export interface Settled {

@@ -27,10 +27,10 @@ import { isObjectRecord, memberOf, stringCoercionOf } from "../../protocol/inter
 import { decodeUtf8 } from "../../protocol/internal/Utf8.js"
 import { claimExpired, parseClaim, settledReceiptRef } from "../../protocol/JobClaim.js"
 import { MAX_CLAIM_BYTES } from "../../protocol/Limits.js"
-import { type AuditFinding, finding } from "./AuditFinding.js"
-import { type ClaimRead, readClaim } from "../write/JobClaims.js"
-import { clipNullableField, describeError, describeJson } from "./ReportFields.js"
 import { readReceiptReference } from "../read/SidecarReader.js"
+import { type ClaimRead, readClaim } from "../write/JobClaims.js"
+import { type AuditFinding, finding } from "./AuditFinding.js"
+import { clipNullableField, describeError, describeJson } from "./ReportFields.js"
 
 /** A well-formed receipt pointer, as reported. @category models @since 0.1.0 */
 export interface ReportedReceiptRef {

@@ -40,6 +40,8 @@ import { FileSystem } from "effect/FileSystem"
 import { Path } from "effect/Path"
 import { isPlatformError, type PlatformError } from "effect/PlatformError"
 import { describeType } from "../../io/RegularFile.js"
+import { DEFAULT_STALE_AFTER_MS, inspectCommitLock, type LockReport } from "../lock/CommitLockRepair.js"
+import { JOBS_DIR, MATERIALIZATIONS_DIR } from "../MirroredPath.js"
 import { type AuditFinding, finding, judgedStrictly } from "./AuditFinding.js"
 import {
   checkClaimPointer,
@@ -48,15 +50,13 @@ import {
   type InspectedClaim,
   type KnownReceipt
 } from "./ClaimInspection.js"
-import { DEFAULT_STALE_AFTER_MS, inspectCommitLock, type LockReport } from "../lock/CommitLockRepair.js"
-import { JOBS_DIR, MATERIALIZATIONS_DIR } from "../MirroredPath.js"
 import { ageText, describeError, modifiedAt } from "./ReportFields.js"
 import { type ScannedReceipt, scanSidecar, type SidecarScan, type SidecarSummary } from "./SidecarScan.js"
 
 // What an audit reports and takes, from the modules that make each part.
+export { DEFAULT_STALE_AFTER_MS, type LockReport, type OwnerLiveness } from "../lock/CommitLockRepair.js"
 export { type AuditFinding, type FindingKind, type Severity } from "./AuditFinding.js"
 export { type ClaimReport, type KnownReceipt, type PointerStatus, type ReportedReceiptRef } from "./ClaimInspection.js"
-export { DEFAULT_STALE_AFTER_MS, type LockReport, type OwnerLiveness } from "../lock/CommitLockRepair.js"
 export { MAX_DETAIL_CHARS, MAX_FIELD_CHARS } from "./ReportFields.js"
 export { type ScannedReceipt, type SidecarSummary } from "./SidecarScan.js"
 

@@ -51,8 +51,6 @@ import { decodeUtf8 } from "../../protocol/internal/Utf8.js"
 import { MAX_HISTORY_BYTES, MAX_RECEIPT_BYTES, MAX_TAIL_BYTES } from "../../protocol/Limits.js"
 import { explainSummaryReceipt, validateSummaryReceipt } from "../../protocol/SummaryReceipt.js"
 import { explainTitleReceipt } from "../../protocol/TitleReceipt.js"
-import { type AuditFinding, finding } from "./AuditFinding.js"
-import { describeError, describeJson, plural } from "./ReportFields.js"
 import {
   type Availability,
   currentOf,
@@ -62,6 +60,8 @@ import {
   type SidecarReason,
   verifyReceiptRange
 } from "../read/SidecarReader.js"
+import { type AuditFinding, finding } from "./AuditFinding.js"
+import { describeError, describeJson, plural } from "./ReportFields.js"
 
 const NEWLINE = 10
 

@@ -60,12 +60,12 @@ import { parseJsonOrNull } from "../../protocol/internal/JsonParse.js"
 import { memberOf } from "../../protocol/internal/JsonShape.js"
 import { decodeUtf8 } from "../../protocol/internal/Utf8.js"
 import { MAX_LOCK_FILE_BYTES } from "../../protocol/Limits.js"
-import { installExclusive, removeIfPresent, syncDirectory, writeDurableTemp } from "../write/DurableFile.js"
 import { LockHeld, type StoreIo, storeIo } from "../Errors.js"
-import { isOwnEvidence, LockOwner, type OwnerEvidence, ownerEvidenceOf } from "./LockOwner.js"
-import * as LockQueues from "./LockQueues.js"
 import { randomToken } from "../RandomToken.js"
 import type { LockRetry } from "../StoreConfig.js"
+import { installExclusive, removeIfPresent, syncDirectory, writeDurableTemp } from "../write/DurableFile.js"
+import { isOwnEvidence, LockOwner, type OwnerEvidence, ownerEvidenceOf } from "./LockOwner.js"
+import * as LockQueues from "./LockQueues.js"
 
 const encoder = new TextEncoder()
 

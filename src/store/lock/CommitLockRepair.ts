@@ -32,11 +32,11 @@ import { FileSystem } from "effect/FileSystem"
 import { Path } from "effect/Path"
 import { sha256Hex } from "../../protocol/CanonicalJson.js"
 import { isObjectRecord } from "../../protocol/internal/JsonShape.js"
-import { breakFilePath, createBreakFile, fitsFileName, type LockFileRead, readLockFile } from "./CommitLock.js"
-import { removeIfPresent } from "../write/DurableFile.js"
-import { storeIo } from "../Errors.js"
-import { LockOwner, type OwnerEvidence, ownerEvidenceOf } from "./LockOwner.js"
 import { clipField, clipNullableField, modifiedAt, stringMember } from "../audit/ReportFields.js"
+import { storeIo } from "../Errors.js"
+import { removeIfPresent } from "../write/DurableFile.js"
+import { breakFilePath, createBreakFile, fitsFileName, type LockFileRead, readLockFile } from "./CommitLock.js"
+import { LockOwner, type OwnerEvidence, ownerEvidenceOf } from "./LockOwner.js"
 
 /**
  * How old a commit lock, temp file or break file must be before the audit

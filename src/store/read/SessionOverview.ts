@@ -36,11 +36,11 @@ import { isoTimestampOf } from "../../protocol/internal/IsoTimestamp.js"
 import { claimExpired, settledReceiptRef } from "../../protocol/JobClaim.js"
 import { MAX_HISTORY_BYTES, MAX_HISTORY_RECORDS, MAX_TAIL_BYTES } from "../../protocol/Limits.js"
 import type { ArtifactSyncState } from "../../state/ArtifactState.js"
+import { claimPath, JOBS_DIR, MATERIALIZATIONS_DIR } from "../MirroredPath.js"
+import { locate, type LocationOverrides, type StoreLocation } from "../StoreConfig.js"
 import type { WatchedCurrent, WatchSessionsOptions, WatchTuning } from "../watch/CurrentWatch.js"
 import { readClaim } from "../write/JobClaims.js"
-import { claimPath, JOBS_DIR, MATERIALIZATIONS_DIR } from "../MirroredPath.js"
 import type { Availability, HistoryPage } from "./SidecarReader.js"
-import { locate, type LocationOverrides, type StoreLocation } from "../StoreConfig.js"
 import type { CurrentRead, ReadCurrentOptions, ReadHistoryOptions } from "./StoreReads.js"
 
 /**

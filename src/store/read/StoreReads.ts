@@ -22,9 +22,9 @@ import {
   type ProjectionInput
 } from "../../state/ArtifactState.js"
 import { HistoryBoundsInvalid, HistoryUnreadable } from "../Errors.js"
-import { historyBoundsValid, readSidecarHistoryPage, type SidecarCurrent } from "./SidecarReader.js"
 import { locate, type LocationOverrides } from "../StoreConfig.js"
 import type { StoreContext } from "../StoreContext.js"
+import { historyBoundsValid, readSidecarHistoryPage, type SidecarCurrent } from "./SidecarReader.js"
 
 /**
  * Options of `readCurrent`.

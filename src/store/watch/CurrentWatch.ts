@@ -57,6 +57,9 @@ import type { FileSystem } from "effect/FileSystem"
 import type { Path } from "effect/Path"
 import { fileIdentity, modifiedMs } from "../../protocol/internal/FileInfo.js"
 import type { ProjectionInput, ProjectionInputInvalid } from "../../state/ArtifactState.js"
+import type { PathError } from "../MirroredPath.js"
+import type { CurrentRead, ReadCurrentOptions } from "../read/StoreReads.js"
+import type { LocationOverrides } from "../StoreConfig.js"
 import {
   type DirectoryWatchers,
   makeDirectoryWatchers,
@@ -66,9 +69,6 @@ import {
   type WatchPlan,
   type WatchSignal
 } from "./DirectoryWatchers.js"
-import type { PathError } from "../MirroredPath.js"
-import type { LocationOverrides } from "../StoreConfig.js"
-import type { CurrentRead, ReadCurrentOptions } from "../read/StoreReads.js"
 import { decide, type Decision, type Emitted } from "./WatchDecision.js"
 
 export { decide, type Decision, stateKey } from "./WatchDecision.js"

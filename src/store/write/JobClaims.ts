@@ -39,8 +39,8 @@ import { modifiedMs } from "../../protocol/internal/FileInfo.js"
 import { decodeUtf8 } from "../../protocol/internal/Utf8.js"
 import { encodeClaimLine, type JobClaim, parseClaim } from "../../protocol/JobClaim.js"
 import { MAX_CLAIM_BYTES } from "../../protocol/Limits.js"
-import { installExclusive, removeIfPresent, syncDirectory, writeDurableTemp } from "./DurableFile.js"
 import { randomToken } from "../RandomToken.js"
+import { installExclusive, removeIfPresent, syncDirectory, writeDurableTemp } from "./DurableFile.js"
 
 /**
  * What a claim path holds. `Torn` is a claim that cannot be read as one:

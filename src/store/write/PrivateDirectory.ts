@@ -64,8 +64,8 @@ import { errnoOf } from "../../io/ErrnoCode.js"
 import { handleChmodOf, platformTraitsOf, processUidOf } from "../../io/NonBlockingOpen.js"
 import { describeType, type NotDirectory, openDirectory } from "../../io/RegularFile.js"
 import { fileIdentity } from "../../protocol/internal/FileInfo.js"
-import { syncDirectory } from "./DurableFile.js"
 import { type StoreIo, storeIo, UnsafeDirectory } from "../Errors.js"
+import { syncDirectory } from "./DurableFile.js"
 
 // Failures in resolving a path: every later call through the same
 // components fails the same way, so a check can leave them to that call.

@@ -35,10 +35,13 @@ import { claimExpired, claimIsActiveFor, makeActiveClaim, settledReceiptRef } fr
 import type { Receipt } from "../../protocol/Receipt.js"
 import type { NativeObservation } from "../../state/ArtifactState.js"
 import { HeadInvalid, InvalidJobId, InvalidLease, storeIo } from "../Errors.js"
-import { type ClaimRead, createClaimExclusive, readClaim, removeClaim, replaceClaim } from "./JobClaims.js"
 import { claimPath as claimPathOf } from "../MirroredPath.js"
-import { ensurePrivateDirectories } from "./PrivateDirectory.js"
 import { randomToken } from "../RandomToken.js"
+import { readReceiptReference } from "../read/SidecarReader.js"
+import { locate, type LocationOverrides } from "../StoreConfig.js"
+import type { StoreContext } from "../StoreContext.js"
+import { type ClaimRead, createClaimExclusive, readClaim, removeClaim, replaceClaim } from "./JobClaims.js"
+import { ensurePrivateDirectories } from "./PrivateDirectory.js"
 import {
   claimedSidecarOffset,
   completeSettlement,
@@ -46,9 +49,6 @@ import {
   recoverSettlement,
   type ReservationLocation
 } from "./SettlementRecovery.js"
-import { readReceiptReference } from "../read/SidecarReader.js"
-import { locate, type LocationOverrides } from "../StoreConfig.js"
-import type { StoreContext } from "../StoreContext.js"
 
 export type { ReservationLocation }
 

@@ -50,8 +50,6 @@ import { MAX_HEAD_BYTES, MAX_RECEIPT_BYTES } from "../../protocol/Limits.js"
 import type { Receipt, ReceiptInput } from "../../protocol/Receipt.js"
 import { explainSummaryReceipt, validateSummaryReceipt } from "../../protocol/SummaryReceipt.js"
 import { explainTitleReceipt, validateTitleReceipt } from "../../protocol/TitleReceipt.js"
-import { headAfter, isSemanticCurrent } from "./CurrentHead.js"
-import { syncDirectory } from "./DurableFile.js"
 import {
   HeadTooLarge,
   LeaseFenced,
@@ -64,12 +62,14 @@ import {
   type StoreIo,
   storeIo
 } from "../Errors.js"
+import type { StoreContext } from "../StoreContext.js"
+import { headAfter, isSemanticCurrent } from "./CurrentHead.js"
+import { syncDirectory } from "./DurableFile.js"
 import { discardClaim, installClaim, prepareClaim, type PreparedClaim, removeClaim } from "./JobClaims.js"
 import { ensurePrivateDirectories } from "./PrivateDirectory.js"
 import { type Acquired, ownedClaim, owns, rootOf, settledAt } from "./Reservation.js"
 import { completeSettlement, receiptSinceClaim } from "./SettlementRecovery.js"
 import { appendToSidecar } from "./SidecarAppend.js"
-import type { StoreContext } from "../StoreContext.js"
 
 const encoder = new TextEncoder()
 

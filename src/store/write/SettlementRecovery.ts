@@ -36,12 +36,17 @@ import { isObjectRecord } from "../../protocol/internal/JsonShape.js"
 import { makeSettledClaim } from "../../protocol/JobClaim.js"
 import { MAX_HISTORY_BYTES, MAX_HISTORY_RECORDS, MAX_RECEIPT_BYTES } from "../../protocol/Limits.js"
 import type { Receipt } from "../../protocol/Receipt.js"
-import { isSemanticCurrent } from "./CurrentHead.js"
 import { HistoryUnreadable, StoreIo, storeIo } from "../Errors.js"
+import {
+  type HistoryPage,
+  type HistoryRecord,
+  readReceiptReference,
+  readSidecarHistoryPage
+} from "../read/SidecarReader.js"
+import type { StoreContext } from "../StoreContext.js"
+import { isSemanticCurrent } from "./CurrentHead.js"
 import { type ClaimRead, replaceClaim } from "./JobClaims.js"
 import { appendToSidecar } from "./SidecarAppend.js"
-import { type HistoryPage, type HistoryRecord, readReceiptReference, readSidecarHistoryPage } from "../read/SidecarReader.js"
-import type { StoreContext } from "../StoreContext.js"
 
 /**
  * How far back `reserve` looks for a crashed settlement's receipt when the

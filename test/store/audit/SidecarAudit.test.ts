@@ -12,14 +12,18 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, FileSystem, Layer, Path, PlatformError, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import { sampleSession, summaryReceipt, titleReceipt } from "../../../src/cli/DemoSession.js"
-import { type NonBlockingOpenCapable, nonBlockingOpenOf, NonBlockingOpenTypeId } from "../../../src/io/NonBlockingOpen.js"
+import {
+  type NonBlockingOpenCapable,
+  nonBlockingOpenOf,
+  NonBlockingOpenTypeId
+} from "../../../src/io/NonBlockingOpen.js"
 import { makeHead } from "../../../src/protocol/Head.js"
 import { concatBytes } from "../../../src/protocol/internal/Bytes.js"
 import { encodeClaimLine, makeSettledClaim } from "../../../src/protocol/JobClaim.js"
 import { MAX_HISTORY_BYTES } from "../../../src/protocol/Limits.js"
+import { type AuditFinding, auditStore } from "../../../src/store/audit/SidecarAudit.js"
 import { inspectCommitLock, removeCommitLock } from "../../../src/store/lock/CommitLockRepair.js"
 import { LockOwner, makeLockOwnerProbe } from "../../../src/store/lock/LockOwner.js"
-import { type AuditFinding, auditStore } from "../../../src/store/audit/SidecarAudit.js"
 import { readSidecarCurrent } from "../../../src/store/read/SidecarReader.js"
 import { MemoryFileSystem } from "../../../src/testing/MemoryFileSystem.js"
 import { makeCountingFileSystem } from "../../support/CountingFileSystem.js"

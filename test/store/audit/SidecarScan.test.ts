@@ -7,8 +7,8 @@
  */
 import { assert } from "@effect/vitest"
 import { Effect } from "effect"
-import { readSidecarCurrent } from "../../../src/store/read/SidecarReader.js"
 import { scanSidecar } from "../../../src/store/audit/SidecarScan.js"
+import { readSidecarCurrent } from "../../../src/store/read/SidecarReader.js"
 import { makeCountingFileSystem } from "../../support/CountingFileSystem.js"
 import { fileSystemSuite } from "../../support/FileSystemSuite.js"
 import { jobId, summaryReceipt, titleReceipt } from "../../support/Receipts.js"

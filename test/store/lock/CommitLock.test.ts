@@ -10,7 +10,12 @@ import { SecureRandom } from "effect/crypto/SecureRandom"
 import { makeDarwinOwnerProbe } from "../../../src/platform/ProcessOwner.js"
 import { MAX_LOCK_LINE_BYTES } from "../../../src/protocol/CommitLockFile.js"
 import { acquireCommitLock, DEAD_OWNER_RECHECK_MS, makeLockQueues } from "../../../src/store/lock/CommitLock.js"
-import { LockOwner, type LockOwnerProbe, makeLockOwnerProbe, type OwnerEvidence } from "../../../src/store/lock/LockOwner.js"
+import {
+  LockOwner,
+  type LockOwnerProbe,
+  makeLockOwnerProbe,
+  type OwnerEvidence
+} from "../../../src/store/lock/LockOwner.js"
 import type { Acquired } from "../../../src/store/write/Reservation.js"
 import { FaultPlan, makeFaultFileSystem } from "../../../src/testing/FaultFileSystem.js"
 import * as TestSecureRandom from "../../../src/testing/TestSecureRandom.js"

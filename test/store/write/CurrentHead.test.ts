@@ -7,8 +7,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { makeHead } from "../../../src/protocol/Head.js"
 import type { Receipt } from "../../../src/protocol/Receipt.js"
 import type { NativeObservation } from "../../../src/state/ArtifactState.js"
-import { headAfter, isSemanticCurrent } from "../../../src/store/write/CurrentHead.js"
 import type { SidecarCurrent } from "../../../src/store/read/SidecarReader.js"
+import { headAfter, isSemanticCurrent } from "../../../src/store/write/CurrentHead.js"
 import { branchOf, defaultBranch, jobId, nativeOf, summaryReceipt, titleReceipt } from "../../support/Receipts.js"
 
 const encoder = new TextEncoder()

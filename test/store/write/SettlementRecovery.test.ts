@@ -8,7 +8,11 @@ import { Effect, FileSystem, Path } from "effect"
 import { SecureRandom } from "effect/crypto/SecureRandom"
 import { makeContext } from "../../../src/store/RarebitStore.js"
 import type { ReservationLocation } from "../../../src/store/write/Reservation.js"
-import { completeSettlement, receiptSinceClaim, recoverSettlement } from "../../../src/store/write/SettlementRecovery.js"
+import {
+  completeSettlement,
+  receiptSinceClaim,
+  recoverSettlement
+} from "../../../src/store/write/SettlementRecovery.js"
 import { fileSystemSuite } from "../../support/FileSystemSuite.js"
 import { jobId, summaryReceipt, titleReceipt } from "../../support/Receipts.js"
 import { tokensSeededFromRandom } from "../../support/Tokens.js"
