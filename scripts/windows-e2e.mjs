@@ -52,8 +52,8 @@ const check = (condition, message) => {
 }
 
 writeFileSync(results, "")
-// Diagnostics the runner may pass through Wine's environment (e.g. RAREBIT_STORE_CACHE_MAX_OPEN_FILES=0).
-report("environment", true, { cacheMaxOpenFiles: process.env.RAREBIT_STORE_CACHE_MAX_OPEN_FILES ?? "default" })
+// Diagnostics the runner may pass through Wine's environment (e.g. RAREBIT_STORE_CACHE_MAX_BYTES=0).
+report("environment", true, { cacheMaxBytes: process.env.RAREBIT_STORE_CACHE_MAX_BYTES ?? "default" })
 report("platform", process.platform === "win32", `${process.version} ${process.platform} ${process.arch}`)
 
 const plain = await import(dist("promise/index.js"))

@@ -11,7 +11,7 @@
 # fails unless every step the script reports passed. Not part of `npm test`:
 # the first run takes a minute or more to set up Wine. The environment
 # reaches node.exe through Wine, so a store setting can be tried, e.g.
-# `RAREBIT_STORE_CACHE_MAX_OPEN_FILES=0 npm run test:windows`.
+# `RAREBIT_STORE_CACHE_MAX_BYTES=0 npm run test:windows`.
 #
 # What Wine cannot show: ACLs (Wine enforces none; privacy on Windows rests
 # on the profile's ACL), real NTFS (Wine maps C: onto the Linux file

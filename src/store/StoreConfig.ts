@@ -71,7 +71,7 @@ export interface StoreConfig extends StoreLocation {
    * the bytes each current answer rests on). Past `maxBytes` of estimated
    * state, the least recently read Sessions and sidecars are dropped (their
    * next read is a full read). No file is held open between reads. See
-   * `io/ByteCache` and the README's "Memory" section.
+   * `io/ByteCache` and docs/memory.md.
    */
   readonly cacheBudget: CacheBudgetConfig
 }
