@@ -3,12 +3,18 @@
  * memory model lists its open handles; on the real disk the process's own
  * descriptors are read from `/proc/self/fd` (Linux), where a file that was
  * open when it was removed or renamed over reads as `<path> (deleted)`.
+ * Elsewhere the disk world cannot be asked (`canListOpenFiles`), and only
+ * the memory world's answer is checked.
  */
 import type { FileSystem } from "effect"
 import { readdirSync, readlinkSync } from "node:fs"
 import type { MemoryFileSystemShape } from "../../src/testing/MemoryFileSystem.js"
 
 const DELETED = " (deleted)"
+
+/** Whether `openPaths` can answer for `fs`: always for the memory model, on the real disk only where `/proc` lists descriptors. */
+export const canListOpenFiles = (fs: FileSystem.FileSystem): boolean =>
+  typeof (fs as Partial<MemoryFileSystemShape>).openDescriptors === "function" || process.platform === "linux"
 
 /**
  * The paths of every open descriptor, as each was opened (the disk: as it is named now, or was before it was
