@@ -23,16 +23,19 @@ import { RarebitStore } from "../store/RarebitStore.js"
 import type { CurrentRead } from "../store/RarebitStore.js"
 import { toCliFailure } from "./CliFailure.js"
 import { globals, requireStore, resolveSession, sessionFlag, storeLayer } from "./GlobalOptions.js"
-import { displayText, printJson, printJsonLine, printLines, short, snippet, type Style, style } from "./Output.js"
+import {
+  availabilityText,
+  displayText,
+  printJson,
+  printJsonLine,
+  printLines,
+  short,
+  snippet,
+  type Style,
+  style
+} from "./Output.js"
 
 const field = (s: Style, label: string, value: string) => `${s.dim(label.padEnd(11))} ${value}`
-
-const availabilityText = (s: Style, availability: string) =>
-  availability === "available"
-    ? s.green(availability)
-    : availability === "missing"
-    ? s.yellow(availability)
-    : s.red(availability)
 
 /**
  * The human-readable rendering of a current read.

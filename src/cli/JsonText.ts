@@ -8,32 +8,13 @@
  * plain objects the CLI prints (`undefined` members dropped, `undefined` in
  * arrays written `null`, non-finite numbers written `null`, `toJSON`
  * honoured), at any depth; only containers nested more than 64 levels deep
- * are written compact inside indented output, so its size stays linear. A
- * `JsonList` is written as an array whose items are made as they are
- * written.
+ * are written compact inside indented output, so its size stays linear.
  *
  * @since 0.1.0
  */
 
 const INDENT_DEPTH = 64
 const MAX_KEY_TEXTS = 256
-
-/**
- * A list written as a JSON array whose items are made only as they are
- * written, one at a time: a large report held compactly is printed without
- * ever being held as objects.
- *
- * @category models
- * @since 0.1.0
- */
-export class JsonList {
-  constructor(readonly length: number, readonly itemAt: (index: number) => unknown) {}
-}
-
-const isList = (container: object): boolean => Array.isArray(container) || container instanceof JsonList
-
-const itemOf = (container: object, index: number): unknown =>
-  container instanceof JsonList ? container.itemAt(index) : (container as Array<unknown>)[index]
 
 type Frame = {
   readonly container: object
@@ -117,7 +98,7 @@ function* containerText(top: object, indent: number, pieceChars: number): Genera
   const enter = (container: object, depth: number) => {
     if (open.has(container)) throw new TypeError("Converting circular structure to JSON")
     open.add(container)
-    const array = isList(container)
+    const array = Array.isArray(container)
     write(array ? "[" : "{")
     stack.push({ container, array, keys: array ? null : Object.keys(container), index: 0, wrote: false, depth })
   }
@@ -144,7 +125,7 @@ function* containerText(top: object, indent: number, pieceChars: number): Genera
     const key = frame.array ? String(index) : frame.keys![index]
     const member = resolved(
       key,
-      frame.array ? itemOf(frame.container, index) : (frame.container as Record<string, unknown>)[key]
+      frame.array ? (frame.container as Array<unknown>)[index] : (frame.container as Record<string, unknown>)[key]
     )
     const isContainer = typeof member === "object" && member !== null
     const text = isContainer ? undefined : leafText(member)

@@ -55,6 +55,14 @@ export const style: Effect.Effect<Style> = Effect.gen(function*() {
   return makeStyle(capabilities.canColor)
 })
 
+/** A source's availability, green when available, yellow when missing, red when unreadable. */
+export const availabilityText = (s: Style, availability: string): string =>
+  availability === "available"
+    ? s.green(availability)
+    : availability === "missing"
+    ? s.yellow(availability)
+    : s.red(availability)
+
 /**
  * Prints a value as indented JSON on stdout.
  *

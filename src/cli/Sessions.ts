@@ -37,7 +37,7 @@ import {
 import { cliFailure, ExitCode, toCliFailure } from "./CliFailure.js"
 import { globals, storeLayer } from "./GlobalOptions.js"
 import { jsonText } from "./JsonText.js"
-import { formatDuration, printJsonLine, printLines, type Style, style } from "./Output.js"
+import { availabilityText, formatDuration, printJsonLine, printLines, type Style, style } from "./Output.js"
 
 const SYNC_STATES = [
   "awaiting_artifacts",
@@ -74,13 +74,6 @@ const stateText = (s: Style, state: string) =>
     : state === "terminal_error"
     ? s.red(state)
     : s.yellow(state)
-
-const availabilityText = (s: Style, availability: string) =>
-  availability === "available"
-    ? s.green(availability)
-    : availability === "missing"
-    ? s.yellow(availability)
-    : s.red(availability)
 
 /** Cuts `text` to `width` characters, keeping its end (the file name) for paths. */
 const fitStart = (text: string, width: number) =>

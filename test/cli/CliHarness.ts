@@ -19,14 +19,13 @@ import { Console, Effect, type FileSystem, Layer, type Path, Stdio, Terminal } f
 import { ChildProcessSpawner } from "effect/process"
 import { TestConsole } from "effect/testing"
 import { spawn } from "node:child_process"
-import { existsSync, readFileSync, readlinkSync } from "node:fs"
 import { lstat, mkdir, readdir, readFile, writeFile } from "node:fs/promises"
-import { hostname } from "node:os"
 import { dirname, join, relative } from "node:path"
 import { runCli as runCliEffect } from "../../src/cli/Cli.js"
 import * as ProcessOwner from "../../src/platform/ProcessOwner.js"
 import * as Ours from "../../src/promise/index.js"
 import type { Receipt } from "../../src/protocol/Receipt.js"
+import type { OwnerEvidence } from "../../src/store/lock/LockOwner.js"
 import { jobId, type Roots, Store } from "../support/Reference.js"
 
 export const REPO = new URL("../../", import.meta.url).pathname.replace(/\/$/, "")
@@ -143,26 +142,16 @@ export const snapshotTree = async (root: string): Promise<Record<string, string>
   return tree
 }
 
-/** The owner evidence of the test process itself, read the way the store reads its own. */
-export const liveOwnerEvidence = () => {
-  const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim()
-  const stat = readFileSync("/proc/self/stat", "utf8")
-  const startTicks = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]
-  const pidNamespace = readlinkSync("/proc/self/ns/pid")
-  const timeNamespace = existsSync("/proc/self/ns/time") ? readlinkSync("/proc/self/ns/time") : undefined
-  return {
-    pid: process.pid,
-    hostname: hostname(),
-    bootId: boot,
-    startTicks,
-    pidNamespace,
-    ...(timeNamespace ? { timeNamespace } : {})
-  }
+/** The owner evidence of the test process itself: what this platform's probe writes into a lock it takes. */
+export const liveOwnerEvidence = (): OwnerEvidence => {
+  const own = ProcessOwner.ownerProbeFor(process.platform).current
+  if (own === undefined) throw new Error(`no owner evidence on ${process.platform}`)
+  return own
 }
 
-/** Owner evidence of a process that has exited: a child that ran `true`. */
+/** Owner evidence of a process that has exited: a child Node that did nothing. */
 export const deadOwnerEvidence = async () => {
-  const child = spawn("true")
+  const child = spawn(process.execPath, ["-e", ""])
   const pid = child.pid!
   await new Promise((resolve) => child.on("exit", resolve))
   return { ...liveOwnerEvidence(), pid, startTicks: "1" }
@@ -173,7 +162,7 @@ export const writeLock = async (
   lockPath: string,
   token: string,
   claimedAtMs: number,
-  owner?: Record<string, unknown>
+  owner?: OwnerEvidence | Readonly<Record<string, unknown>>
 ): Promise<void> => {
   await mkdir(dirname(lockPath), { recursive: true })
   const record = { token, claimedAt: new Date(claimedAtMs).toISOString(), ...(owner ? { owner } : {}) }
@@ -183,3 +172,50 @@ export const writeLock = async (
 export const readText = (path: string) => readFile(path, "utf8")
 
 export { Ours }
+
+/** A CLI process whose stdout is handed out line by line (for commands that follow). */
+export interface SpawnedCli {
+  readonly lines: AsyncIterator<string>
+  readonly closed: Promise<{ readonly code: number | null; readonly stderr: string }>
+  readonly signal: (signal: NodeJS.Signals) => void
+  readonly closeStdout: () => void
+}
+
+/** Spawns the CLI with `args`, without colors, and hands out its stdout line by line. */
+export const spawnCliLines = (args: ReadonlyArray<string>): SpawnedCli => {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    cwd: REPO,
+    env: { ...process.env, NO_COLOR: "1" },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let stderr = ""
+  child.stderr.setEncoding("utf8").on("data", (chunk) => (stderr += chunk))
+  const closed = new Promise<{ code: number | null; stderr: string }>((resolve) =>
+    child.on("close", (code) => resolve({ code, stderr }))
+  )
+  const pending: Array<string> = []
+  const waiting: Array<(line: string) => void> = []
+  let partial = ""
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+    partial += chunk
+    for (let newline = partial.indexOf("\n"); newline >= 0; newline = partial.indexOf("\n")) {
+      const line = partial.slice(0, newline)
+      partial = partial.slice(newline + 1)
+      const waiter = waiting.shift()
+      if (waiter) waiter(line)
+      else pending.push(line)
+    }
+  })
+  const lines: AsyncIterator<string> = {
+    next: () =>
+      pending.length > 0
+        ? Promise.resolve({ done: false, value: pending.shift()! })
+        : Promise.race([
+          new Promise<IteratorResult<string>>((resolve) => waiting.push((value) => resolve({ done: false, value }))),
+          closed.then((end): IteratorResult<string> => {
+            throw new Error(`the CLI exited with ${end.code}: ${end.stderr}`)
+          })
+        ])
+  }
+  return { lines, closed, signal: (signal) => child.kill(signal), closeStdout: () => child.stdout.destroy() }
+}

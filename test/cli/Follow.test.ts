@@ -9,14 +9,13 @@
 import { afterEach, assert, beforeEach, describe, it } from "@effect/vitest"
 import { Console, Effect, Fiber, Path, Queue } from "effect"
 import { TestClock } from "effect/testing"
-import { spawn } from "node:child_process"
 import { mkdir } from "node:fs/promises"
 import { runCli as runCliEffect } from "../../src/cli/Cli.js"
 import { makeSleepProbe, setup } from "../store/StoreKit.js"
 import { settleJob } from "../store/WatchKit.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { entry, makeRoots, type Roots, summaryReceipt, writeSession } from "../support/Reference.js"
-import { CLI, cliIn, cliTestServices, REPO, rootFlags, settleWith } from "./CliHarness.js"
+import { cliIn, cliTestServices, rootFlags, settleWith, spawnCliLines, type SpawnedCli } from "./CliHarness.js"
 
 /** A console whose printed lines can be awaited one by one. */
 const awaitableConsole = Effect.gen(function*() {
@@ -137,51 +136,8 @@ fileSystemSuite("rarebit-store current --follow, in-process", (it) => {
     }))
 })
 
-interface Followed {
-  readonly lines: AsyncIterator<string>
-  readonly closed: Promise<{ readonly code: number | null; readonly stderr: string }>
-  readonly signal: (signal: NodeJS.Signals) => void
-  readonly closeStdout: () => void
-}
-
 /** Spawns `current --follow` and hands out its stdout line by line. */
-const spawnFollow = (args: ReadonlyArray<string>): Followed => {
-  const child = spawn(process.execPath, [CLI, "current", ...args, "--follow"], {
-    cwd: REPO,
-    env: { ...process.env, NO_COLOR: "1" },
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  let stderr = ""
-  child.stderr.setEncoding("utf8").on("data", (chunk) => (stderr += chunk))
-  const closed = new Promise<{ code: number | null; stderr: string }>((resolve) =>
-    child.on("close", (code) => resolve({ code, stderr }))
-  )
-  const pending: Array<string> = []
-  const waiting: Array<(line: string) => void> = []
-  let partial = ""
-  child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-    partial += chunk
-    for (let newline = partial.indexOf("\n"); newline >= 0; newline = partial.indexOf("\n")) {
-      const line = partial.slice(0, newline)
-      partial = partial.slice(newline + 1)
-      const waiter = waiting.shift()
-      if (waiter) waiter(line)
-      else pending.push(line)
-    }
-  })
-  const lines: AsyncIterator<string> = {
-    next: () =>
-      pending.length > 0
-        ? Promise.resolve({ done: false, value: pending.shift()! })
-        : Promise.race([
-          new Promise<IteratorResult<string>>((resolve) => waiting.push((value) => resolve({ done: false, value }))),
-          closed.then((end): IteratorResult<string> => {
-            throw new Error(`the CLI exited with ${end.code}: ${end.stderr}`)
-          })
-        ])
-  }
-  return { lines, closed, signal: (signal) => child.kill(signal), closeStdout: () => child.stdout.destroy() }
-}
+const spawnFollow = (args: ReadonlyArray<string>): SpawnedCli => spawnCliLines(["current", ...args, "--follow"])
 
 describe("rarebit-store current --follow, as a process", () => {
   const branch = [entry("u1", "user", "a question"), entry("a1", "assistant", "an answer")]

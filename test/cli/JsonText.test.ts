@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
-import { jsonLineGroups, JsonList, jsonText } from "../../src/cli/JsonText.js"
+import { jsonLineGroups, jsonText } from "../../src/cli/JsonText.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 
 const DEPTH = 100_000
@@ -50,24 +50,6 @@ describe("jsonText", () => {
       // Indentation stops deepening, so the text stays linear in the depth.
       assert.isBelow(indented.length, 2 * text.length + 10_000)
     }
-  })
-
-  it("writes a JsonList as the array it stands for, making each item only when it writes it", () => {
-    fc.assert(
-      fc.property(fc.array(plainValue, { maxLength: 6 }), fc.constantFrom(0, 2), (items, indent) => {
-        const made: Array<number> = []
-        const list = new JsonList(items.length, (index) => {
-          made.push(index)
-          return items[index]
-        })
-        const expected = JSON.stringify({ before: 1, items, nested: [items] }, null, indent)
-        assert.strictEqual(jsonText({ before: 1, items: list, nested: [list] }, indent), expected)
-        assert.strictEqual(jsonText(list, indent), JSON.stringify(items, null, indent))
-        // Each item made once per time it is written: twice above, once here.
-        assert.deepStrictEqual(made, [...items.keys(), ...items.keys(), ...items.keys()])
-      }),
-      { numRuns: fuzzRuns(500) }
-    )
   })
 
   it("throws a TypeError on a cycle, as JSON.stringify does", () => {

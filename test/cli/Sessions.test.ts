@@ -8,7 +8,7 @@
  */
 import { afterEach, assert, beforeEach, describe, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
-import { spawn, spawnSync } from "node:child_process"
+import { spawnSync } from "node:child_process"
 import { mkdir } from "node:fs/promises"
 import { dirname, join } from "node:path"
 import { setup } from "../store/StoreKit.js"
@@ -16,7 +16,7 @@ import { settleJob } from "../store/WatchKit.js"
 import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { sessionText } from "../support/Receipts.js"
 import { entry, makeRoots, type Roots, summaryReceipt, writeSession } from "../support/Reference.js"
-import { CLI, cliIn, REPO, rootFlags, settleWith } from "./CliHarness.js"
+import { CLI, cliIn, REPO, rootFlags, settleWith, spawnCliLines } from "./CliHarness.js"
 
 // Built from a string: the linter refuses a control character in a regular expression literal.
 const ANSI = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*[A-Za-z]`, "g")
@@ -110,51 +110,6 @@ fileSystemSuite("rarebit-store sessions, in-process", (it) => {
     }))
 })
 
-interface Spawned {
-  readonly lines: AsyncIterator<string>
-  readonly closed: Promise<{ readonly code: number | null; readonly stderr: string }>
-  readonly signal: (signal: NodeJS.Signals) => void
-  readonly closeStdout: () => void
-}
-
-const spawnLines = (args: ReadonlyArray<string>): Spawned => {
-  const child = spawn(process.execPath, [CLI, ...args], {
-    cwd: REPO,
-    env: { ...process.env, NO_COLOR: "1" },
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  let stderr = ""
-  child.stderr.setEncoding("utf8").on("data", (chunk) => (stderr += chunk))
-  const closed = new Promise<{ code: number | null; stderr: string }>((resolve) =>
-    child.on("close", (code) => resolve({ code, stderr }))
-  )
-  const pending: Array<string> = []
-  const waiting: Array<(line: string) => void> = []
-  let partial = ""
-  child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-    partial += chunk
-    for (let newline = partial.indexOf("\n"); newline >= 0; newline = partial.indexOf("\n")) {
-      const line = partial.slice(0, newline)
-      partial = partial.slice(newline + 1)
-      const waiter = waiting.shift()
-      if (waiter) waiter(line)
-      else pending.push(line)
-    }
-  })
-  const lines: AsyncIterator<string> = {
-    next: () =>
-      pending.length > 0
-        ? Promise.resolve({ done: false, value: pending.shift()! })
-        : Promise.race([
-          new Promise<IteratorResult<string>>((resolve) => waiting.push((value) => resolve({ done: false, value }))),
-          closed.then((end): IteratorResult<string> => {
-            throw new Error(`the CLI exited with ${end.code}: ${end.stderr}`)
-          })
-        ])
-  }
-  return { lines, closed, signal: (signal) => child.kill(signal), closeStdout: () => child.stdout.destroy() }
-}
-
 describe("rarebit-store sessions, as a process", () => {
   const branch = [entry("u1", "user", "a question"), entry("a1", "assistant", "an answer")]
   let roots: Roots
@@ -172,7 +127,7 @@ describe("rarebit-store sessions, as a process", () => {
   })
 
   it("--follow --json prints a settle by our store and one by the reference's; Ctrl-C exits 130", async () => {
-    const run = spawnLines(["sessions", "--follow", "--json", ...rootFlags(roots)])
+    const run = spawnCliLines(["sessions", "--follow", "--json", ...rootFlags(roots)])
     const initial = [JSON.parse((await run.lines.next()).value), JSON.parse((await run.lines.next()).value)]
     assert.deepStrictEqual(initial.map((e) => e.sessionFile).sort(), [roots.sessionFile, second].sort())
     await settleWith("ours", roots, roots.sessionFile, 1, summaryReceipt(branch, "followed", { summary: "ours" }))
@@ -194,7 +149,7 @@ describe("rarebit-store sessions, as a process", () => {
   }, 30_000)
 
   it("--follow ends with exit 141 and no message when its reader closes the pipe", async () => {
-    const run = spawnLines(["sessions", "--follow", ...rootFlags(roots)])
+    const run = spawnCliLines(["sessions", "--follow", ...rootFlags(roots)])
     assert.match((await run.lines.next()).value, /^SESSION /)
     run.closeStdout()
     await settleWith("ours", roots, roots.sessionFile, 1, summaryReceipt(branch, "followed", { summary: "unread" }))
