@@ -47,26 +47,7 @@ import type {
   TerminalErrorReason
 } from "./ArtifactModels.js"
 
-export type {
-  ArtifactApplicability,
-  ArtifactAvailability,
-  ArtifactExpectation,
-  ArtifactProjection,
-  ArtifactRetry,
-  ArtifactState,
-  ArtifactSyncState,
-  AssessedProjection,
-  AssessmentRef,
-  MaterializationObservation,
-  NativeObservation,
-  NativeOccurrence,
-  NativePayload,
-  NativeRef,
-  NativeSelection,
-  ProjectionInput,
-  RetryReason,
-  TerminalErrorReason
-} from "./ArtifactModels.js"
+export type * from "./ArtifactModels.js"
 
 // ---------------------------------------------------------------------------
 // errors
