@@ -95,6 +95,19 @@ const writeDurably = (world: MemoryFileSystemShape, path: string, content: strin
 export const finalJobs = (scenario: Scenario): ReadonlyArray<string> =>
   scenario.unseeded === true ? [scenario.job, JOB2] : [JOB0, scenario.job, JOB2]
 
+/** Worker 10 settles and dies between its fsynced append and the settled claim's rename, holding the lock. */
+const crashBeforeSettledClaim = (world: MemoryFileSystemShape) =>
+  Effect.gen(function*() {
+    const reservation = yield* seededWithClaim(world)
+    const fault = makeFaultFileSystem(world, {
+      rules: [{ kind: "rename", path: "/jobs-v4/", action: { _tag: "Crash" } }]
+    })
+    const store = yield* storeOn(fault)
+    const exit = yield* Effect.exit(store.settle(reservation, currentSummary).pipe(asWorker(10, "doomed")))
+    assert.isTrue(Exit.isFailure(exit) && fault.crashed, "the setup settle crashed")
+    return undefined
+  })
+
 export const scenarios: ReadonlyArray<Scenario> = [
   {
     name: "first reserve on an empty root",
@@ -205,17 +218,7 @@ export const scenarios: ReadonlyArray<Scenario> = [
     name: "recover a crashed settlement (after breaking its lock)",
     settles: false,
     // Worker 10 dies between the fsynced append and the settled claim, holding the lock.
-    setup: (world) =>
-      Effect.gen(function*() {
-        const reservation = yield* seededWithClaim(world)
-        const fault = makeFaultFileSystem(world, {
-          rules: [{ kind: "rename", path: "/jobs-v4/", action: { _tag: "Crash" } }]
-        })
-        const store = yield* storeOn(fault)
-        const exit = yield* Effect.exit(store.settle(reservation, currentSummary).pipe(asWorker(10, "doomed")))
-        assert.isTrue(Exit.isFailure(exit) && fault.crashed, "the setup settle crashed")
-        return undefined
-      }),
+    setup: crashBeforeSettledClaim,
     programAt: T0 + LEASE_MS + 1_000,
     program: (store) => store.reserve({ jobId: JOB1, sessionFile: SESSION_FILE }),
     settledWhenDone: true,
@@ -258,17 +261,7 @@ export const scenarios: ReadonlyArray<Scenario> = [
     settles: false,
     // Worker 10 reserves and settles; the power fails between the fsynced append and the settled claim,
     // losing every directory operation not yet made durable.
-    setup: (world) =>
-      Effect.gen(function*() {
-        const reservation = yield* seededWithClaim(world)
-        const fault = makeFaultFileSystem(world, {
-          rules: [{ kind: "rename", path: "/jobs-v4/", action: { _tag: "Crash" } }]
-        })
-        const store = yield* storeOn(fault)
-        const exit = yield* Effect.exit(store.settle(reservation, currentSummary).pipe(asWorker(10, "doomed")))
-        assert.isTrue(Exit.isFailure(exit) && fault.crashed, "the setup settle crashed")
-        return undefined
-      }),
+    setup: crashBeforeSettledClaim,
     powerCut: "all",
     programAt: T0 + LEASE_MS + 1_000,
     program: (store) => store.reserve({ jobId: JOB1, sessionFile: SESSION_FILE }),
