@@ -35,8 +35,9 @@ import { modifiedMs } from "../../protocol/internal/FileInfo.js"
 import { isoTimestampOf } from "../../protocol/internal/IsoTimestamp.js"
 import { claimExpired, settledReceiptRef } from "../../protocol/JobClaim.js"
 import { MAX_HISTORY_BYTES, MAX_HISTORY_RECORDS, MAX_TAIL_BYTES } from "../../protocol/Limits.js"
-import type { ArtifactSyncState } from "../../state/ArtifactState.js"
-import { claimPath, JOBS_DIR, MATERIALIZATIONS_DIR } from "../MirroredPath.js"
+import type { ArtifactSyncState, ProjectionInputInvalid } from "../../state/ArtifactState.js"
+import type { HistoryBoundsInvalid } from "../Errors.js"
+import { claimPath, JOBS_DIR, MATERIALIZATIONS_DIR, type PathError } from "../MirroredPath.js"
 import { locate, type LocationOverrides, type StoreLocation } from "../StoreConfig.js"
 import type { WatchedCurrent, WatchSessionsOptions, WatchTuning } from "../watch/CurrentWatch.js"
 import { readClaim } from "../write/JobClaims.js"
@@ -102,9 +103,11 @@ export interface OverviewDependencies {
   readonly location: StoreLocation
   readonly fs: FileSystem
   readonly path: Path
-  readonly readCurrent: (options: ReadCurrentOptions) => Effect.Effect<CurrentRead, unknown>
-  readonly readHistory: (options: ReadHistoryOptions) => Effect.Effect<HistoryPage, unknown>
-  readonly watchSessions: (options: WatchSessionsOptions) => Stream.Stream<WatchedCurrent, unknown>
+  readonly readCurrent: (options: ReadCurrentOptions) => Effect.Effect<CurrentRead, PathError | ProjectionInputInvalid>
+  readonly readHistory: (options: ReadHistoryOptions) => Effect.Effect<HistoryPage, PathError | HistoryBoundsInvalid>
+  readonly watchSessions: (
+    options: WatchSessionsOptions
+  ) => Stream.Stream<WatchedCurrent, PathError | ProjectionInputInvalid>
 }
 
 /** The first line of a summary, trimmed; `null` for none. */
