@@ -6,7 +6,18 @@
  * and sets its key again, so the first key is always the least recently
  * used, and an entry that pushes the total past `maxBytes` evicts from the
  * front until the total fits (Effect's own `Cache` evicts the same way, by
- * the insertion order of its `MutableHashMap`). Each entry is charged the
+ * the insertion order of its `MutableHashMap`).
+ *
+ * Once the cache is full, a key it does not hold is admitted only one time
+ * in `FULL_ADMIT_EVERY`, unless its owner asks (`evenWhenFull`: a value it
+ * took out to update, or one it will surely read again soon). A poller sweeping more Sessions than fit
+ * would otherwise evict each entry just before reading it again: every read
+ * a miss, and the whole budget rewritten each sweep, which V8 pays for in
+ * its old generation. With the rule most entries stay and answer, and a new
+ * set of Sessions still takes the cache over, a sixteenth of its misses at a
+ * time (a deterministic form of the bimodal insertion policy).
+ *
+ * Each entry is charged the
  * bytes its owner estimates for its value, plus a fixed overhead and its
  * key; a value larger than the whole bound is not kept, and `maxBytes: 0`
  * keeps nothing.
@@ -32,6 +43,14 @@
  */
 export const ENTRY_OVERHEAD_BYTES = 96
 
+/**
+ * Of the keys a full cache does not hold, it admits one in this many.
+ *
+ * @category constants
+ * @since 0.1.0
+ */
+export const FULL_ADMIT_EVERY = 16
+
 interface Entry {
   readonly value: unknown
   readonly bytes: number
@@ -56,9 +75,11 @@ export interface CacheSection<V> {
    * Keeps `value` for `key`, charged `bytes` (plus the entry's overhead),
    * evicting the least recently used entries of every section until the
    * total fits. A value that cannot fit at all is not kept (and any value
-   * kept for `key` before is gone).
+   * kept for `key` before is gone). When the cache is full and does not hold
+   * `key`, the value is kept only one time in `FULL_ADMIT_EVERY`, unless
+   * `evenWhenFull`.
    */
-  readonly set: (key: string, value: V, bytes: number) => void
+  readonly set: (key: string, value: V, bytes: number, evenWhenFull?: boolean) => void
   readonly delete: (key: string) => void
   /** The values this section keeps now, least recently used first. */
   readonly values: () => IterableIterator<V>
@@ -77,8 +98,13 @@ export interface CacheSection<V> {
 export class ByteCache {
   private readonly entries = new Map<string, Entry>()
   private total = 0
+  private refusals = 0
 
-  constructor(readonly maxBytes: number) {}
+  /**
+   * `fullAdmitEvery`: of the keys a full cache does not hold, how many it
+   * refuses per one it admits (`FULL_ADMIT_EVERY`; 1 is plain LRU).
+   */
+  constructor(readonly maxBytes: number, readonly fullAdmitEvery: number = FULL_ADMIT_EVERY) {}
 
   /** Bytes charged for every entry now; at most `maxBytes`. */
   get bytes(): number {
@@ -95,7 +121,7 @@ export class ByteCache {
     const totals: SectionTotals = { entries: 0, bytes: 0 }
     return {
       get: (key) => this.get(key, totals) as V | undefined,
-      set: (key, value, bytes) => this.set(key, value, bytes, totals),
+      set: (key, value, bytes, evenWhenFull) => this.set(key, value, bytes, totals, evenWhenFull === true),
       delete: (key) => {
         if (this.entries.get(key)?.section === totals) this.delete(key)
       },
@@ -118,10 +144,14 @@ export class ByteCache {
     return entry.value
   }
 
-  private set(key: string, value: unknown, valueBytes: number, section: SectionTotals): void {
+  private set(key: string, value: unknown, valueBytes: number, section: SectionTotals, evenWhenFull: boolean): void {
+    const held = this.entries.has(key)
     this.delete(key)
     const bytes = valueBytes + ENTRY_OVERHEAD_BYTES + 2 * key.length
     if (bytes > this.maxBytes) return
+    if (!held && !evenWhenFull && this.total + bytes > this.maxBytes && ++this.refusals % this.fullAdmitEvery !== 0) {
+      return
+    }
     this.entries.set(key, { value, bytes, section })
     this.total += bytes
     section.entries++

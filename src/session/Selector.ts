@@ -163,7 +163,8 @@ export const rarebitMetadata = (entry: unknown, order: number = 0): RarebitMetad
   return {
     sourceEntryId: typeof entryId === "string" ? entryId : typeof messageId === "string" ? messageId : null,
     order,
-    role,
+    // The literal, not the parsed string: a cache keeps one copy for every message instead of one each.
+    role: outcome === "user" ? "user" : "assistant",
     outcome,
     timestamp: typeof entryTimestamp === "string"
       ? entryTimestamp

@@ -187,16 +187,22 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
    * Keeps `state` for the Session, or, when the caller wants evidence and
    * the Session was at rest when read and projects, only its evidence (it is
    * answered by a `stat` until it changes). Returns that evidence, if kept.
+   *
+   * A full cache takes it even so when this read took it out (`returning`),
+   * or when it is being written: a Session read again and again while it
+   * grows is what the incremental parse is for. A Session at rest is one of
+   * many a poller sweeps over, and takes its turn to be admitted.
    */
-  const keep = (sessionFile: string, state: CachedSession, wantsEvidence: boolean) => {
+  const keep = (sessionFile: string, state: CachedSession, wantsEvidence: boolean, returning = false) => {
     const outcome = "outcome" in state.answer ? state.answer.outcome : undefined
-    if (wantsEvidence && outcome !== undefined && Result.isSuccess(outcome) && atRest(state.mtimeMs, state.readAt)) {
+    const atRestNow = atRest(state.mtimeMs, state.readAt)
+    if (wantsEvidence && outcome !== undefined && Result.isSuccess(outcome) && atRestNow) {
       const evidence = evidenceOf(outcome.success)
       const idle = idleState(state, evidence)
-      sessions.set(sessionFile, idle, idle.bytes)
+      sessions.set(sessionFile, idle, idle.bytes, returning)
       return evidence
     }
-    sessions.set(sessionFile, state, state.bytes)
+    sessions.set(sessionFile, state, state.bytes, returning || !atRestNow)
     return undefined
   }
 
@@ -253,7 +259,7 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
       if (Option.isNone(refreshed)) return yield* uncached(reference, options)
       const { kind, outcome, state } = refreshed.value
       counters[kind]++
-      const evidence = state === undefined ? undefined : keep(sessionFile, state, wantsEvidence)
+      const evidence = state === undefined ? undefined : keep(sessionFile, state, wantsEvidence, prior !== undefined)
       if (evidence !== undefined) return evidence
       const projection = yield* Effect.fromResult(outcome)
       return { sessionFile, ...projection } satisfies CachedSessionRead

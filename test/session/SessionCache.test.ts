@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, FileSystem, Option, Path, Result } from "effect"
 import { TestClock } from "effect/testing"
 import fc from "fast-check"
-import { ENTRY_OVERHEAD_BYTES } from "../../src/io/ByteCache.js"
+import { ByteCache, ENTRY_OVERHEAD_BYTES } from "../../src/io/ByteCache.js"
 import { nativeObservation, readSession, type SessionError } from "../../src/session/index.js"
 import { make as makeSessionCache } from "../../src/session/SessionCache.js"
 import { makeFaultFileSystem } from "../../src/testing/FaultFileSystem.js"
@@ -521,7 +521,8 @@ fileSystemSuite("SessionCache", (it) => {
       // Room for two idle Sessions, not three.
       const probe = yield* makeSessionCache()
       const one = (yield* checkEvidence(probe, files[0], root, "probe")).retainedBytes
-      const cache = yield* makeSessionCache({ maxBytes: Math.floor(one * 2.5) })
+      // Plain LRU (every new key admitted): what is dropped is the cache's choice, what is charged the Session cache's.
+      const cache = yield* makeSessionCache({ cache: new ByteCache(Math.floor(one * 2.5), 1) })
       for (const [index, file] of files.entries()) yield* checkEvidence(cache, file, root, `observed ${index}`)
       // The first was dropped beyond the bound.
       assert.strictEqual((yield* cache.stats).idle, 2)
@@ -588,7 +589,7 @@ fileSystemSuite("SessionCache", (it) => {
       yield* append(b, turnsText(2, "sess-b"))
       const probe = yield* makeSessionCache()
       const alone = (yield* check(probe, b, root, "b alone")).retainedBytes
-      const cache = yield* makeSessionCache({ maxBytes: Math.floor(alone * 1.5) })
+      const cache = yield* makeSessionCache({ cache: new ByteCache(Math.floor(alone * 1.5), 1) })
       yield* check(cache, a, root, "a")
       const onlyB = yield* check(cache, b, root, "b")
       // The evicted Session's state no longer counts against the byte bound.
@@ -605,7 +606,7 @@ fileSystemSuite("SessionCache", (it) => {
       const probe = yield* makeSessionCache()
       yield* check(probe, files[0], root, "probe")
       const one = (yield* probe.stats).retainedBytes
-      const cache = yield* makeSessionCache({ maxBytes: Math.floor(one * 2.5) })
+      const cache = yield* makeSessionCache({ cache: new ByteCache(Math.floor(one * 2.5), 1) })
       for (const [index, file] of files.entries()) {
         const stats = yield* check(cache, file, root, `first read of ${index}`)
         assert.isAtMost(stats.retainedBytes, Math.floor(one * 2.5))
@@ -617,6 +618,41 @@ fileSystemSuite("SessionCache", (it) => {
       const dropped = yield* check(cache, files[0], root, "a again")
       assert.strictEqual(dropped.full, 5)
       assert.isAtMost(dropped.retainedBytes, Math.floor(one * 2.5))
+    }))
+
+  it.effect("a full cache refuses most new Sessions at rest, but takes one being written and one it read again", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const now = Date.now()
+      yield* TestClock.setTime(now)
+      const age = (file: string, seconds: number) =>
+        fs.utimes(file, new Date(now - seconds * 1000), new Date(now - seconds * 1000))
+      const files = ["a", "b", "c", "d"].map((name) => `${root}/${name}.jsonl`)
+      for (const [index, file] of files.entries()) {
+        yield* append(file, turnsText(6, `sess-${index}`))
+        yield* age(file, 60)
+      }
+      const probe = yield* makeSessionCache()
+      yield* check(probe, files[0], root, "probe")
+      const one = (yield* probe.stats).retainedBytes
+      const cache = yield* makeSessionCache({ maxBytes: Math.floor(one * 2.5) })
+      for (const [index, file] of files.slice(0, 3).entries()) yield* check(cache, file, root, `first read of ${index}`)
+      // c came when a and b filled the cache: refused, so it parses again, and a and b are still kept.
+      assert.strictEqual((yield* check(cache, files[2], root, "c again")).full, 4)
+      assert.strictEqual((yield* check(cache, files[0], root, "a again")).full, 4)
+      assert.strictEqual((yield* check(cache, files[1], root, "b again")).full, 4)
+      // a changes and is at rest again: taken out, extended and put back although the cache is full.
+      yield* append(files[0], turnsText(1, "sess-0-more"))
+      yield* age(files[0], 30)
+      assert.strictEqual((yield* check(cache, files[0], root, "a grown")).incremental, 1)
+      assert.strictEqual((yield* check(cache, files[0], root, "a polled")).unchanged, 3)
+      // d is being written: a full cache takes it at its first read, so the next poll parses only what it appends.
+      yield* append(files[3], turnsText(1, "sess-3-more"))
+      assert.strictEqual((yield* check(cache, files[3], root, "d written")).full, 5)
+      yield* append(files[3], turnsText(1, "sess-3-again"))
+      const polled = yield* check(cache, files[3], root, "d polled")
+      assert.deepStrictEqual([polled.full, polled.incremental], [5, 2])
+      assert.isAtMost(polled.retainedBytes, Math.floor(one * 2.5))
     }))
 
   it.effect("state beyond the byte bound is not kept", ({ root }) =>

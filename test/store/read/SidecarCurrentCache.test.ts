@@ -307,7 +307,8 @@ fileSystemSuite("sidecar current cache", (it) => {
         ENTRY_OVERHEAD_BYTES + 2 * copies[0].length + 512,
         "a proof is charged its digest, not its bytes"
       )
-      const shared = new ByteCache(Math.floor(one * 2.5))
+      // Plain LRU (every new key admitted): the order is the cache's, the charge the sidecar cache's.
+      const shared = new ByteCache(Math.floor(one * 2.5), 1)
       const cache = yield* makeSidecarCurrentCache(kit.fs, { cache: shared })
       yield* cache.read(copies[0])
       yield* cache.read(copies[1])
