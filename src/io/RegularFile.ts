@@ -321,7 +321,7 @@ export const readBounded = (
       opened,
       ({ file, info }) =>
         Effect.map(
-          readUpTo(file, options.maxBytes + 1),
+          readUpTo(file, options.maxBytes + 1, Number(info.size)),
           (bytes): BoundedRead =>
             bytes.length > options.maxBytes ? { _tag: "TooLarge", info } : { _tag: "Read", bytes, info }
         )
@@ -337,23 +337,33 @@ export const readBounded = (
  *
  * A read of a regular file returns fewer bytes than asked only at end of
  * file, so a short read ends the loop without a second read to see it
- * return nothing.
+ * return nothing. The buffer starts at `sizeHint + 1` bytes (the size a
+ * `fstat` gave, and one byte to see the end) and doubles, up to `limit`,
+ * only if the file grew past it: a 300-byte claim read under a 64 KiB
+ * bound allocates 301 bytes, not 64 KiB.
  *
  * @category readers
  * @since 0.1.0
  */
 export const readUpTo = (
   file: FileSystem.File,
-  limit: number
+  limit: number,
+  sizeHint: number = limit
 ): Effect.Effect<Uint8Array, PlatformError.PlatformError> => {
-  const buffer = new Uint8Array(limit)
-  const loop = (filled: number): Effect.Effect<Uint8Array, PlatformError.PlatformError> =>
-    filled >= limit
-      ? Effect.succeed(buffer)
-      : Effect.flatMap(
-        file.read(buffer.subarray(filled), { position: BigInt(filled) }),
-        (count) => count < limit - filled ? Effect.succeed(buffer.subarray(0, filled + count)) : loop(filled + count)
-      )
+  let buffer = new Uint8Array(Math.max(1, Math.min(limit, sizeHint + 1)))
+  const loop = (filled: number): Effect.Effect<Uint8Array, PlatformError.PlatformError> => {
+    if (filled === buffer.length) {
+      if (filled >= limit) return Effect.succeed(buffer)
+      const larger = new Uint8Array(Math.min(limit, 2 * buffer.length))
+      larger.set(buffer)
+      buffer = larger
+    }
+    return Effect.flatMap(
+      file.read(buffer.subarray(filled), { position: BigInt(filled) }),
+      (count) =>
+        count < buffer.length - filled ? Effect.succeed(buffer.subarray(0, filled + count)) : loop(filled + count)
+    )
+  }
   return loop(0)
 }
 

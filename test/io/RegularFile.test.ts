@@ -6,7 +6,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FileSystem, Option, PlatformError } from "effect"
-import { openDirectory, openRegular, readBounded, readToEnd } from "../../src/io/RegularFile.js"
+import { openDirectory, openRegular, readBounded, readToEnd, readUpTo } from "../../src/io/RegularFile.js"
 import { makeMemoryFileSystem, type MemoryFileSystemShape } from "../../src/testing/MemoryFileSystem.js"
 import {
   fileSystemSuite,
@@ -109,6 +109,26 @@ fileSystemSuite("RegularFile", (it) => {
       assert.strictEqual(Number(over.info.size), 101)
       const empty = yield* readBounded(fs, `${root}/empty`, { maxBytes: 100, followSymlinks: false })
       assert.strictEqual(empty._tag === "Read" ? empty.bytes.length : -1, 0)
+    }))
+
+  it.effect("readUpTo sizes its buffer to the file, not the bound, and still reads a file that grew", ({ root }) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      yield* fs.writeFileString(`${root}/small`, "x".repeat(300))
+      const small = yield* readBounded(fs, `${root}/small`, { maxBytes: 64 * 1024, followSymlinks: false })
+      assert.strictEqual(small._tag === "Read" ? small.bytes.length : -1, 300)
+      // What the read allocated: about the file, not the 64 KiB the bound allows.
+      assert.isAtMost(small._tag === "Read" ? small.bytes.buffer.byteLength : Infinity, 301)
+      for (const [grown, limit, expected] of [[5_000, 100_000, 5_300], [5_000, 1_000, 1_000]] as const) {
+        const read = yield* Effect.scoped(Effect.gen(function*() {
+          yield* fs.writeFileString(`${root}/grows`, "y".repeat(300))
+          const { file, info } = yield* openRegular(fs, `${root}/grows`, { flag: "r", followSymlinks: false })
+          yield* fs.writeFileString(`${root}/grows`, "z".repeat(grown), { flag: "a" })
+          return yield* readUpTo(file, limit, Number(info.size))
+        }))
+        assert.strictEqual(read.length, expected, `grown by ${grown}, limit ${limit}`)
+        assert.strictEqual(new TextDecoder().decode(read), `${"y".repeat(300)}${"z".repeat(grown)}`.slice(0, limit))
+      }
     }))
 
   it.effect("readToEnd reads a file whole, past the size its fstat gave", ({ root }) =>
