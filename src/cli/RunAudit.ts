@@ -39,10 +39,15 @@ export const runAudit = (options: Globals, session: Option.Option<string>, stric
   })
 
 /**
- * A path relative to `root` when it lies under it, for shorter tables.
+ * A path relative to `root` when it lies under it, for shorter tables. The
+ * separator is the root's own: `\` after a drive letter or a UNC prefix
+ * (Windows), `/` otherwise.
  *
  * @category formatting
  * @since 0.1.0
  */
-export const relativeTo = (root: string, path: string): string =>
-  path.startsWith(`${root}/`) ? path.slice(root.length + 1) : path
+export const relativeTo = (root: string, path: string): string => {
+  const separator = /^(?:[A-Za-z]:|\\\\)/.test(root) ? "\\" : "/"
+  const prefix = root.endsWith(separator) ? root : `${root}${separator}`
+  return path.startsWith(prefix) && path.length > prefix.length ? path.slice(prefix.length) : path
+}
