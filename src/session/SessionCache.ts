@@ -234,14 +234,17 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
     function*(reference: unknown, options: SessionReaderOptions, wantsEvidence: boolean) {
       if (typeof reference !== "string" || !reference.trim()) return yield* uncached(reference, options)
       const sessionFile = resolvedPath(reference.trim())
+      const prior = sessions.get(sessionFile)
+      // A Session that was being written at its last read is never answered by a `stat` alone
+      // (`unmovedSince` needs it at rest), so it goes straight to its open, which checks the same.
+      const statFirst = prior === undefined || atRest(prior.mtimeMs, prior.readAt)
       // `stat` follows symlinks exactly as the reader's resolution does.
-      const info = yield* Effect.option(fs.stat(sessionFile))
-      if (Option.isNone(info) || info.value.type !== "File") {
+      const info = statFirst ? yield* Effect.option(fs.stat(sessionFile)) : Option.none()
+      if (statFirst && (Option.isNone(info) || info.value.type !== "File")) {
         sessions.delete(sessionFile)
         return yield* uncached(reference, options)
       }
-      const prior = sessions.get(sessionFile)
-      if (prior !== undefined && unmovedSince(prior, info.value)) {
+      if (prior !== undefined && Option.isSome(info) && unmovedSince(prior, info.value)) {
         const answer = answerOf(sessionFile, prior, wantsEvidence)
         if (answer !== undefined) {
           counters.unchanged++

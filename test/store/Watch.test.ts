@@ -320,11 +320,11 @@ fileSystemSuite("RarebitStore.watch", (it) => {
       const flaky = interceptFileSystem(
         world,
         (method, args) =>
-          failing && method === "lstat" && args[0] === writer.sidecar
+          failing && (method === "lstat" || method === "open") && args[0] === writer.sidecar
             ? Effect.fail(PlatformError.systemError({
               _tag: "Unknown",
               module: "FileSystem",
-              method: "lstat",
+              method,
               pathOrDescriptor: writer.sidecar,
               description: "EIO"
             }))

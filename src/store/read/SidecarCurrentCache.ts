@@ -31,7 +31,6 @@
 import { Effect } from "effect"
 import type { FileSystem } from "effect/FileSystem"
 import { ByteCache } from "../../io/ByteCache.js"
-import { NotRegularFile } from "../Errors.js"
 import {
   confirmCurrent,
   currentOf,
@@ -121,9 +120,8 @@ const makeUnsafe = (fs: FileSystem, options: SidecarCurrentCacheOptions): Sideca
 
   const read: (path: string) => Effect.Effect<SidecarCurrent> = Effect.fnUntraced(
     function*(path: string) {
-      const info = yield* fs.lstat(path)
-      if (info.type !== "File") return yield* new NotRegularFile({ path })
-      // Only a hint: every answer it gives is confirmed by the bytes read now.
+      // No `lstat` first: the open refuses what is not a regular file (symlinks included) by itself.
+      // The proof is only a hint: every answer it gives is confirmed by the bytes read now.
       return yield* Effect.scoped(readOpen(path, proofs.get(path)))
     },
     // A sidecar that cannot be read keeps no proof.
