@@ -6,7 +6,7 @@ import { afterEach, assert, beforeEach, describe, it } from "@effect/vitest"
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
-import { reportsSince, staleBuild } from "./GlobalSetup.js"
+import { REPORT_TIME_SLACK_MS, reportsSince, staleBuild } from "./GlobalSetup.js"
 import { makeReport } from "./TestReport.js"
 
 let repo: string
@@ -90,7 +90,7 @@ describe("reports", () => {
     const report = makeReport(directory)
     report("older", "from another run")
     utimesSync(join(directory, "older.txt"), Date.now() / 1000 - 60, Date.now() / 1000 - 60)
-    const startedAt = Date.now() - 1
+    const startedAt = Date.now() - REPORT_TIME_SLACK_MS
     report("short", "one\ntwo")
     report("long", "1\n2\n3\n4\n5")
     assert.deepStrictEqual(reportsSince(startedAt, directory), [

@@ -62,6 +62,14 @@ export const staleBuild = (repo: string = REPO): string | undefined => {
 }
 
 /**
+ * How far before a run's start a report may seem to have been written: a
+ * file's times come from the kernel's coarse clock, which can lag
+ * `Date.now()` by a scheduler tick or more (a report written 1 ms after
+ * the start was once stamped before it).
+ */
+export const REPORT_TIME_SLACK_MS = 1_000
+
+/**
  * The reports written since `since`, as the lines to print: each file's
  * name, then its lines if it has few, or how many it has.
  */
@@ -89,9 +97,8 @@ export default function setup(): () => void {
     error.stack = error.message
     throw error
   }
-  // Reports written from now on belong to this run (less a millisecond, for
-  // the file system's rounding of times).
-  const startedAt = Date.now() - 1
+  // Reports written from now on belong to this run.
+  const startedAt = Date.now() - REPORT_TIME_SLACK_MS
   return () => {
     const lines = reportsSince(startedAt)
     if (lines.length > 0) {
