@@ -207,10 +207,10 @@ const printFinale = Effect.fnUntraced(function*({ directory, path, s, say, sessi
   for (const entry of finale.history.records) yield* say(`  ${formatHistoryRecord(s, entry)}`)
   yield* say("")
   yield* say(s.bold("jobs"))
-  for (const line of formatJobs(s, finale.audit, yield* Clock.currentTimeMillis)) yield* say(`  ${line}`)
+  for (const line of formatJobs(s, path, finale.audit, yield* Clock.currentTimeMillis)) yield* say(`  ${line}`)
   yield* say("")
   yield* say(s.bold("verify"))
-  for (const line of formatAudit(s, finale.audit)) yield* say(`  ${line}`)
+  for (const line of formatAudit(s, path, finale.audit)) yield* say(`  ${line}`)
   if (finale.explore !== null) {
     yield* say("")
     yield* say(s.bold("explore what was kept"))

@@ -15,6 +15,7 @@
  */
 import { Clock, Effect } from "effect"
 import { Command, Flag } from "effect/cli"
+import { Path } from "effect/Path"
 import type { AuditReport, ClaimReport } from "../store/audit/SidecarAudit.js"
 import { globals, sessionFlag } from "./GlobalOptions.js"
 import { formatDuration, printJson, printLines, short, type Style, style } from "./Output.js"
@@ -42,7 +43,7 @@ const stateOf = (claim: ClaimReport): string =>
  * @category formatting
  * @since 0.1.0
  */
-export const formatClaim = (s: Style, root: string, claim: ClaimReport, now: number): string => {
+export const formatClaim = (s: Style, path: Path, root: string, claim: ClaimReport, now: number): string => {
   const state = stateOf(claim)
   const label = state === "active"
     ? s.green(state.padEnd(10))
@@ -67,10 +68,10 @@ export const formatClaim = (s: Style, root: string, claim: ClaimReport, now: num
         const ref = claim.receiptRef
         const where = ref === null ? "malformed receiptRef" : `@ ${ref.receiptOffset}+${ref.receiptLength}`
         return claim.pointer === "verified"
-          ? `receipt verified in ${relativeTo(root, claim.sidecar ?? "")} ${where}`
+          ? `receipt verified in ${relativeTo(path, root, claim.sidecar ?? "")} ${where}`
           : claim.pointer === "orphan"
           ? s.red(`ORPHAN: no sidecar holds a receipt of this job (${where})`)
-          : s.red(`POINTER INVALID: ${where} does not verify in ${relativeTo(root, claim.sidecar ?? "")}`)
+          : s.red(`POINTER INVALID: ${where} does not verify in ${relativeTo(path, root, claim.sidecar ?? "")}`)
       }
       default:
         return s.red(claim.detail ?? "")
@@ -85,7 +86,7 @@ export const formatClaim = (s: Style, root: string, claim: ClaimReport, now: num
  * @category formatting
  * @since 0.1.0
  */
-export const formatJobs = (s: Style, report: AuditReport, now: number): ReadonlyArray<string> => {
+export const formatJobs = (s: Style, path: Path, report: AuditReport, now: number): ReadonlyArray<string> => {
   const counts = new Map<string, number>()
   for (const claim of report.claims) counts.set(stateOf(claim), (counts.get(stateOf(claim)) ?? 0) + 1)
   const summary = [...counts].map(([state, count]) => `${count} ${state}`).join(", ")
@@ -93,7 +94,7 @@ export const formatJobs = (s: Style, report: AuditReport, now: number): Readonly
     `${s.bold(`${report.claims.length} claim(s)`)} under ${report.rarebitRoot}/jobs-v4${
       summary === "" ? "" : ` (${summary})`
     }`,
-    ...report.claims.map((claim) => formatClaim(s, report.rarebitRoot, claim, now))
+    ...report.claims.map((claim) => formatClaim(s, path, report.rarebitRoot, claim, now))
   ]
   if (report.scope === "sidecar" && report.unattributedClaims > 0) {
     lines.push(s.dim(
@@ -126,7 +127,7 @@ export const jobsCommand = Command.make(
         } satisfies JobsReport
       )
     }
-    yield* printLines(formatJobs(yield* style, report, yield* Clock.currentTimeMillis))
+    yield* printLines(formatJobs(yield* style, yield* Path, report, yield* Clock.currentTimeMillis))
   })
 ).pipe(
   Command.withDescription(

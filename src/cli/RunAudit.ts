@@ -5,8 +5,10 @@
  * @since 0.1.0
  */
 import { Effect, Option } from "effect"
+import type { Path } from "effect/Path"
 import * as ProcessOwner from "../platform/ProcessOwner.js"
 import { auditStore } from "../store/audit/SidecarAudit.js"
+import { relativeWithin } from "../store/MirroredPath.js"
 import { toCliFailure } from "./CliFailure.js"
 import { type Globals, requireStore, type ResolvedSession, resolveSession } from "./GlobalOptions.js"
 import { makeProgress } from "./Output.js"
@@ -39,15 +41,11 @@ export const runAudit = (options: Globals, session: Option.Option<string>, stric
   })
 
 /**
- * A path relative to `root` when it lies under it, for shorter tables. The
- * separator is the root's own: `\` after a drive letter or a UNC prefix
- * (Windows), `/` otherwise.
+ * A path relative to `root` when it lies under it (the store's own rule,
+ * `relativeWithin`, in the platform's separators), for shorter tables;
+ * otherwise the path as it is.
  *
  * @category formatting
  * @since 0.1.0
  */
-export const relativeTo = (root: string, path: string): string => {
-  const separator = /^(?:[A-Za-z]:|\\\\)/.test(root) ? "\\" : "/"
-  const prefix = root.endsWith(separator) ? root : `${root}${separator}`
-  return path.startsWith(prefix) && path.length > prefix.length ? path.slice(prefix.length) : path
-}
+export const relativeTo = (path: Path, root: string, file: string): string => relativeWithin(path, root, file) ?? file

@@ -242,7 +242,7 @@ export const sessionsCommand = Command.make(
       const store = yield* RarebitStore
       const fs = yield* FileSystem
       const path = yield* Path
-      const relativeTo = (file: string) => relativeToRoot(options.sessionRoot, file)
+      const relativeTo = (file: string) => relativeToRoot(path, options.sessionRoot, file)
       const s = yield* style
       // Checked before anything is printed, so a missing root is one error, not half a document.
       yield* requireSessionRoot(fs, options.sessionRoot)

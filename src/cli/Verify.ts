@@ -15,6 +15,7 @@
  */
 import { Effect } from "effect"
 import { Command, Flag } from "effect/cli"
+import { Path } from "effect/Path"
 import type { AuditFinding, AuditReport, FindingKind } from "../store/audit/SidecarAudit.js"
 import { CliFailure, ExitCode } from "./CliFailure.js"
 import { globals, sessionFlag } from "./GlobalOptions.js"
@@ -37,8 +38,8 @@ const HINTS: Partial<Record<FindingKind, string>> = {
   sidecar_not_regular: "replace it with the regular file it should be, or remove it"
 }
 
-const findingLine = (s: Style, root: string, item: AuditFinding) => {
-  const where = `${relativeTo(root, item.path)}${item.offset === null ? "" : ` @ ${item.offset}`}`
+const findingLine = (s: Style, path: Path, root: string, item: AuditFinding) => {
+  const where = `${relativeTo(path, root, item.path)}${item.offset === null ? "" : ` @ ${item.offset}`}`
   const severity = item.severity === "damage" ? s.red("DAMAGE") : s.yellow("notice")
   return `  ${severity} ${item.kind.padEnd(22)} ${where}: ${item.detail}`
 }
@@ -49,7 +50,7 @@ const findingLine = (s: Style, root: string, item: AuditFinding) => {
  * @category formatting
  * @since 0.1.0
  */
-export const formatAudit = (s: Style, report: AuditReport): ReadonlyArray<string> => {
+export const formatAudit = (s: Style, path: Path, report: AuditReport): ReadonlyArray<string> => {
   const receipts = report.sidecars.reduce((sum, sidecar) => sum + sidecar.receipts, 0)
   const heads = report.sidecars.reduce((sum, sidecar) => sum + sidecar.heads, 0)
   const lines = [
@@ -57,7 +58,7 @@ export const formatAudit = (s: Style, report: AuditReport): ReadonlyArray<string
     `${report.sidecars.length} sidecar(s) with ${receipts} receipt(s) and ${heads} head(s), ` +
     `${report.claims.length} claim(s), ${report.locks.length} commit lock(s)`
   ]
-  for (const item of report.findings) lines.push(findingLine(s, report.rarebitRoot, item))
+  for (const item of report.findings) lines.push(findingLine(s, path, report.rarebitRoot, item))
   const worthAHint = report.findings.filter((item) => item.severity === "damage" || item.expectedAfterCrash)
   const kinds = [...new Set(worthAHint.map((item) => item.kind))]
   for (const kind of kinds) {
@@ -95,7 +96,7 @@ export const verifyCommand = Command.make(
     const options = yield* globals
     const { report } = yield* runAudit(options, session, strict)
     if (options.json) yield* printJson(report)
-    else yield* printLines(formatAudit(yield* style, report))
+    else yield* printLines(formatAudit(yield* style, yield* Path, report))
     if (!report.ok) {
       return yield* new CliFailure({
         tag: "Damage",
