@@ -108,6 +108,20 @@ const crashBeforeSettledClaim = (world: MemoryFileSystemShape) =>
     return undefined
   })
 
+/** After that crash, once the lease has passed: a takeover reserve finds the receipt and settles the claim. */
+const takeoverRecoversSettlement = {
+  settles: false,
+  setup: crashBeforeSettledClaim,
+  programAt: T0 + LEASE_MS + 1_000,
+  program: (store) => store.reserve({ jobId: JOB1, sessionFile: SESSION_FILE }),
+  settledWhenDone: true,
+  expect: (reservation) =>
+    assert.strictEqual((reservation as { _tag: string })._tag, "Duplicate", "the takeover recovers the settlement"),
+  job: JOB1,
+  receipt: currentSummary,
+  finalCurrent: JOB1
+} satisfies Partial<Scenario>
+
 export const scenarios: ReadonlyArray<Scenario> = [
   {
     name: "first reserve on an empty root",
@@ -216,17 +230,8 @@ export const scenarios: ReadonlyArray<Scenario> = [
   },
   {
     name: "recover a crashed settlement (after breaking its lock)",
-    settles: false,
     // Worker 10 dies between the fsynced append and the settled claim, holding the lock.
-    setup: crashBeforeSettledClaim,
-    programAt: T0 + LEASE_MS + 1_000,
-    program: (store) => store.reserve({ jobId: JOB1, sessionFile: SESSION_FILE }),
-    settledWhenDone: true,
-    expect: (reservation) =>
-      assert.strictEqual((reservation as { _tag: string })._tag, "Duplicate", "the takeover recovers the settlement"),
-    job: JOB1,
-    receipt: currentSummary,
-    finalCurrent: JOB1,
+    ...takeoverRecoversSettlement,
     // Reserve without a new claim (it reads the existing one): lock 7 + 4 to break the dead one, settled claim 5.
     expectedPoints: 17
   },
@@ -258,19 +263,10 @@ export const scenarios: ReadonlyArray<Scenario> = [
   },
   {
     name: "recover a settlement after a power cut, crashed again",
-    settles: false,
     // Worker 10 reserves and settles; the power fails between the fsynced append and the settled claim,
     // losing every directory operation not yet made durable.
-    setup: crashBeforeSettledClaim,
+    ...takeoverRecoversSettlement,
     powerCut: "all",
-    programAt: T0 + LEASE_MS + 1_000,
-    program: (store) => store.reserve({ jobId: JOB1, sessionFile: SESSION_FILE }),
-    settledWhenDone: true,
-    expect: (reservation) =>
-      assert.strictEqual((reservation as { _tag: string })._tag, "Duplicate", "the takeover recovers the settlement"),
-    job: JOB1,
-    receipt: currentSummary,
-    finalCurrent: JOB1,
     // The lock was lost with the power: lock 7 and the settled claim 5.
     expectedPoints: 13
   }
