@@ -19,8 +19,9 @@
  * - {@link ProcessUidTypeId} on a `FileSystem`: the user id the file system
  *   acts as, so directory ownership can be checked against it.
  * - {@link SmallRegularReadTypeId} on a `FileSystem` whose calls return at
- *   once: the whole of a small regular file in one synchronous call, for
- *   the audit, which reads tens of thousands of them. Only the direct layer
+ *   once: a small regular file, or its last bytes, in one synchronous call,
+ *   for the audit, which reads tens of thousands of them, and for a poll's
+ *   confirmation of an unchanged sidecar. Only the direct layer
  *   of `DirectFileSystem` has it; `FaultFileSystem` hides it, so that every
  *   open and read meets its fault points.
  *
@@ -109,28 +110,57 @@ export type HandleChmod = (mode: number) => Effect.Effect<void, PlatformError.Pl
 export const SmallRegularReadTypeId: unique symbol = Symbol.for("rarebit-store/io/SmallRegularRead")
 
 /**
- * Reads a whole small regular file in one synchronous call, with the same
- * refusals as `RegularFile.openRegular`: `open(2)` with `O_NONBLOCK` (and
- * `O_NOFOLLOW` when asked), then `fstat(2)` of the handle.
+ * Reads a small regular file, or the end of one, in one synchronous call,
+ * with the same refusals as `RegularFile.openRegular`: `open(2)` with
+ * `O_NONBLOCK` (and `O_NOFOLLOW` when asked), then `fstat(2)` of the handle.
  *
  * **Details**
  *
- * Returns the size `fstat` saw and the bytes read from offset 0 to end of
+ * Returns what `fstat` saw (size, the file's identity as `fileIdentity`
+ * spells it, mtime) and the bytes from `from` (0 by default) to end of
  * file, but never more than that size plus one byte: a file that changed
- * while it was read shows as bytes of another length than `size`. The
- * handle is closed before it returns. Returns `undefined` for anything else
- * — not a regular file, larger than `limit`, or any error — and then the
- * caller takes its ordinary path, which opens the file again and reports
- * what it finds.
+ * while it was read shows as bytes of another length than `size - from`.
+ * With `head`, also the file's first `head` bytes (fewer if it is shorter).
+ * The handle is closed before it returns. Returns `undefined` for anything
+ * else — not a regular file, more than `limit` bytes from `from`, shorter
+ * than `from`, or any error — and then the caller takes its ordinary path,
+ * which opens the file again and reports what it finds.
  *
  * @category models
  * @since 0.1.0
  */
-export type SmallRegularRead = (
-  path: string,
-  limit: number,
-  noFollow: boolean
-) => { readonly size: number; readonly bytes: Uint8Array } | undefined
+export type SmallRegularRead = (path: string, options: SmallRegularReadOptions) => SmallRegularBytes | undefined
+
+/**
+ * What a `SmallRegularRead` reads.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface SmallRegularReadOptions {
+  /** The most bytes to read from `from` on. */
+  readonly limit: number
+  /** Refuse a symlink at the path instead of following it. */
+  readonly noFollow: boolean
+  readonly from?: number | undefined
+  readonly head?: number | undefined
+}
+
+/**
+ * What a `SmallRegularRead` found.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface SmallRegularBytes {
+  readonly size: number
+  readonly identity: string
+  readonly mtimeMs: number
+  /** From `from` to end of file, at most one byte past `size`. */
+  readonly bytes: Uint8Array
+  /** The first `head` bytes, when asked for. */
+  readonly head: Uint8Array | undefined
+}
 
 /**
  * A `FileSystem` that carries the synchronous small-file read.

@@ -388,13 +388,14 @@ const nonBlockingOpen = (pooled: boolean): NonBlockingOpen => (path, options) =>
 const processUid = process.getuid?.()
 
 /**
- * The whole of a small regular file in one call on this thread (see
+ * A small regular file, or its end, in one call on this thread (see
  * `io/NonBlockingOpen`): the open never waits (`O_NONBLOCK`), the handle's
- * `fstat` must say regular file and at most `limit` bytes, and the reads
- * stop one byte past that size, so a file that grew shows it without ever
- * being read whole. Anything else gives `undefined`, never an exception.
+ * `fstat` must say regular file with at most `limit` bytes from `from`, and
+ * the reads stop one byte past that size, so a file that grew shows it
+ * without ever being read whole. Anything else gives `undefined`, never an
+ * exception.
  */
-const readSmallRegular: SmallRegularRead = (path, limit, noFollow) => {
+const readSmallRegular: SmallRegularRead = (path, { from = 0, head, limit, noFollow }) => {
   // Without `O_NOFOLLOW` (Windows) the path's own identity is taken first and
   // the handle must match it, so a symlink or junction is never read through.
   const checkIdentity = noFollow && !HOST_TRAITS.noFollowOpen
@@ -410,23 +411,35 @@ const readSmallRegular: SmallRegularRead = (path, limit, noFollow) => {
     return undefined
   }
   try {
-    if (linkStats !== undefined && !sameFile(linkStats, NFS.fstatSync(fd, { bigint: true }))) return undefined
-    const stats = NFS.fstatSync(fd)
-    if (!stats.isFile() || stats.size > limit) return undefined
-    const size = stats.size
-    const bytes = Buffer.allocUnsafe(size + 1)
-    let filled = 0
-    while (filled < bytes.length) {
-      const count = NFS.readSync(fd, bytes, filled, bytes.length - filled, filled)
-      if (count === 0) break
-      filled += count
+    const stats = NFS.fstatSync(fd, { bigint: true })
+    if (linkStats !== undefined && !sameFile(linkStats, stats)) return undefined
+    const size = Number(stats.size)
+    if (!stats.isFile() || from > size || size - from > limit) return undefined
+    return {
+      size,
+      // As `fileIdentity` and `modifiedMs` read this layer's `File.Info`.
+      identity: [unsigned(stats.dev), unsigned(stats.ino)].join(":"),
+      mtimeMs: stats.mtime.getTime(),
+      bytes: readFrom(fd, from, size - from + 1),
+      head: head === undefined ? undefined : readFrom(fd, 0, head)
     }
-    return { size, bytes: bytes.subarray(0, filled) }
   } catch {
     return undefined
   } finally {
     NFS.closeSync(fd)
   }
+}
+
+/** Up to `length` bytes at `position`, fewer at end of file. */
+const readFrom = (fd: number, position: number, length: number): Uint8Array => {
+  const bytes = Buffer.allocUnsafe(length)
+  let filled = 0
+  while (filled < length) {
+    const count = NFS.readSync(fd, bytes, filled, length - filled, position + filled)
+    if (count === 0) break
+    filled += count
+  }
+  return bytes.subarray(0, filled)
 }
 
 /** Whether two stats describe one file: the same device and inode (volume serial and file index on Windows). */

@@ -64,13 +64,23 @@
 import { Clock, Effect, FileSystem, Option, Path, Result } from "effect"
 import type { PlatformError } from "effect/PlatformError"
 import { ByteCache } from "../io/ByteCache.js"
+import { smallRegularReadOf } from "../io/NonBlockingOpen.js"
 import type { FileNotRegular } from "../io/RegularFile.js"
 import { isSessionMissing, type SessionError } from "./SessionErrors.js"
 import { evidenceOf, type SessionEvidence } from "./SessionEvidence.js"
 import { openSessionFile } from "./SessionFile.js"
 import type { SessionProjection } from "./SessionProjection.js"
 import { observationOf, readSession, type SessionObservation, type SessionReaderOptions } from "./SessionReader.js"
-import { atRest, type CachedSession, idleState, refreshSession, unmovedSince } from "./SessionRefresh.js"
+import {
+  atRest,
+  type CachedSession,
+  extendFromWindow,
+  idleState,
+  type Refreshed,
+  refreshSession,
+  unmovedSince,
+  windowOf
+} from "./SessionRefresh.js"
 import { DEFAULT_SESSION_LIMITS, type SessionLimits } from "./SessionStream.js"
 
 /**
@@ -206,13 +216,30 @@ export const make = Effect.fnUntraced(function*(options: SessionCacheOptions = {
     return undefined
   }
 
+  // On a file system whose calls return at once, a Session that grew by a
+  // little is extended from one call that opens, stats, reads its new end and
+  // head print, and closes: without a scope and a handle's effects, which
+  // were more than half of a growing poll.
+  const readSmall = smallRegularReadOf(fs)
+  const extendAtOnce = (sessionFile: string, prior: CachedSession, readAt: number): Refreshed | undefined => {
+    const window = windowOf(prior)
+    if (readSmall === undefined || window === undefined) return undefined
+    const read = readSmall(sessionFile, { ...window, noFollow: false })
+    if (read === undefined) return undefined
+    const facts = { sessionFile, identity: read.identity, size: read.size, mtimeMs: read.mtimeMs, readAt }
+    return extendFromWindow(limits, facts, prior, read.bytes, read.head)
+  }
+
   /** Reads the Session anew (opened for this read only), extending `prior` when it may. */
   const refresh = (sessionFile: string, prior: CachedSession | undefined) =>
-    Effect.flatMap(Clock.currentTimeMillis, (readAt) =>
-      Effect.scoped(Effect.flatMap(
+    Effect.flatMap(Clock.currentTimeMillis, (readAt) => {
+      const extended = prior === undefined ? undefined : extendAtOnce(sessionFile, prior, readAt)
+      if (extended !== undefined) return Effect.succeed(extended)
+      return Effect.scoped(Effect.flatMap(
         openSessionFile(fs, sessionFile),
         ({ file, info }) => refreshSession(limits, file, info, sessionFile, prior, readAt)
-      )))
+      ))
+    })
 
   /** The answer of a state that still stands for the file, if it has one for this caller. */
   const answerOf = (sessionFile: string, state: CachedSession, wantsEvidence: boolean) => {

@@ -12,7 +12,10 @@
  * A too-large verdict on text is kept with the prints of the bytes it rests
  * on: appending cannot make the text shorter. Nothing here keeps the file
  * open or mutates a state another read holds: the cache takes a state out
- * before its parse is extended, and puts back the new one.
+ * before its parse is extended, and puts back the new one. The same
+ * extension runs on an open file (`refreshSession`) or on bytes read in one
+ * call (`extendFromWindow`), which the cache uses where the file system's
+ * calls return at once.
  *
  * @since 0.1.0
  */
@@ -166,14 +169,18 @@ interface Scanned {
   readonly tooLarge: SessionTooLarge | undefined
 }
 
-/** One read of an open Session file: the file, what its `fstat` said, when. */
-interface FileRead {
-  readonly file: FileSystem.File
+/** What a read of a Session file saw: its `fstat`, and when. */
+export interface FileFacts {
   readonly sessionFile: string
   readonly identity: string | undefined
   readonly size: number
   readonly mtimeMs: number
   readonly readAt: number
+}
+
+/** One read of an open Session file: the file, what its `fstat` said, when. */
+interface FileRead extends FileFacts {
+  readonly file: FileSystem.File
 }
 
 /** Read buffers are reused: fresh 64 KiB allocations per poll are what makes reads slow. */
@@ -263,7 +270,7 @@ const scan = (
 }
 
 /** The outcome of a scan, and the state that keeps it. */
-const remember = (read: FileRead, accumulator: SessionAccumulator, scanned: Scanned, kind: RefreshKind): Refreshed => {
+const remember = (read: FileFacts, accumulator: SessionAccumulator, scanned: Scanned, kind: RefreshKind): Refreshed => {
   const { end, prints, tooLarge } = scanned
   const outcome: SessionOutcome = tooLarge !== undefined ? Result.fail(tooLarge) : accumulator.finish(end.trailing)
   if (read.identity === undefined) return { outcome, state: undefined, kind }
@@ -295,7 +302,7 @@ const stillTooLarge = (
   prior: CachedSession,
   verdict: SessionTooLarge,
   outcome: SessionOutcome,
-  read: FileRead
+  read: FileFacts
 ): Refreshed => {
   const unchanged = read.size === prior.size && read.mtimeMs === prior.mtimeMs
   const next: SessionOutcome = read.size === prior.size
@@ -313,41 +320,39 @@ const stillTooLarge = (
   return { outcome: next, state, kind: unchanged ? "unchanged" : "incremental" }
 }
 
-/** Reuses the parsed prefix if the file provably still starts with it; `undefined` if it does not. */
-const extend = Effect.fnUntraced(function*(
+/** Where the bytes read again to extend `prefix` start: its tail print. */
+const tailStartOf = (prefix: ParsedPrefix): number => prefix.committedEnd - prefix.prints.tail.length
+
+/**
+ * Whether the file still starts with the parsed prefix: `window` (read from
+ * the tail print on) starts with the tail print, and `head` (read when the
+ * tail print does not start the file) is the head print.
+ */
+const printsHold = (prefix: ParsedPrefix, window: Uint8Array, head: Uint8Array | undefined): boolean => {
+  const { prints } = prefix
+  return sameBytes(window.subarray(0, prints.tail.length), prints.tail) &&
+    (tailStartOf(prefix) === 0 || (head !== undefined && sameBytes(head, prints.head)))
+}
+
+/** Extends `prior`, whose prints hold, with `rest`: every byte after its committed prefix, to the end of the file. */
+const extendWith = (
   limits: SessionLimits,
-  read: FileRead,
+  read: FileFacts,
   prior: CachedSession,
   outcome: SessionOutcome,
   prefix: ParsedPrefix,
-  verifyBuffer: Uint8Array
-) {
-  const { prints } = prefix
-  const tailStart = prefix.committedEnd - prints.tail.length
-  const verifyEnd = read.size - tailStart <= READ_CHUNK_BYTES ? read.size : prefix.committedEnd
-  // Scratch space only: everything kept from these bytes is copied out by the scan.
-  const verified = yield* readExact(read.file, tailStart, verifyEnd - tailStart, verifyBuffer)
-  if (verified === undefined || !sameBytes(verified.subarray(0, prints.tail.length), prints.tail)) return undefined
-  if (tailStart > 0) {
-    const head = yield* readExact(read.file, 0, prints.head.length, new Uint8Array(HEAD_PRINT_BYTES))
-    if (head === undefined || !sameBytes(head, prints.head)) return undefined
-  }
+  rest: Uint8Array
+): Refreshed => {
   if (Result.isFailure(outcome) && outcome.failure._tag === "SessionTooLarge") {
     return stillTooLarge(prior, outcome.failure, outcome, read)
   }
-  const rest = verified.subarray(prints.tail.length)
   if (
-    read.size === prior.size && read.mtimeMs === prior.mtimeMs && verifyEnd === read.size &&
-    prefix.trailing !== undefined && sameBytes(prefix.trailing, rest)
+    read.size === prior.size && read.mtimeMs === prior.mtimeMs && prefix.trailing !== undefined &&
+    sameBytes(prefix.trailing, rest)
   ) {
-    return { outcome, state: { ...prior, readAt: read.readAt }, kind: "unchanged" } satisfies Refreshed
+    return { outcome, state: { ...prior, readAt: read.readAt }, kind: "unchanged" }
   }
-  const { accumulator, committedEnd, committedUnits } = prefix
-  if (verifyEnd !== read.size) {
-    const from = { end: committedEnd, units: committedUnits, prints }
-    return remember(read, accumulator, yield* scan(limits, read, accumulator, from, read.size), "incremental")
-  }
-  // Everything new is already in memory.
+  const { accumulator, committedEnd, committedUnits, prints } = prefix
   const { scanner, track } = scannerFor(limits, accumulator, committedEnd, committedUnits, prints)
   const end = scanBytes(scanner, rest)
   const scanned = end !== undefined
@@ -358,12 +363,85 @@ const extend = Effect.fnUntraced(function*(
       new SessionTooLarge({ path: read.sessionFile, reason: "text", size: read.size, limit: limits.maxTextUnits })
     )
   return remember(read, accumulator, scanned, "incremental")
+}
+
+/** Reuses the parsed prefix if the file provably still starts with it; `undefined` if it does not. */
+const extend = Effect.fnUntraced(function*(
+  limits: SessionLimits,
+  read: FileRead,
+  prior: CachedSession,
+  outcome: SessionOutcome,
+  prefix: ParsedPrefix,
+  verifyBuffer: Uint8Array
+) {
+  const { prints } = prefix
+  const tailStart = tailStartOf(prefix)
+  const verifyEnd = read.size - tailStart <= READ_CHUNK_BYTES ? read.size : prefix.committedEnd
+  // Scratch space only: everything kept from these bytes is copied out by the scan.
+  const verified = yield* readExact(read.file, tailStart, verifyEnd - tailStart, verifyBuffer)
+  if (verified === undefined || !sameBytes(verified.subarray(0, prints.tail.length), prints.tail)) return undefined
+  const head = tailStart > 0
+    ? yield* readExact(read.file, 0, prints.head.length, new Uint8Array(HEAD_PRINT_BYTES))
+    : undefined
+  if (!printsHold(prefix, verified, head)) return undefined
+  if (verifyEnd === read.size) {
+    return extendWith(limits, read, prior, outcome, prefix, verified.subarray(prints.tail.length))
+  }
+  if (Result.isFailure(outcome) && outcome.failure._tag === "SessionTooLarge") {
+    return stillTooLarge(prior, outcome.failure, outcome, read)
+  }
+  const { accumulator, committedEnd, committedUnits } = prefix
+  const from = { end: committedEnd, units: committedUnits, prints }
+  return remember(read, accumulator, yield* scan(limits, read, accumulator, from, read.size), "incremental")
 })
 
 /** Whether `prior` may be extended to the file `read` sees. */
-const extendable = (prior: CachedSession, read: FileRead): boolean =>
+const extendable = (prior: CachedSession, read: FileFacts): boolean =>
   read.identity !== undefined && prior.identity === read.identity && read.size >= prior.size &&
   !(read.size === prior.size && read.mtimeMs !== prior.mtimeMs)
+
+/**
+ * What to read of the file to extend `prior` without an open handle: the
+ * bytes from `from` to the end (at most `limit` of them), and its first
+ * `head` bytes. `undefined` when `prior` keeps no parsed prefix.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export const windowOf = (
+  prior: CachedSession
+): { readonly from: number; readonly limit: number; readonly head: number } | undefined => {
+  if (!("prefix" in prior.answer)) return undefined
+  const { prefix } = prior.answer
+  const from = tailStartOf(prefix)
+  return { from, limit: READ_CHUNK_BYTES, head: from === 0 ? 0 : prefix.prints.head.length }
+}
+
+/**
+ * `refreshSession`'s answer when it extends `prior`, from bytes already
+ * read: `window`, the file's bytes from `windowOf(prior).from` to its end
+ * (as `facts` saw it), and `head`, its first bytes. `undefined` when the
+ * prefix cannot be extended (another file, a rewrite, bytes that no longer
+ * match), and then the Session is read in full.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const extendFromWindow = (
+  limits: SessionLimits,
+  facts: FileFacts,
+  prior: CachedSession,
+  window: Uint8Array,
+  head: Uint8Array | undefined
+): Refreshed | undefined => {
+  if (!("prefix" in prior.answer) || fileTooLarge(facts.sessionFile, facts.size, limits) !== undefined) {
+    return undefined
+  }
+  const { outcome, prefix } = prior.answer
+  if (!extendable(prior, facts) || window.length !== facts.size - tailStartOf(prefix)) return undefined
+  if (!printsHold(prefix, window, head)) return undefined
+  return extendWith(limits, facts, prior, outcome, prefix, window.subarray(prefix.prints.tail.length))
+}
 
 /**
  * Reads the open Session `file` (its `fstat` is `info`) at `readAt`,

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { smallRegularReadOf } from "../../src/io/NonBlockingOpen.js"
 import * as DirectFileSystem from "../../src/platform/DirectFileSystem.js"
+import { fileIdentity, modifiedMs } from "../../src/protocol/internal/FileInfo.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 
 const direct = Effect.provide(DirectFileSystem.layer)
@@ -332,20 +333,20 @@ describe("DirectFileSystem", () => {
           assert.isDefined(read)
           const small = bytesOf(300, 3)
           yield* fs.writeFile(join(root, "small"), small)
-          const whole = read!(join(root, "small"), 300, true)
+          const whole = read!(join(root, "small"), { limit: 300, noFollow: true })
           assert.deepStrictEqual(whole && { size: whole.size, bytes: new Uint8Array(whole.bytes) }, {
             size: 300,
             bytes: small
           })
-          assert.deepStrictEqual(read!(join(root, "empty-missing"), 300, true), undefined)
+          assert.deepStrictEqual(read!(join(root, "empty-missing"), { limit: 300, noFollow: true }), undefined)
           // Larger than the limit: refused from the handle's fstat, nothing read.
-          assert.strictEqual(read!(join(root, "small"), 299, true), undefined)
+          assert.strictEqual(read!(join(root, "small"), { limit: 299, noFollow: true }), undefined)
           // A final symlink is refused when asked, followed otherwise.
           yield* fs.symlink(join(root, "small"), join(root, "link"))
-          assert.strictEqual(read!(join(root, "link"), 300, true), undefined)
-          assert.strictEqual(read!(join(root, "link"), 300, false)?.size, 300)
+          assert.strictEqual(read!(join(root, "link"), { limit: 300, noFollow: true }), undefined)
+          assert.strictEqual(read!(join(root, "link"), { limit: 300, noFollow: false })?.size, 300)
           yield* fs.makeDirectory(join(root, "directory"))
-          assert.strictEqual(read!(join(root, "directory"), 300, true), undefined)
+          assert.strictEqual(read!(join(root, "directory"), { limit: 300, noFollow: true }), undefined)
           // A FIFO without a writer: the open must not wait for one (another
           // process ends the wait of a regression instead of hanging the worker).
           const fifo = join(root, "pipe")
@@ -353,10 +354,10 @@ describe("DirectFileSystem", () => {
           yield* Effect.scoped(Effect.gen(function*() {
             yield* fallbackWriter(fifo)
             const start = performance.now()
-            assert.strictEqual(read!(fifo, 300, true), undefined)
+            assert.strictEqual(read!(fifo, { limit: 300, noFollow: true }), undefined)
             assert.isBelow(performance.now() - start, FALLBACK_MS, "reading the FIFO waited for a writer")
           }))
-          assert.strictEqual(read!("/dev/zero", 300, false), undefined)
+          assert.strictEqual(read!("/dev/zero", { limit: 300, noFollow: false }), undefined)
         }).pipe(direct)
       ),
     20_000
@@ -370,11 +371,36 @@ describe("DirectFileSystem", () => {
         // /proc files say they are empty and hold more: the read must stop one byte past the size fstat gave.
         // (Linux only: other platforms have no such file, and the grown file below covers them.)
         if (process.platform === "linux") {
-          const proc = read("/proc/self/status", 300, false)
+          const proc = read("/proc/self/status", { limit: 300, noFollow: false })
           assert.deepStrictEqual(proc && { size: proc.size, length: proc.bytes.length }, { size: 0, length: 1 })
         }
         yield* fs.writeFileString(join(root, "file"), "abc")
-        assert.strictEqual(read(join(root, "file"), 300, true)?.bytes.length, 3)
+        assert.strictEqual(read(join(root, "file"), { limit: 300, noFollow: true })?.bytes.length, 3)
+      }).pipe(direct)
+    ))
+
+  it.effect("the small-file read reads a file's end and head with the identity and mtime its stat gives", () =>
+    withTempDirectory((root) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        const read = smallRegularReadOf(fs)!
+        const path = join(root, "file")
+        const bytes = bytesOf(5000, 7)
+        yield* fs.writeFile(path, bytes)
+        const info = yield* fs.stat(path)
+        const end = read(path, { limit: 1000, noFollow: true, from: 4000, head: 16 })
+        assert.isDefined(end)
+        assert.deepStrictEqual(
+          { size: end!.size, identity: end!.identity, mtimeMs: end!.mtimeMs },
+          { size: 5000, identity: fileIdentity(info), mtimeMs: modifiedMs(info) }
+        )
+        assert.deepStrictEqual(new Uint8Array(end!.bytes), bytes.subarray(4000))
+        assert.deepStrictEqual(new Uint8Array(end!.head!), bytes.subarray(0, 16))
+        assert.strictEqual(read(path, { limit: 1000, noFollow: true })?.head, undefined)
+        // More than the limit from `from` on, or `from` past the end: refused.
+        assert.strictEqual(read(path, { limit: 999, noFollow: true, from: 4000 }), undefined)
+        assert.strictEqual(read(path, { limit: 1000, noFollow: true, from: 5001 }), undefined)
+        assert.strictEqual(read(path, { limit: 0, noFollow: true, from: 5000 })?.bytes.length, 0)
       }).pipe(direct)
     ))
 

@@ -80,15 +80,15 @@ export const makeCountingFileSystem = (
           countedFile(path, file)
         )
     )
-  const countedSmallRead = (read: SmallRegularRead): SmallRegularRead => (path, limit, noFollow) => {
+  const countedSmallRead = (read: SmallRegularRead): SmallRegularRead => (path, options) => {
     open++
     mostOpen = Math.max(mostOpen, open)
     try {
-      const result = read(path, limit, noFollow)
+      const result = read(path, options)
       if (result !== undefined) {
         const seen = reads.get(path) ?? { reads: 0, bytes: 0 }
         seen.reads++
-        seen.bytes += result.bytes.length
+        seen.bytes += result.bytes.length + (result.head?.length ?? 0)
         reads.set(path, seen)
       }
       return result

@@ -195,7 +195,7 @@ const inspectClaim = (
   // makes; a claim that does not parse is read again by `readClaim`, which
   // dates it by its file and says why.
   return Effect.suspend(() => {
-    const read = readSmall(path, MAX_CLAIM_BYTES, true)
+    const read = readSmall(path, { limit: MAX_CLAIM_BYTES, noFollow: true })
     if (read === undefined || read.bytes.length !== read.size) return throughEffects()
     const parsed = parseClaim(decodeUtf8(read.bytes))
     return parsed._tag === "Parsed" ? Effect.succeed(judged(parsed)) : throughEffects()

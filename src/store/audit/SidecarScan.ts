@@ -401,7 +401,7 @@ export const scanSidecar = (
   const readSmall = smallRegularReadOf(fs)
   if (readSmall === undefined) return scanThroughEffects(fs, path, wanted)
   return Effect.suspend(() => {
-    const read = readSmall(path, MAX_TAIL_BYTES, true)
+    const read = readSmall(path, { limit: MAX_TAIL_BYTES, noFollow: true })
     if (read === undefined || read.bytes.length !== read.size) return scanThroughEffects(fs, path, wanted)
     const lines = makeLineJudge(path, wanted)
     const cutter = makeLineCutter(lines.judge)

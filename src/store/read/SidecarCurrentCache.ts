@@ -20,7 +20,9 @@
  *   hint: it never answers without the bytes read now matching it.
  * - Every read opens the sidecar (never following a symlink, regular files
  *   only) and closes it before it answers: no file is held open between
- *   reads, so a Session's folder can always be removed.
+ *   reads, so a Session's folder can always be removed. On a file system
+ *   whose calls return at once (`SmallRegularRead`), a confirmation is one
+ *   such call: open, `fstat`, one read of the proof's bytes, close.
  * - Bounded by a `ByteCache` (its own, or one shared with the Session
  *   cache): each sidecar is charged the bytes its proof keeps (at most 512:
  *   offsets, a digest and the diagnostics, whatever the size of its
@@ -31,8 +33,10 @@
 import { Effect } from "effect"
 import type { FileSystem } from "effect/FileSystem"
 import { ByteCache } from "../../io/ByteCache.js"
+import { smallRegularReadOf } from "../../io/NonBlockingOpen.js"
 import {
   confirmCurrent,
+  confirmFromTail,
   currentOf,
   type CurrentProof,
   openRegularFile,
@@ -118,11 +122,29 @@ const makeUnsafe = (fs: FileSystem, options: SidecarCurrentCacheOptions): Sideca
     return result.current
   })
 
+  // On a file system whose calls return at once, the proof's bytes are read
+  // in one call (open, fstat, one read, close), without a scope or a handle's
+  // effects: most of a poll of an unchanged sidecar was their bookkeeping.
+  const readSmall = smallRegularReadOf(fs)
+  const confirmAtOnce = (path: string, proof: CurrentProof): SidecarCurrent | undefined => {
+    if (readSmall === undefined) return undefined
+    const read = readSmall(path, { limit: proof.size - proof.tailStart, noFollow: true, from: proof.tailStart })
+    if (read === undefined || read.identity !== proof.identity || read.size !== proof.size) return undefined
+    return confirmFromTail(path, proof, read.bytes)
+  }
+
   const read: (path: string) => Effect.Effect<SidecarCurrent> = Effect.fnUntraced(
     function*(path: string) {
       // No `lstat` first: the open refuses what is not a regular file (symlinks included) by itself.
       // The proof is only a hint: every answer it gives is confirmed by the bytes read now.
-      return yield* Effect.scoped(readOpen(path, proofs.get(path)))
+      const proof = proofs.get(path)
+      const confirmed = proof === undefined ? undefined : confirmAtOnce(path, proof)
+      if (confirmed !== undefined) {
+        counters.opened++
+        counters.confirmed++
+        return confirmed
+      }
+      return yield* Effect.scoped(readOpen(path, proof))
     },
     // A sidecar that cannot be read keeps no proof.
     (effect, path) =>

@@ -391,20 +391,42 @@ const unavailable = (
  * @internal
  */
 export const confirmCurrent = Effect.fnUntraced(function*(file: OpenFile, path: string, proof: CurrentProof) {
-  const length = proof.size - proof.tailStart
-  const tail = yield* readRange(file, proof.tailStart, length)
-  if (tail.length !== length || sha256Hex(tail) !== proof.tailSha256) return undefined
+  const tail = yield* readRange(file, proof.tailStart, proof.size - proof.tailStart)
+  if (!tailMatches(proof, tail)) return undefined
+  const head = headIn(proof, tail)
+  if (proof.receiptOffset >= proof.tailStart) return answerOf(path, proof, head, receiptIn(proof, tail))
+  const receiptBytes = yield* readRange(file, proof.receiptOffset, proof.receiptLength)
+  if (receiptBytes.length !== proof.receiptLength || sha256Hex(receiptBytes) !== head.receiptHash) return undefined
+  return answerOf(path, proof, head, receiptBytes)
+})
+
+/**
+ * `confirmCurrent` when the proof's tail holds the receipt too, from `tail`:
+ * the bytes `[proof.tailStart, proof.size)` just read. `undefined` when the
+ * receipt lies before the tail, or anything differs.
+ *
+ * @internal
+ */
+export const confirmFromTail = (path: string, proof: CurrentProof, tail: Uint8Array): SidecarCurrent | undefined =>
+  proof.receiptOffset >= proof.tailStart && tailMatches(proof, tail)
+    ? answerOf(path, proof, headIn(proof, tail), receiptIn(proof, tail))
+    : undefined
+
+const tailMatches = (proof: CurrentProof, tail: Uint8Array): boolean =>
+  tail.length === proof.size - proof.tailStart && sha256Hex(tail) === proof.tailSha256
+
+// The same bytes as when they parsed as a valid head, and the receipt as a valid Summary receipt.
+const headIn = (proof: CurrentProof, tail: Uint8Array): Head => {
   const headAt = proof.headOffset - proof.tailStart
-  // The same bytes as when they parsed as a valid head, and the receipt as a valid Summary receipt.
-  const head = parseJsonOrNull(decodeUtf8(tail.subarray(headAt, tail.indexOf(NEWLINE, headAt)))) as Head
-  let receiptBytes: Uint8Array
-  if (proof.receiptOffset >= proof.tailStart) {
-    const receiptAt = proof.receiptOffset - proof.tailStart
-    receiptBytes = tail.subarray(receiptAt, receiptAt + proof.receiptLength)
-  } else {
-    receiptBytes = yield* readRange(file, proof.receiptOffset, proof.receiptLength)
-    if (receiptBytes.length !== proof.receiptLength || sha256Hex(receiptBytes) !== head.receiptHash) return undefined
-  }
+  return parseJsonOrNull(decodeUtf8(tail.subarray(headAt, tail.indexOf(NEWLINE, headAt)))) as Head
+}
+
+const receiptIn = (proof: CurrentProof, tail: Uint8Array): Uint8Array => {
+  const receiptAt = proof.receiptOffset - proof.tailStart
+  return tail.subarray(receiptAt, receiptAt + proof.receiptLength)
+}
+
+const answerOf = (path: string, proof: CurrentProof, head: Head, receiptBytes: Uint8Array): SidecarCurrent => {
   const receipt = parseJsonOrNull(decodeUtf8(receiptBytes.subarray(0, -1))) as SummaryReceipt
   return {
     availability: "available",
@@ -414,7 +436,7 @@ export const confirmCurrent = Effect.fnUntraced(function*(file: OpenFile, path: 
     head,
     diagnostics: { ...proof.diagnostics }
   } satisfies SidecarCurrent
-})
+}
 
 /**
  * A current read of `file`, open at `path` with `size` bytes and `identity`
