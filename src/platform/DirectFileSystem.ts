@@ -421,7 +421,7 @@ const readSmallRegular: SmallRegularRead = (path, { from = 0, head, limit, noFol
       identity: [unsigned(stats.dev), unsigned(stats.ino)].join(":"),
       mtimeMs: stats.mtime.getTime(),
       bytes: readFrom(fd, from, size - from + 1),
-      head: head === undefined ? undefined : readFrom(fd, 0, head)
+      head: head === undefined ? undefined : readFrom(fd, 0, Math.min(head, size))
     }
   } catch {
     return undefined

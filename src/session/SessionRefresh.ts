@@ -323,16 +323,19 @@ const stillTooLarge = (
 /** Where the bytes read again to extend `prefix` start: its tail print. */
 const tailStartOf = (prefix: ParsedPrefix): number => prefix.committedEnd - prefix.prints.tail.length
 
-/**
- * Whether the file still starts with the parsed prefix: `window` (read from
- * the tail print on) starts with the tail print, and `head` (read when the
- * tail print does not start the file) is the head print.
- */
-const printsHold = (prefix: ParsedPrefix, window: Uint8Array, head: Uint8Array | undefined): boolean => {
-  const { prints } = prefix
-  return sameBytes(window.subarray(0, prints.tail.length), prints.tail) &&
-    (tailStartOf(prefix) === 0 || (head !== undefined && sameBytes(head, prints.head)))
-}
+/** Whether `window`, read from the prefix's tail print on, still starts with that print. */
+const tailPrintHolds = (prefix: ParsedPrefix, window: Uint8Array): boolean =>
+  sameBytes(window.subarray(0, prefix.prints.tail.length), prefix.prints.tail)
+
+/** Whether `head`, the file's first bytes, is the head print (not read, nor needed, when the tail print starts the file). */
+const headPrintHolds = (prefix: ParsedPrefix, head: Uint8Array | undefined): boolean =>
+  tailStartOf(prefix) === 0 || (head !== undefined && sameBytes(head, prefix.prints.head))
+
+/** A too-large verdict, carried to the grown file; `undefined` when the outcome is no such verdict. */
+const carriedVerdict = (prior: CachedSession, outcome: SessionOutcome, read: FileFacts): Refreshed | undefined =>
+  Result.isFailure(outcome) && outcome.failure._tag === "SessionTooLarge"
+    ? stillTooLarge(prior, outcome.failure, outcome, read)
+    : undefined
 
 /** Extends `prior`, whose prints hold, with `rest`: every byte after its committed prefix, to the end of the file. */
 const extendWith = (
@@ -343,9 +346,8 @@ const extendWith = (
   prefix: ParsedPrefix,
   rest: Uint8Array
 ): Refreshed => {
-  if (Result.isFailure(outcome) && outcome.failure._tag === "SessionTooLarge") {
-    return stillTooLarge(prior, outcome.failure, outcome, read)
-  }
+  const verdict = carriedVerdict(prior, outcome, read)
+  if (verdict !== undefined) return verdict
   if (
     read.size === prior.size && read.mtimeMs === prior.mtimeMs && prefix.trailing !== undefined &&
     sameBytes(prefix.trailing, rest)
@@ -379,17 +381,16 @@ const extend = Effect.fnUntraced(function*(
   const verifyEnd = read.size - tailStart <= READ_CHUNK_BYTES ? read.size : prefix.committedEnd
   // Scratch space only: everything kept from these bytes is copied out by the scan.
   const verified = yield* readExact(read.file, tailStart, verifyEnd - tailStart, verifyBuffer)
-  if (verified === undefined || !sameBytes(verified.subarray(0, prints.tail.length), prints.tail)) return undefined
+  if (verified === undefined || !tailPrintHolds(prefix, verified)) return undefined
   const head = tailStart > 0
     ? yield* readExact(read.file, 0, prints.head.length, new Uint8Array(HEAD_PRINT_BYTES))
     : undefined
-  if (!printsHold(prefix, verified, head)) return undefined
+  if (!headPrintHolds(prefix, head)) return undefined
   if (verifyEnd === read.size) {
     return extendWith(limits, read, prior, outcome, prefix, verified.subarray(prints.tail.length))
   }
-  if (Result.isFailure(outcome) && outcome.failure._tag === "SessionTooLarge") {
-    return stillTooLarge(prior, outcome.failure, outcome, read)
-  }
+  const verdict = carriedVerdict(prior, outcome, read)
+  if (verdict !== undefined) return verdict
   const { accumulator, committedEnd, committedUnits } = prefix
   const from = { end: committedEnd, units: committedUnits, prints }
   return remember(read, accumulator, yield* scan(limits, read, accumulator, from, read.size), "incremental")
@@ -439,7 +440,7 @@ export const extendFromWindow = (
   }
   const { outcome, prefix } = prior.answer
   if (!extendable(prior, facts) || window.length !== facts.size - tailStartOf(prefix)) return undefined
-  if (!printsHold(prefix, window, head)) return undefined
+  if (!tailPrintHolds(prefix, window) || !headPrintHolds(prefix, head)) return undefined
   return extendWith(limits, facts, prior, outcome, prefix, window.subarray(prefix.prints.tail.length))
 }
 

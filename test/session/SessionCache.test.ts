@@ -10,6 +10,7 @@ import { makeMemoryFileSystem } from "../../src/testing/MemoryFileSystem.js"
 import { fileSystemSuite, nodeWorld, rewriteInPlace as rewriteInPlaceOn } from "../support/FileSystemSuite.js"
 import { fuzzRuns } from "../support/FuzzRuns.js"
 import { Session } from "../support/Reference.js"
+import { makeSpecial } from "../support/SpecialFiles.js"
 import { makeStallingFileSystem } from "../support/StallingFileSystem.js"
 import { makeSwappingFileSystem } from "../support/SwappingFileSystem.js"
 import { sessionTextArb } from "./SessionArbitrary.js"
@@ -317,6 +318,24 @@ fileSystemSuite("SessionCache", (it) => {
       yield* fs.truncate(file, turnsText(2).length)
       assert.strictEqual((yield* check(cache, file, root, "truncated at a line")).full, 3)
     }))
+
+  it.effect("a Session being written, swapped for a FIFO or a link to a device, reads as the uncached reader reads it", ({ root }) =>
+    Effect.scoped(Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      for (const kind of ["fifo", "zero"] as const) {
+        const cache = yield* makeSessionCache()
+        const file = `${root}/${kind}.jsonl`
+        yield* append(file, turnsText(3))
+        // Just written, so its parsed prefix is kept for the next read to extend.
+        assert.isTrue(Result.isSuccess(yield* cachedRead(cache, file, root)), kind)
+        yield* fs.remove(file)
+        yield* makeSpecial(file, kind)
+        const after = yield* cachedRead(cache, file, root)
+        assert.isTrue(Result.isFailure(after), kind)
+        assertSameRead(after, yield* freshRead(file, root), kind)
+        assert.strictEqual((yield* cache.stats).incremental, 0, kind)
+      }
+    })))
 
   it.effect("an in-place rewrite with the same size and modification time is noticed", ({ root }) =>
     Effect.gen(function*() {

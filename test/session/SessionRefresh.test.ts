@@ -4,7 +4,7 @@
  * answers exactly as extending it through the open file does, and refuses
  * bytes that are not the file's end as its `fstat` saw it.
  */
-import { assert, describe, it } from "@effect/vitest"
+import { assert } from "@effect/vitest"
 import { Effect, FileSystem } from "effect"
 import { openSessionFile } from "../../src/session/SessionFile.js"
 import {
@@ -15,33 +15,32 @@ import {
   windowOf
 } from "../../src/session/SessionRefresh.js"
 import { DEFAULT_SESSION_LIMITS } from "../../src/session/SessionStream.js"
-import { memoryWorld } from "../support/FileSystemSuite.js"
+import { fileSystemSuite } from "../support/FileSystemSuite.js"
 import { turnsText } from "./SessionLines.js"
 
 const limits = DEFAULT_SESSION_LIMITS
-const file = "/sessions/s.jsonl"
 const readAt = Date.UTC(2026, 0, 1)
 
 /** A fresh cached state of the file as it is now (each call parses anew: extending one feeds its parse). */
-const stateNow = (fs: FileSystem.FileSystem) =>
+const stateNow = (fs: FileSystem.FileSystem, file: string) =>
   Effect.scoped(Effect.flatMap(
     openSessionFile(fs, file),
     ({ file: handle, info }) => refreshSession(limits, handle, info, file, undefined, readAt)
   )).pipe(Effect.map(({ state }) => state as CachedSession))
 
 /** Extends a fresh state of the file as it was through the open file, as it is now. */
-const extendedThroughFile = (fs: FileSystem.FileSystem, prior: CachedSession) =>
+const extendedThroughFile = (fs: FileSystem.FileSystem, file: string, prior: CachedSession) =>
   Effect.scoped(Effect.flatMap(
     openSessionFile(fs, file),
     ({ file: handle, info }) => refreshSession(limits, handle, info, file, prior, readAt + 1)
   ))
 
-const setUp = Effect.gen(function*() {
+const setUp = Effect.fnUntraced(function*(root: string) {
   const fs = yield* FileSystem.FileSystem
-  yield* fs.makeDirectory("/sessions")
+  const file = `${root}/s.jsonl`
   // Longer than the tail print (8 KiB), so the head print is compared too.
   yield* fs.writeFileString(file, turnsText(60))
-  const priors = [yield* stateNow(fs), yield* stateNow(fs), yield* stateNow(fs)] as const
+  const priors = [yield* stateNow(fs, file), yield* stateNow(fs, file), yield* stateNow(fs, file)] as const
   yield* fs.writeFileString(file, turnsText(2, "sess-a", 60), { flag: "a" })
   const bytes = yield* fs.readFile(file)
   const info = yield* fs.stat(file)
@@ -52,13 +51,13 @@ const setUp = Effect.gen(function*() {
     mtimeMs: info.mtime._tag === "Some" ? info.mtime.value.getTime() : -1,
     readAt: readAt + 1
   })
-  return { fs, priors, bytes, facts }
+  return { file, fs, priors, bytes, facts }
 })
 
-describe("SessionRefresh.extendFromWindow", () => {
-  it.effect("answers a grown Session as extending it through the open file does", () =>
+fileSystemSuite("SessionRefresh.extendFromWindow", (it) => {
+  it.effect("answers a grown Session as extending it through the open file does", ({ root }) =>
     Effect.gen(function*() {
-      const { bytes, facts, fs, priors: [throughFile, atOnce] } = yield* setUp
+      const { bytes, facts, file, fs, priors: [throughFile, atOnce] } = yield* setUp(root)
       const window = windowOf(atOnce)!
       assert.isAbove(window.from, 0, "the head print is read too")
       const extended = extendFromWindow(
@@ -68,16 +67,16 @@ describe("SessionRefresh.extendFromWindow", () => {
         bytes.subarray(window.from),
         bytes.subarray(0, window.head)
       )
-      const expected = yield* extendedThroughFile(fs, throughFile)
+      const expected = yield* extendedThroughFile(fs, file, throughFile)
       assert.strictEqual(extended?.kind, "incremental")
       assert.strictEqual(expected.kind, "incremental")
       assert.deepStrictEqual(extended?.outcome, expected.outcome)
       assert.strictEqual(extended?.state?.size, bytes.length)
-    }).pipe(Effect.provide(memoryWorld.layer)))
+    }))
 
-  it.effect("refuses a window that is not the file's end, or a head that is not the one parsed", () =>
+  it.effect("refuses a window that is not the file's end, or a head that is not the one parsed", ({ root }) =>
     Effect.gen(function*() {
-      const { bytes, facts, priors: [, grewWhileRead, otherHead] } = yield* setUp
+      const { bytes, facts, priors: [, grewWhileRead, otherHead] } = yield* setUp(root)
       const window = windowOf(grewWhileRead)!
       const head = bytes.subarray(0, window.head)
       // One byte past the size `fstat` gave: the file grew while it was read.
@@ -94,5 +93,5 @@ describe("SessionRefresh.extendFromWindow", () => {
       assert.isUndefined(
         extendFromWindow(limits, { ...facts(otherHead), identity: "another" }, otherHead, end, head)
       )
-    }).pipe(Effect.provide(memoryWorld.layer)))
+    }))
 })

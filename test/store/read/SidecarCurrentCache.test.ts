@@ -15,6 +15,7 @@ import { makeMemoryFileSystem } from "../../../src/testing/MemoryFileSystem.js"
 import { fileSystemSuite } from "../../support/FileSystemSuite.js"
 import { fuzzRuns } from "../../support/FuzzRuns.js"
 import { jobId, summaryReceipt, titleReceipt } from "../../support/Receipts.js"
+import { makeSpecial } from "../../support/SpecialFiles.js"
 import { makeStallingFileSystem } from "../../support/StallingFileSystem.js"
 import { makeSwappingFileSystem } from "../../support/SwappingFileSystem.js"
 import {
@@ -177,6 +178,23 @@ fileSystemSuite("sidecar current cache", (it) => {
       // The property must have exercised the cache's answers, not only full reads.
       assert.isAbove(confirmed, 0)
     }), 120_000)
+
+  it.effect("after a cached read, a sidecar swapped for a link to itself, a FIFO or a device is refused without waiting", ({ root }) =>
+    Effect.scoped(Effect.gen(function*() {
+      for (const swapped of ["link to the moved sidecar", "fifo", "zero"] as const) {
+        const { cache, kit } = yield* oneReceipt(`${root}/${swapped.split(" ")[0]}`)
+        assert.strictEqual((yield* cache.read(kit.sidecar)).availability, "available", swapped)
+        // The link's target is the very file the proof was made from: same identity, same bytes.
+        const moved = `${kit.sidecar}.moved`
+        yield* kit.fs.rename(kit.sidecar, moved)
+        if (swapped === "link to the moved sidecar") yield* kit.fs.symlink(moved, kit.sidecar)
+        else yield* makeSpecial(kit.sidecar, swapped)
+        const after = yield* cache.read(kit.sidecar)
+        assert.strictEqual(after.availability, "unreadable", swapped)
+        assert.deepStrictEqual(after, yield* readSidecarCurrent(kit.fs, kit.sidecar), swapped)
+        assert.strictEqual((yield* cache.stats).confirmed, 0, swapped)
+      }
+    })))
 
   it.effect("an unchanged sidecar is confirmed by its bytes, not parsed again", ({ root }) =>
     Effect.gen(function*() {
